@@ -1,0 +1,85 @@
+"""Diversity Explorer's compute core: diversity of datasets and generative-model outputs.
+
+No Streamlit anywhere in this package; the app, the CLI and Python users share it.
+
+Where things live
+-----------------
+kernels       similarity kernels with unit diagonal (cosine, rbf, tanimoto, ...) and their combinations
+spectrum      the eigenvalue spectrum of the density matrix, dense O(n^3) or dual O(n d^2), CPU or CUDA
+vendi         Vendi scores of every order q from a spectrum; drop-ins for the ``vendi_score`` package
+baselines     IntDiv, average similarity, GMStds
+exceptions    DiversityInputError, NumericalError and the named warnings
+cli           the ``diversity`` command
+
+Quick start
+-----------
+>>> import numpy as np, diversity_core as dc
+>>> X = np.random.default_rng(0).normal(size=(500, 32))
+>>> spec = dc.compute_spectrum(X, kernel="cosine")      # computed once
+>>> vs1, vs_inf = spec.vendi(1.0), spec.vendi("inf")    # every order from the cache
+"""
+
+from .baselines import average_similarity, baseline_scores, gmstds, intdiv
+from .exceptions import (
+    ConvergenceWarning,
+    DiversityError,
+    DiversityInputError,
+    DiversityWarning,
+    DuplicatesMergedWarning,
+    KernelDiagonalWarning,
+    NumericalError,
+    SpectrumWarning,
+)
+from .kernels import KERNELS, Kernel, combine_kernel_matrices, get_kernel, kernel_matrix, median_distance
+from .spectrum import Spectrum, compute_spectrum, spectrum_from_eigenvalues, spectrum_from_kernel
+from .vendi import (
+    default_q_grid,
+    q_profile,
+    score,
+    score_dual,
+    score_K,
+    score_X,
+    vendi_from_eigenvalues,
+    vendi_score,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    # kernels
+    "KERNELS",
+    "Kernel",
+    "get_kernel",
+    "kernel_matrix",
+    "median_distance",
+    "combine_kernel_matrices",
+    # spectrum and Vendi scores
+    "Spectrum",
+    "compute_spectrum",
+    "spectrum_from_kernel",
+    "spectrum_from_eigenvalues",
+    "vendi_score",
+    "vendi_from_eigenvalues",
+    "q_profile",
+    "default_q_grid",
+    # vendi_score-compatible names
+    "score",
+    "score_K",
+    "score_X",
+    "score_dual",
+    # baselines
+    "intdiv",
+    "average_similarity",
+    "gmstds",
+    "baseline_scores",
+    # errors and warnings
+    "DiversityError",
+    "DiversityInputError",
+    "NumericalError",
+    "DiversityWarning",
+    "KernelDiagonalWarning",
+    "SpectrumWarning",
+    "DuplicatesMergedWarning",
+    "ConvergenceWarning",
+    "__version__",
+]

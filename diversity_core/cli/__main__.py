@@ -1,0 +1,7 @@
+"""``python -m diversity_core.cli``."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

@@ -1,0 +1,127 @@
+"""``diversity inspect FILE``: what was loaded, per group, and what was skipped and why.
+
+``FILE`` may also be ``demo:<name>`` (``demo:digits``, ``demo:molecules``, ...). The data flags
+here (:func:`add_data_arguments`, :func:`dataset_from_args`) are shared by the other
+sub-commands that read a dataset.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..data import DEFAULT_MAX_BYTES, Dataset, load_dataset
+
+FORMATS = ("table", "json")
+
+
+def add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``FILE`` and the :func:`~diversity_core.data.load_dataset` options, in kebab-case."""
+    parser.add_argument("file", metavar="FILE", help="a data file, an image folder or .zip, or demo:<name>")
+    parser.add_argument(
+        "--modality",
+        default="auto",
+        choices=("auto", "embeddings", "images", "text", "molecules"),
+        help="what FILE holds (default: auto)",
+    )
+    parser.add_argument(
+        "--group-column", default=None, help="column/array/SD property with each item's group"
+    )
+    parser.add_argument("--weight-column", default=None, help="column/array/SD property with item weights")
+    parser.add_argument("--text-column", default=None, help="column holding the text of a table")
+    parser.add_argument("--smiles-column", default=None, help="column holding the SMILES of a table")
+    parser.add_argument(
+        "--embeddings", default=None, help="companion embeddings file for images/text/molecules"
+    )
+    parser.add_argument(
+        "--max-bytes",
+        type=int,
+        default=DEFAULT_MAX_BYTES,
+        help=f"size limit of the input in bytes (default: {DEFAULT_MAX_BYTES})",
+    )
+
+
+def _stderr_progress(done: int, total: int, message: str) -> None:
+    if sys.stderr.isatty():
+        end = "\n" if done >= total else ""
+        print(f"\r{message}: {done}/{total}", end=end, file=sys.stderr, flush=True)
+
+
+def dataset_from_args(args: argparse.Namespace) -> Dataset:
+    """Load the dataset named by the flags of :func:`add_data_arguments`."""
+    return load_dataset(
+        args.file,
+        modality=args.modality,
+        group_column=args.group_column,
+        weight_column=args.weight_column,
+        text_column=args.text_column,
+        smiles_column=args.smiles_column,
+        embeddings=args.embeddings,
+        max_bytes=args.max_bytes,
+        progress=_stderr_progress,
+    )
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register ``inspect``."""
+    parser = subparsers.add_parser(
+        "inspect",
+        help="show what a data file holds, per group, and what was skipped",
+        description="Load FILE as the other commands would and print what was loaded, per group, "
+        "and every entry that was skipped, with the reason.",
+    )
+    add_data_arguments(parser)
+    parser.add_argument("--format", default="table", choices=FORMATS, help="output format (default: table)")
+    parser.add_argument("--max-examples", type=int, default=10, help="skipped entries to list (default: 10)")
+    return parser
+
+
+def format_table(summary: dict) -> str:
+    """Plain-text report of :meth:`Dataset.summary`."""
+    lines = [
+        f"name:      {summary['name']}",
+        f"source:    {summary['source']}",
+        f"modality:  {summary['modality']}",
+        f"items:     {summary['n_items']}",
+    ]
+    if summary["n_features"] is not None:
+        lines.append(f"features:  {summary['n_features']} per item")
+    if summary["item_shape"] is not None:
+        lines.append(f"thumbnail: {' x '.join(str(s) for s in summary['item_shape'])}")
+    lines.append(f"hash:      {summary['content_hash']}")
+    groups = summary["groups"]
+    weights = summary["weights"]
+    width = max(len("group"), *(len(g) for g in groups))
+    lines.append("")
+    header = f"{'group':<{width}}  {'items':>7}" + ("  weight sum" if weights else "")
+    lines.append(header)
+    lines.append("-" * len(header))
+    for g, c in groups.items():
+        row = f"{g:<{width}}  {c:>7}"
+        if weights:
+            row += f"  {weights[g]:>10.4g}"
+        lines.append(row)
+    skipped = summary["skipped"]
+    lines.append("")
+    if skipped["count"] == 0:
+        lines.append("skipped:   none")
+    else:
+        reasons = ", ".join(f"{r}: {c}" for r, c in skipped["reasons"].items())
+        lines.append(f"skipped:   {skipped['count']} ({reasons})")
+        for ex in skipped["examples"]:
+            lines.append(f"  {ex['where']}: {ex['reason']}")
+        if skipped["count"] > len(skipped["examples"]):
+            lines.append(f"  ... and {skipped['count'] - len(skipped['examples'])} more")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load ``args.file`` and print its summary; exit code 0."""
+    dataset = dataset_from_args(args)
+    summary = dataset.summary(max_examples=max(0, args.max_examples))
+    if args.format == "json":
+        print(json.dumps(summary, indent=2, sort_keys=True))
+    else:
+        print(format_table(summary))
+    return 0

@@ -1,0 +1,177 @@
+"""``diversity score FILE``: Vendi scores of chosen orders, IntDiv, per group."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ..exceptions import DiversityInputError
+from ..kernels import KERNELS
+from ..spectrum import DEVICES, METHODS
+
+DEFAULT_QS = ("0", "0.5", "1", "2", "inf")
+
+
+def _q_value(text: str) -> float:
+    """argparse type for an order q: a number >= 0 or 'inf'."""
+    try:
+        q = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid order q {text!r}: use a number >= 0 or 'inf'") from None
+    if math.isnan(q) or q < 0:
+        raise argparse.ArgumentTypeError(f"invalid order q {text!r}: use a number >= 0 or 'inf'")
+    return q
+
+
+def add_kernel_arguments(parser: argparse.ArgumentParser) -> None:
+    """The kernel flags shared by the commands that build a kernel."""
+    parser.add_argument("--kernel", default=None, choices=sorted(KERNELS),
+                        help="similarity kernel (default: the featurizer's, cosine for embeddings)")
+    parser.add_argument("--sigma", type=float, default=None, help="rbf/laplacian bandwidth (default: median distance)")
+    parser.add_argument("--degree", type=int, default=None, help="polynomial degree (default 3)")
+    parser.add_argument("--gamma", type=float, default=None, help="polynomial scale (default 1/d)")
+    parser.add_argument("--coef0", type=float, default=None, help="polynomial offset (default 1)")
+
+
+def kernel_params(args: argparse.Namespace) -> dict:
+    """The kernel parameters given on the command line that apply to the chosen kernel."""
+    names = {"rbf": ("sigma",), "laplacian": ("sigma",), "polynomial": ("degree", "gamma", "coef0")}
+    return {k: getattr(args, k) for k in names.get(args.kernel, ()) if getattr(args, k) is not None}
+
+
+def add_dataset_arguments(parser: argparse.ArgumentParser) -> None:
+    """The data-loading flags shared by the commands that read a dataset."""
+    parser.add_argument("file", help="data file or folder (.npy .npz .csv .tsv .parquet, images, text, molecules)")
+    parser.add_argument("--group-column", default=None, help="column (or npz array) naming each item's group")
+    parser.add_argument("--weights", default=None, metavar="COLUMN_OR_FILE",
+                        help="weight column of FILE, or a file with one weight per item (.npy, .csv, .txt)")
+    parser.add_argument("--featurizer", default="default", help="featurizer for non-embedding data (see `diversity inspect`)")
+    parser.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+
+
+def load_for_cli(args: argparse.Namespace):
+    """Load FILE with the group/weight options; returns (dataset, features, default kernel)."""
+    from ..data import load_dataset
+    from ..featurizers import default_kernel, featurize
+
+    weights_file = None
+    weight_column = None
+    if args.weights is not None:
+        if Path(args.weights).is_file():
+            weights_file = Path(args.weights)
+        else:
+            weight_column = args.weights
+    dataset = load_dataset(args.file, group_column=args.group_column, weight_column=weight_column)
+    for item in dataset.skipped[:5]:
+        print(f"warning: skipped {item.where}: {item.reason}", file=sys.stderr)
+    if len(dataset.skipped) > 5:
+        print(f"warning: skipped {len(dataset.skipped)} entries in all (see `diversity inspect`)", file=sys.stderr)
+    weights = dataset.weights
+    if weights_file is not None:
+        weights = _read_weights_file(weights_file, dataset.n)
+    X = featurize(dataset, args.featurizer, progress=_stderr_progress)
+    return dataset, X, weights, default_kernel(args.featurizer, dataset=dataset)
+
+
+def _read_weights_file(path: Path, n: int) -> np.ndarray:
+    """One weight per item from .npy (no pickles), or a one-column text/csv file."""
+    try:
+        if path.suffix == ".npy":
+            w = np.load(path, allow_pickle=False)
+        else:
+            w = np.loadtxt(path, delimiter="," if path.suffix == ".csv" else None, ndmin=1, dtype=np.float64)
+    except ValueError as exc:
+        raise DiversityInputError(f"could not read weights from {path}: {exc}") from None
+    w = np.asarray(w, dtype=np.float64).ravel()
+    if w.size != n:
+        raise DiversityInputError(f"{path} has {w.size} weights but the data has {n} items; give one per item.")
+    return w
+
+
+def _stderr_progress(done: int, total: int, message: str) -> None:
+    """Progress lines on stderr."""
+    print(f"\r{message} {done}/{total}", end="\n" if done >= total else "", file=sys.stderr, flush=True)
+
+
+def _format_q(q: float) -> str:
+    """Stable key for an order: '1', '0.5', 'inf'."""
+    return "inf" if math.isinf(q) else f"{q:g}"
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register ``diversity score``."""
+    p = subparsers.add_parser(
+        "score",
+        help="Vendi scores of chosen orders q, and IntDiv",
+        description="Vendi scores VS_q (effective number of distinct items) of FILE, overall and per group.",
+    )
+    add_dataset_arguments(p)
+    add_kernel_arguments(p)
+    p.add_argument("--q", type=_q_value, nargs="+", default=[float(q) for q in DEFAULT_QS],
+                   help="orders q (several allowed, 'inf' too; default 0 0.5 1 2 inf)")
+    p.add_argument("--method", choices=METHODS, default="auto", help="spectrum path (default auto)")
+    p.add_argument("--device", choices=DEVICES, default="cpu", help="cpu, cuda, or auto")
+    return p
+
+
+def score_rows(X, weights, groups, group_names, *, kernel, params, qs, method, device) -> list[dict]:
+    """One result row for all items and one per group."""
+    from ..baselines import intdiv
+    from ..spectrum import compute_spectrum
+
+    subsets = [("all", np.arange(X.shape[0]))]
+    subsets += [(g, np.flatnonzero(groups == g)) for g in group_names]
+    rows = []
+    for name, idx in subsets:
+        if idx.size < 2:
+            raise DiversityInputError(f"group {name!r} has {idx.size} item(s); each group needs at least 2.")
+        Xg = X[idx]
+        wg = None if weights is None else weights[idx]
+        spec = compute_spectrum(Xg, kernel=kernel, weights=wg, method=method, device=device, **params)
+        rows.append({
+            "group": name,
+            "n": int(idx.size),
+            "method": spec.method,
+            "rank": spec.rank,
+            "vendi": {_format_q(q): spec.vendi(q) for q in qs},
+            "intdiv": intdiv(Xg, kernel=kernel, weights=wg, **params),
+            "kernel": spec.kernel,
+        })
+    return rows
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``diversity score``."""
+    dataset, X, weights, default_kernel = load_for_cli(args)
+    if args.kernel is None:
+        args.kernel = default_kernel
+    params = kernel_params(args)
+    qs = list(dict.fromkeys(args.q))
+    rows = score_rows(X, weights, dataset.groups, dataset.group_names(), kernel=args.kernel, params=params,
+                      qs=qs, method=args.method, device=args.device)
+    if args.format == "json":
+        out = {
+            "file": str(args.file),
+            "n": int(X.shape[0]),
+            "kernel": rows[0]["kernel"],
+            "q": [_format_q(q) for q in qs],
+            "weighted": weights is not None,
+            "results": [{k: v for k, v in r.items() if k != "kernel"} for r in rows],
+        }
+        json.dump(out, sys.stdout, indent=2)
+        print()
+        return 0
+    header = ["group", "n"] + [f"VS_{_format_q(q)}" for q in qs] + ["IntDiv", "method"]
+    table = [[r["group"], str(r["n"])] + [f"{r['vendi'][_format_q(q)]:.6g}" for q in qs]
+             + [f"{r['intdiv']:.4f}", r["method"]] for r in rows]
+    widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(header)]
+    print(f"# {args.file}: kernel {rows[0]['kernel']}, {'weighted' if weights is not None else 'uniform weights'}")
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
+    for row in table:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths)))
+    return 0

@@ -1,0 +1,40 @@
+"""Data in: loaders for embeddings, images, text and molecules, and demo datasets.
+
+What lives where
+----------------
+- :mod:`._dataset`: :class:`Dataset` (what every loader returns) and :class:`SkippedItem`.
+- :mod:`._load`: :func:`load_dataset` (the one entry point) and :func:`detect_modality`.
+- :mod:`.embeddings`: ``.npy`` (memory-mapped when large), ``.npz``, ``.csv``/``.tsv``/``.jsonl``, ``.parquet``.
+- :mod:`.images`: folders and ``.zip`` archives of PNG/JPEG/WebP, ``.npy`` image arrays,
+  companion embeddings.
+- :mod:`.text`: ``.txt`` (a line each) and tables with a text column.
+- :mod:`.molecules`: ``.smi``/``.smiles``, tables with a SMILES column, ``.sdf``; RDKit canonical SMILES.
+- :mod:`.demos`: :data:`DEMOS`, :func:`load_demo`, :func:`list_demos`.
+- :mod:`._files` / :mod:`._tables`: size limits, zip safety, encodings, never-unpickling
+  ``.npy``/``.npz`` readers, and row bookkeeping for error messages.
+
+Every problem with the input raises :class:`~diversity_core.exceptions.DiversityInputError`
+naming the file and the row or entry; entries that can be dropped safely (invalid SMILES, blank
+lines, non-image files) are skipped and listed in ``Dataset.skipped``.
+"""
+
+from __future__ import annotations
+
+from ._dataset import MODALITIES, THUMBNAIL_SIDE, Dataset, SkippedItem
+from ._files import DEFAULT_MAX_BYTES
+from ._load import detect_modality, load_dataset
+from .demos import DEMOS, DemoSpec, list_demos, load_demo
+
+__all__ = [
+    "Dataset",
+    "SkippedItem",
+    "load_dataset",
+    "detect_modality",
+    "load_demo",
+    "list_demos",
+    "DEMOS",
+    "DemoSpec",
+    "MODALITIES",
+    "THUMBNAIL_SIDE",
+    "DEFAULT_MAX_BYTES",
+]

@@ -1,0 +1,257 @@
+"""File plumbing for the loaders: size limits, safe ``.npy``/``.npz`` reading, zip safety, encodings.
+
+Nothing here interprets the content; the format modules (:mod:`.embeddings`, :mod:`.images`,
+:mod:`.text`, :mod:`.molecules`) call these helpers so that every file-level failure raises the
+same :class:`~diversity_core.exceptions.DiversityInputError`, naming the file and what to do.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import posixpath
+import re
+import zipfile
+from pathlib import Path, PurePosixPath
+from typing import Union
+
+import numpy as np
+
+from ..exceptions import DiversityInputError
+
+PathLike = Union[str, os.PathLike]
+
+#: Default largest input the loaders accept, in bytes (1 GiB). A folder or zip counts its
+#: images' total (uncompressed) size. Pass ``max_bytes=`` / ``--max-bytes`` to change it.
+DEFAULT_MAX_BYTES = 1 << 30
+
+#: ``.npy`` files larger than this are memory-mapped instead of read into memory.
+MMAP_THRESHOLD_BYTES = 64 << 20
+
+
+def human_bytes(n: int) -> str:
+    """``1536`` -> ``'1.5 KiB'``."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"  # pragma: no cover - loop always returns
+
+
+def check_max_bytes(max_bytes) -> int:
+    """Validate the ``max_bytes`` option (a positive integer)."""
+    try:
+        value = int(max_bytes)
+    except (TypeError, ValueError):
+        raise DiversityInputError(f"max_bytes must be a positive integer; got {max_bytes!r}.") from None
+    if value <= 0 or value != max_bytes:
+        raise DiversityInputError(f"max_bytes must be a positive integer; got {max_bytes!r}.")
+    return value
+
+
+def check_path(path: PathLike) -> Path:
+    """Return ``path`` as a :class:`Path` that exists, or raise a clear error."""
+    p = Path(os.fspath(path)).expanduser()
+    if not p.exists():
+        raise DiversityInputError(f"{p}: no such file or folder; check the path.")
+    return p
+
+
+def check_size(path: Path, size: int, max_bytes: int, *, what: str = "file") -> None:
+    """Raise when ``size`` exceeds the configured limit."""
+    if size > max_bytes:
+        raise DiversityInputError(
+            f"{path}: the {what} is {human_bytes(size)}, over the size limit of {human_bytes(max_bytes)}. "
+            "Raise the limit with max_bytes= (CLI: --max-bytes) if you trust the file, or load a subsample."
+        )
+
+
+def check_file(path: Path, max_bytes: int) -> int:
+    """Check that ``path`` is a regular, non-empty file within the size limit; return its size."""
+    if path.is_dir():
+        raise DiversityInputError(f"{path}: expected a file, found a folder.")
+    size = path.stat().st_size
+    if size == 0:
+        raise DiversityInputError(f"{path}: the file is empty; there is nothing to measure.")
+    check_size(path, size, max_bytes)
+    return size
+
+
+# --------------------------------------------------------------------------------------------
+# text decoding
+# --------------------------------------------------------------------------------------------
+
+_BOMS = {
+    b"\xff\xfe\x00\x00": "UTF-32-LE",
+    b"\x00\x00\xfe\xff": "UTF-32-BE",
+    b"\xff\xfe": "UTF-16-LE",
+    b"\xfe\xff": "UTF-16-BE",
+}
+
+
+def decode_utf8(data: bytes, where: str) -> str:
+    """Decode bytes as UTF-8 (a leading BOM is dropped) or raise naming the line and column.
+
+    Other encodings are not guessed: the message says where the first undecodable byte is and
+    how to re-save the file.
+    """
+    for bom, name in _BOMS.items():
+        if data.startswith(bom):
+            raise DiversityInputError(
+                f"{where}: the file is encoded as {name}, not UTF-8. Re-save it as UTF-8 "
+                f"(e.g. `iconv -f {name} -t UTF-8 in > out`)."
+            )
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        start = exc.start
+        line = data.count(b"\n", 0, start) + 1
+        column = start - (data.rfind(b"\n", 0, start) + 1) + 1
+        raise DiversityInputError(
+            f"{where}: not valid UTF-8 (byte 0x{data[start]:02x} at line {line}, column {column}). "
+            "Re-save the file as UTF-8 (e.g. `iconv -f latin1 -t UTF-8 in > out`)."
+        ) from None
+
+
+def read_text_file(path: Path, max_bytes: int) -> str:
+    """Read a whole text file as UTF-8 after the size checks."""
+    check_file(path, max_bytes)
+    text = decode_utf8(path.read_bytes(), str(path))
+    if not text.strip():
+        raise DiversityInputError(f"{path}: the file holds only blank space; there is nothing to measure.")
+    return text
+
+
+# --------------------------------------------------------------------------------------------
+# .npy / .npz, never unpickled
+# --------------------------------------------------------------------------------------------
+
+_PICKLE_HINT = (
+    "it holds pickled Python objects, which are never loaded (unpickling can run arbitrary code). "
+    "Save a plain numeric array instead, e.g. np.save(path, np.asarray(X, dtype=np.float32))."
+)
+
+
+def _npy_header(fh, where: str):
+    """Read an .npy header: (shape, fortran_order, dtype)."""
+    try:
+        version = np.lib.format.read_magic(fh)
+        if version == (1, 0):
+            return np.lib.format.read_array_header_1_0(fh)
+        if version == (2, 0):
+            return np.lib.format.read_array_header_2_0(fh)
+        raise ValueError(f"unsupported .npy version {version}")
+    except (ValueError, OSError, EOFError) as exc:
+        raise DiversityInputError(
+            f"{where}: not a valid .npy file ({exc}). Save arrays with numpy.save."
+        ) from None
+
+
+def _check_npy_dtype(dtype: np.dtype, where: str) -> None:
+    if dtype.hasobject:
+        raise DiversityInputError(f"{where}: {_PICKLE_HINT}")
+
+
+def load_npy(path: Path, max_bytes: int, *, mmap_threshold: int = MMAP_THRESHOLD_BYTES) -> np.ndarray:
+    """Load an ``.npy`` array with ``allow_pickle=False``; memory-map it when large.
+
+    The header is read first, so object arrays are rejected before any data is touched, and a
+    truncated file is reported as such.
+    """
+    size = check_file(path, max_bytes)
+    with open(path, "rb") as fh:
+        shape, fortran, dtype = _npy_header(fh, str(path))
+        offset = fh.tell()
+    _check_npy_dtype(dtype, str(path))
+    expected = offset + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if size < expected:
+        raise DiversityInputError(
+            f"{path}: the .npy file is truncated (header announces shape {tuple(shape)} of {dtype}, "
+            f"{human_bytes(expected)}, but the file has {human_bytes(size)}). Re-export it."
+        )
+    try:
+        if size >= mmap_threshold:
+            return np.load(path, mmap_mode="r", allow_pickle=False)
+        return np.load(path, allow_pickle=False)
+    except ValueError as exc:
+        raise DiversityInputError(f"{path}: cannot read the .npy file ({exc}).") from None
+
+
+def load_npz(path: Path, max_bytes: int) -> dict[str, np.ndarray]:
+    """Load every array of an ``.npz`` archive with ``allow_pickle=False``.
+
+    Each member's header is inspected before it is read, so a pickled member is named and
+    rejected without being loaded; the archive's uncompressed total counts against ``max_bytes``.
+    """
+    check_file(path, max_bytes)
+    try:
+        zf = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise DiversityInputError(
+            f"{path}: not a valid .npz archive ({exc}). Save arrays with numpy.savez."
+        ) from None
+    arrays: dict[str, np.ndarray] = {}
+    with zf:
+        infos = [i for i in zf.infolist() if not i.is_dir()]
+        if not infos:
+            raise DiversityInputError(f"{path}: the .npz archive holds no arrays.")
+        check_size(path, sum(i.file_size for i in infos), max_bytes, what="uncompressed archive")
+        for info in infos:
+            name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+            where = f"{path} (array {name!r})"
+            try:
+                with zf.open(info) as fh:
+                    _shape, _fortran, dtype = _npy_header(fh, where)
+                _check_npy_dtype(dtype, where)
+                with zf.open(info) as fh:
+                    data = io.BytesIO(fh.read())
+                arrays[name] = np.load(data, allow_pickle=False)
+            except DiversityInputError:
+                raise
+            except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+                raise DiversityInputError(
+                    f"{where}: cannot read this array ({exc}); the archive may be truncated. Re-export it."
+                ) from None
+    return arrays
+
+
+# --------------------------------------------------------------------------------------------
+# zip archives
+# --------------------------------------------------------------------------------------------
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def safe_member_name(name: str, archive: Path) -> str:
+    """Return a zip member's normalised relative path, or raise for absolute paths and ``..``.
+
+    Members are never extracted to disk, but a name that would escape the archive's folder is
+    a sign of a crafted archive (zip-slip), so the whole archive is refused.
+    """
+    cleaned = name.replace("\\", "/")
+    parts = PurePosixPath(cleaned).parts
+    if cleaned.startswith("/") or _DRIVE.match(cleaned) or ".." in parts:
+        raise DiversityInputError(
+            f"{archive}: entry {name!r} has an unsafe path (absolute or containing '..'). "
+            "Re-create the archive with relative paths only (e.g. `cd folder && zip -r ../images.zip .`)."
+        )
+    return posixpath.normpath(cleaned)
+
+
+def open_zip(path: Path, max_bytes: int) -> zipfile.ZipFile:
+    """Open a zip archive after the size, validity and member-path checks."""
+    check_file(path, max_bytes)
+    try:
+        zf = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise DiversityInputError(f"{path}: not a valid zip archive ({exc}).") from None
+    infos = zf.infolist()
+    try:
+        for info in infos:
+            safe_member_name(info.filename, path)
+        check_size(path, sum(i.file_size for i in infos), max_bytes, what="uncompressed archive")
+    except DiversityInputError:
+        zf.close()
+        raise
+    return zf

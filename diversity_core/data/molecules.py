@@ -1,0 +1,271 @@
+"""Molecules: ``.smi``/``.smiles``, a table (``.csv``/``.tsv``/``.jsonl``/``.parquet``) with a SMILES column, ``.sdf``.
+
+Every structure is parsed and sanitised by RDKit and stored as its canonical SMILES. Invalid
+SMILES and unparsable SDF records are skipped and reported with their line or record number
+(``Dataset.skipped``); RDKit's own log lines are silenced while parsing.
+
+- ``.smi``: whitespace-separated, SMILES first, optional name after it; a first line starting
+  with ``smiles`` is a header, and then ``group_column``/``weight_column`` may name its columns.
+- Tables: the SMILES column is ``smiles_column`` or the first column named ``smiles``,
+  ``canonical_smiles``, ``smi`` or ``mol`` (case-insensitive).
+- ``.sdf``: ``group_column``/``weight_column`` name SD properties; ids are the record titles.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from .._progress import ProgressCallback, report
+from ..exceptions import DiversityInputError
+from ._dataset import Dataset, SkippedItem
+from ._files import check_file, decode_utf8, read_text_file
+from ._tables import Table, check_weight_values, groups_from_column, read_table, weights_from_column
+from .embeddings import align_companion, read_companion
+
+SMILES_COLUMN_NAMES = ("smiles", "canonical_smiles", "smi", "mol", "structure")
+SMI_EXTENSIONS = (".smi", ".smiles", ".ism", ".can")
+
+
+@contextmanager
+def quiet_rdkit():
+    """Silence RDKit's error log (parse failures are reported through ``Dataset.skipped``)."""
+    from rdkit import RDLogger
+
+    RDLogger.DisableLog("rdApp.*")
+    try:
+        yield
+    finally:
+        RDLogger.EnableLog("rdApp.*")
+
+
+def canonical_smiles(smiles: str) -> Optional[str]:
+    """RDKit's canonical SMILES of ``smiles`` (stereo kept), or ``None`` when it does not parse."""
+    from rdkit import Chem
+
+    s = str(smiles).strip()
+    if not s:
+        return None
+    with quiet_rdkit():
+        mol = Chem.MolFromSmiles(s)
+    if mol is None or mol.GetNumAtoms() == 0:
+        return None
+    return Chem.MolToSmiles(mol)
+
+
+def _canonicalise_all(smiles: list, wheres: list, progress, skipped: list):
+    """Canonical SMILES of the valid entries and the indices kept."""
+    from rdkit import Chem
+
+    out, keep = [], []
+    total = len(smiles)
+    with quiet_rdkit():
+        for i, s in enumerate(smiles):
+            if i % 500 == 0:
+                report(progress, i, total, "parsing molecules")
+            s = str(s).strip()
+            if not s:
+                skipped.append(SkippedItem(wheres[i], "empty SMILES"))
+                continue
+            mol = Chem.MolFromSmiles(s)
+            if mol is None or mol.GetNumAtoms() == 0:
+                skipped.append(SkippedItem(wheres[i], f"invalid SMILES {s[:80]!r}"))
+                continue
+            out.append(Chem.MolToSmiles(mol))
+            keep.append(i)
+    report(progress, total, total, "parsing molecules")
+    return out, np.asarray(keep, dtype=np.intp)
+
+
+def _read_smi(path: Path, max_bytes: int, group_column, weight_column):
+    """Rows of a .smi file: (smiles, ids, wheres, table-or-None)."""
+    import pandas as pd
+
+    text = read_text_file(path, max_bytes)
+    lines = text.splitlines()
+    first = next((ln for ln in lines if ln.strip()), "")
+    has_header = first.split()[0].lower() in SMILES_COLUMN_NAMES if first.split() else False
+    if has_header:
+        header = first.split()
+        records, line_numbers = [], []
+        start = lines.index(first) + 1
+        for lineno, line in enumerate(lines[start:], start=start + 1):
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            parts = line.split(None, len(header) - 1)
+            if len(parts) != len(header):
+                raise DiversityInputError(
+                    f"{path}: ragged rows: line {lineno} has {len(parts)} fields but the header has {len(header)}. "
+                    "Fix or remove that line."
+                )
+            records.append(parts)
+            line_numbers.append(lineno)
+        df = pd.DataFrame(records, columns=header)
+        table = Table(df=df, path=path, kind="jsonl", line_numbers=line_numbers)  # rows named by line
+        smiles_col = header[0]
+        smiles = df[smiles_col].tolist()
+        wheres = [f"{path.name} line {ln}" for ln in line_numbers]
+        name_col = header[1] if len(header) > 1 and header[1] not in (group_column, weight_column) else None
+        ids = df[name_col].astype(str).tolist() if name_col else [f"line {ln}" for ln in line_numbers]
+        return smiles, ids, wheres, table
+    if group_column or weight_column:
+        raise DiversityInputError(
+            f"{path}: this .smi file has no header line, so it has no "
+            f"{'group' if group_column else 'weight'} column. Add a header (e.g. 'smiles name model') or use .csv."
+        )
+    smiles, ids, wheres = [], [], []
+    for lineno, line in enumerate(lines, start=1):
+        s = line.strip()
+        if not s or s.startswith("#"):
+            continue
+        parts = s.split(None, 1)
+        smiles.append(parts[0])
+        ids.append(parts[1].strip() if len(parts) > 1 else f"line {lineno}")
+        wheres.append(f"{path.name} line {lineno}")
+    return smiles, ids, wheres, None
+
+
+def _read_sdf(path: Path, max_bytes: int, group_column, weight_column, progress, skipped):
+    from rdkit import Chem
+
+    check_file(path, max_bytes)
+    text = decode_utf8(path.read_bytes(), str(path))
+    if "$$$$" not in text and "M  END" not in text:
+        raise DiversityInputError(f"{path}: not an SD file (no 'M  END' or '$$$$' record markers).")
+    blocks = text.split("$$$$")
+    if blocks and not blocks[-1].strip():
+        blocks = blocks[:-1]
+    out, ids, groups, weights = [], [], [], []
+    newlines_before = 0
+    total = len(blocks)
+    with quiet_rdkit():
+        for rec, block in enumerate(blocks, start=1):
+            if rec % 200 == 1:
+                report(progress, rec - 1, total, "parsing molecules")
+            # blocks after the first begin with the newline that ends the previous '$$$$' line
+            start_line = newlines_before + (2 if rec > 1 else 1)
+            newlines_before += block.count("\n")
+            where = f"{path.name} record {rec} (line {start_line})"
+            if rec > 1:
+                block = (
+                    block[1:] if block.startswith("\n") else block[2:] if block.startswith("\r\n") else block
+                )
+            supplier = Chem.SDMolSupplier()
+            supplier.SetData(block + "$$$$\n", sanitize=True)
+            mol = supplier[0] if len(supplier) else None
+            if mol is None or mol.GetNumAtoms() == 0:
+                skipped.append(SkippedItem(where, "unparsable or invalid molecule record"))
+                continue
+            props = mol.GetPropsAsDict()
+            if group_column is not None:
+                if group_column not in props or not str(props[group_column]).strip():
+                    raise DiversityInputError(
+                        f"{path} record {rec}: no SD property {group_column!r} (the group column); "
+                        f"its properties are: {', '.join(map(repr, props)) or 'none'}."
+                    )
+                groups.append(str(props[group_column]).strip())
+            if weight_column is not None:
+                if weight_column not in props:
+                    raise DiversityInputError(
+                        f"{path} record {rec}: no SD property {weight_column!r} (the weight column); "
+                        f"its properties are: {', '.join(map(repr, props)) or 'none'}."
+                    )
+                try:
+                    weights.append(float(props[weight_column]))
+                except (TypeError, ValueError):
+                    raise DiversityInputError(
+                        f"{path} record {rec}: the weight {props[weight_column]!r} is not a number."
+                    ) from None
+            out.append(Chem.MolToSmiles(mol))
+            title = mol.GetProp("_Name").strip() if mol.HasProp("_Name") else ""
+            ids.append(title or f"record {rec}")
+    report(progress, total, total, "parsing molecules")
+    g = np.asarray(groups, dtype=str) if group_column is not None else None
+    w = None
+    if weight_column is not None:
+        w = check_weight_values(
+            np.asarray(weights, dtype=np.float64),
+            lambda rows: "items " + ", ".join(str(int(r) + 1) for r in rows[:5]),
+            str(path),
+            weight_column,
+        )
+    return out, ids, g, w
+
+
+def load_molecules(
+    path: Path,
+    *,
+    smiles_column: Optional[str] = None,
+    group_column: Optional[str] = None,
+    weight_column: Optional[str] = None,
+    embeddings=None,
+    max_bytes: int,
+    progress: Optional[ProgressCallback] = None,
+    name: Optional[str] = None,
+) -> Dataset:
+    """Load molecules and canonicalise them (see the module docstring)."""
+    skipped: list = []
+    groups = weights = None
+    suffix = path.suffix.lower()
+    if suffix == ".sdf":
+        smiles, ids, groups, weights = _read_sdf(
+            path, max_bytes, group_column, weight_column, progress, skipped
+        )
+    else:
+        if suffix in SMI_EXTENSIONS:
+            raw, raw_ids, wheres, table = _read_smi(path, max_bytes, group_column, weight_column)
+        else:
+            table = read_table(path, max_bytes)
+            col = smiles_column
+            if col is None:
+                col = table.find_column(SMILES_COLUMN_NAMES)
+                if col is None:
+                    cols = ", ".join(repr(c) for c in table.df.columns)
+                    raise DiversityInputError(
+                        f"{path}: no SMILES column found (columns: {cols}). Name it with smiles_column= "
+                        "(CLI: --smiles-column)."
+                    )
+            series = table.column(col, "SMILES")
+            raw = [
+                "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v)
+                for v in series.to_numpy()
+            ]
+            wheres = [table.where(i) for i in range(len(raw))]
+            raw_ids = [w.split(" ", 1)[1] for w in wheres]
+        if not raw:
+            raise DiversityInputError(f"{path}: no molecules found; there is nothing to measure.")
+        smiles, keep = _canonicalise_all(raw, wheres, progress, skipped)
+        ids = [raw_ids[i] for i in keep]
+        if table is not None and group_column:
+            groups = groups_from_column(table, group_column, keep)
+        if table is not None and weight_column:
+            weights = weights_from_column(table, weight_column, keep)
+    if len(smiles) < 2:
+        detail = ""
+        if skipped:
+            examples = "; ".join(f"{s.where}: {s.reason}" for s in skipped[:3])
+            detail = f" ({len(skipped)} entries were skipped, e.g. {examples})"
+        what = "no valid molecules" if not smiles else "a single valid molecule"
+        raise DiversityInputError(f"{path}: {what}; diversity needs at least 2 items{detail}.")
+    features = None
+    if embeddings is not None:
+        comp = Path(os.fspath(embeddings)).expanduser()
+        if not comp.exists():
+            raise DiversityInputError(f"{comp}: no such companion embeddings file; check the path.")
+        X, comp_ids = read_companion(comp, max_bytes)
+        features = align_companion(comp, X, comp_ids, ids, str(path))
+    return Dataset(
+        name=name or path.name,
+        modality="molecules",
+        items=smiles,
+        features=features,
+        groups=groups,
+        weights=weights,
+        ids=ids,
+        skipped=tuple(skipped),
+        source=str(path),
+    )

@@ -1,0 +1,134 @@
+"""Text: ``.txt`` (one item per line) or a table (``.csv``/``.tsv``/``.jsonl``/``.parquet``) with a text column.
+
+Files must be UTF-8 (a BOM is fine); anything else is reported with the line and column of the
+first undecodable byte. Blank lines and empty cells are skipped and reported; lines are kept as
+they are apart from the trailing newline and surrounding whitespace.
+
+The text column is ``text_column`` when given, else the first column named ``text``,
+``sentence``, ``caption``, ``content``, ``body``, ``prompt``, ``response`` or ``completion``, else the only
+non-numeric column that is neither the group nor the weight column.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from ..exceptions import DiversityInputError
+from ._dataset import Dataset, SkippedItem
+from ._files import read_text_file
+from ._tables import Table, groups_from_column, read_table, weights_from_column
+from .embeddings import align_companion, read_companion
+
+TEXT_COLUMN_NAMES = (
+    "text",
+    "sentence",
+    "sentences",
+    "caption",
+    "captions",
+    "content",
+    "body",
+    "prompt",
+    "response",
+    "completion",
+    "output",
+)
+
+
+def _pick_text_column(table: Table, text_column, group_column, weight_column) -> str:
+    import pandas as pd
+
+    if text_column is not None:
+        table.column(text_column, "text")
+        return text_column
+    found = table.find_column(TEXT_COLUMN_NAMES)
+    if found is not None:
+        return found
+    candidates = [
+        c
+        for c in table.df.columns
+        if c not in (group_column, weight_column) and not pd.api.types.is_numeric_dtype(table.df[c])
+    ]
+    if len(candidates) == 1:
+        return candidates[0]
+    cols = ", ".join(repr(c) for c in table.df.columns)
+    raise DiversityInputError(
+        f"{table.path}: cannot tell which column holds the text (columns: {cols}). "
+        "Name it with text_column= (CLI: --text-column)."
+    )
+
+
+def load_text(
+    path: Path,
+    *,
+    text_column: Optional[str] = None,
+    group_column: Optional[str] = None,
+    weight_column: Optional[str] = None,
+    embeddings=None,
+    max_bytes: int,
+    name: Optional[str] = None,
+) -> Dataset:
+    """Load text items (see the module docstring)."""
+    skipped: list = []
+    groups = weights = None
+    suffix = path.suffix.lower()
+    if suffix in (".txt", ".text", ""):
+        if group_column or weight_column or text_column:
+            raise DiversityInputError(
+                f"{path}: a .txt file has one item per line and no columns; use a .csv/.jsonl/.parquet file "
+                "for text, group or weight columns."
+            )
+        lines = read_text_file(path, max_bytes).splitlines()
+        texts, ids = [], []
+        for lineno, line in enumerate(lines, start=1):
+            s = line.strip()
+            if not s:
+                skipped.append(SkippedItem(f"{path.name} line {lineno}", "empty line"))
+                continue
+            texts.append(s)
+            ids.append(f"line {lineno}")
+    else:
+        table = read_table(path, max_bytes)
+        col_name = _pick_text_column(table, text_column, group_column, weight_column)
+        col = table.df[col_name]
+        keep, texts, ids = [], [], []
+        for i, v in enumerate(col.to_numpy()):
+            if v is None or (isinstance(v, float) and np.isnan(v)) or not str(v).strip():
+                skipped.append(SkippedItem(table.where(i), f"empty text in column {col_name!r}"))
+                continue
+            keep.append(i)
+            texts.append(str(v).strip())
+            ids.append(table.where(i).split(" ", 1)[1] if " " in table.where(i) else table.where(i))
+        keep = np.asarray(keep, dtype=np.intp)
+        if group_column:
+            groups = groups_from_column(table, group_column, keep)
+        if weight_column:
+            weights = weights_from_column(table, weight_column, keep)
+    if not texts:
+        raise DiversityInputError(f"{path}: no non-empty text items; there is nothing to measure.")
+    if len(texts) < 2:
+        raise DiversityInputError(
+            f"{path}: a single text item ({ids[0]}); diversity needs at least 2 items"
+            + (f" ({len(skipped)} empty entries were skipped)." if skipped else ".")
+        )
+    features = None
+    if embeddings is not None:
+        comp = Path(os.fspath(embeddings)).expanduser()
+        if not comp.exists():
+            raise DiversityInputError(f"{comp}: no such companion embeddings file; check the path.")
+        X, comp_ids = read_companion(comp, max_bytes)
+        features = align_companion(comp, X, comp_ids, ids, str(path))
+    return Dataset(
+        name=name or path.name,
+        modality="text",
+        items=texts,
+        features=features,
+        groups=groups,
+        weights=weights,
+        ids=ids,
+        skipped=tuple(skipped),
+        source=str(path),
+    )

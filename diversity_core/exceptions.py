@@ -1,0 +1,52 @@
+"""Exception and warning types raised by :mod:`diversity_core`.
+
+Every error a user can cause is a :class:`DiversityInputError` (a ``ValueError``) whose
+message says what was expected, what arrived and what to do; a decomposition that fails
+numerically is a :class:`NumericalError`. Warnings have their own classes so callers can
+filter them precisely.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DiversityError",
+    "DiversityInputError",
+    "NumericalError",
+    "DiversityWarning",
+    "KernelDiagonalWarning",
+    "SpectrumWarning",
+    "DuplicatesMergedWarning",
+    "ConvergenceWarning",
+]
+
+
+class DiversityError(Exception):
+    """Base class of every exception raised on purpose by the project."""
+
+
+class DiversityInputError(DiversityError, ValueError):
+    """Bad data or a bad parameter; the message says how to fix it."""
+
+
+class NumericalError(DiversityError, ArithmeticError):
+    """A decomposition or solve failed, or its result cannot be trusted."""
+
+
+class DiversityWarning(UserWarning):
+    """Base class of the project's warnings."""
+
+
+class KernelDiagonalWarning(DiversityWarning):
+    """The kernel's diagonal was not 1 and the matrix was rescaled."""
+
+
+class SpectrumWarning(DiversityWarning):
+    """Small negative eigenvalues (round-off) were clipped to zero."""
+
+
+class DuplicatesMergedWarning(DiversityWarning):
+    """Exact duplicate points were merged before a computation."""
+
+
+class ConvergenceWarning(DiversityWarning):
+    """An iterative method stopped before reaching its tolerance."""

@@ -1,0 +1,609 @@
+"""Similarity kernels with unit diagonal (DESIGN §1.2).
+
+Every kernel is a small frozen object with
+
+- ``matrix(X)``: the n x n kernel matrix K (float64, ``K_ii = 1`` where the kernel guarantees it);
+- ``feature_map(X)``: an explicit feature matrix Phi with ``K = Phi Phi^T`` when the kernel has
+  a finite one (linear, cosine, probability product, sums of those), else ``None``. The
+  spectrum uses it for the O(n d^2) dual path;
+- ``resolve(X)``: the same kernel with data-dependent defaults fixed (the median-distance
+  bandwidth), so a result can record exactly which kernel produced it.
+
+Kernels combine with ``+`` (weighted sum, weights renormalised so the diagonal stays 1) and
+``*`` (elementwise product); a number times a kernel sets its weight in a sum:
+``0.3 * get_kernel("cosine") + 0.7 * get_kernel("rbf")``. The VS paper's Fig. 1b shows why
+combining kernels can raise the Vendi score. For kernels computed on different
+representations of the same items, see :func:`combine_kernel_matrices`.
+
+Available names: ``linear, cosine, rbf, laplacian, polynomial, tanimoto,
+probability_product, precomputed``.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Optional, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.metrics import pairwise_distances
+from sklearn.metrics.pairwise import euclidean_distances
+
+from ._validation import check_features, check_kernel_matrix, check_option, check_positive
+from .exceptions import DiversityInputError, KernelDiagonalWarning
+
+__all__ = [
+    "Kernel",
+    "LinearKernel",
+    "CosineKernel",
+    "RBFKernel",
+    "LaplacianKernel",
+    "PolynomialKernel",
+    "TanimotoKernel",
+    "ProbabilityProductKernel",
+    "PrecomputedKernel",
+    "CombinedKernel",
+    "KERNELS",
+    "get_kernel",
+    "kernel_matrix",
+    "median_distance",
+    "normalize_diagonal",
+    "combine_kernel_matrices",
+]
+
+#: Largest number of rows the median heuristic looks at (a seeded subsample beyond it).
+MEDIAN_SAMPLE = 1000
+
+
+def median_distance(X, *, metric: str = "euclidean", max_samples: int = MEDIAN_SAMPLE) -> float:
+    """Median of the pairwise distances between distinct rows of ``X``.
+
+    The bandwidth default of the RBF and Laplacian kernels (the "median heuristic"). Above
+    ``max_samples`` rows a fixed-seed subsample of that size is used, so the value is
+    deterministic and costs O(max_samples^2 d).
+
+    Raises
+    ------
+    DiversityInputError
+        If every pair of rows is identical (no positive distance to take the median of).
+    """
+    X = check_features(X, min_samples=2)
+    X = X.toarray() if sp.issparse(X) else X
+    if X.shape[0] > max_samples:
+        idx = np.random.default_rng(0).choice(X.shape[0], size=max_samples, replace=False)
+        X = X[np.sort(idx)]
+    D = pairwise_distances(np.asarray(X, dtype=np.float64), metric=metric)
+    upper = D[np.triu_indices_from(D, k=1)]
+    upper = upper[upper > 0]
+    if upper.size == 0:
+        raise DiversityInputError(
+            "all items are identical, so the median-distance bandwidth is undefined; "
+            "pass an explicit sigma."
+        )
+    return float(np.median(upper))
+
+
+def normalize_diagonal(K: np.ndarray, *, rtol: float = 1e-10, warn: bool = True) -> np.ndarray:
+    """Rescale K to unit diagonal, ``K_ij / sqrt(K_ii K_jj)``, warning when it was not 1.
+
+    The rescaled matrix is the cosine-normalised kernel; it stays PSD when K is.
+    """
+    d = np.diagonal(K).astype(np.float64)
+    off = np.abs(d - 1.0)
+    if np.all(off <= rtol):
+        return K
+    if warn:
+        import warnings
+
+        warnings.warn(
+            f"the kernel's diagonal is not 1 (k(x, x) ranges over [{d.min():.6g}, {d.max():.6g}]); "
+            "K was rescaled to K_ij / sqrt(K_ii K_jj).",
+            KernelDiagonalWarning,
+            stacklevel=3,
+        )
+    s = 1.0 / np.sqrt(d)
+    return K * s[:, None] * s[None, :]
+
+
+def _dense(X):
+    """Dense float view of X (sparse input densified)."""
+    return X.toarray() if sp.issparse(X) else X
+
+
+def _gram(A, B=None) -> np.ndarray:
+    """A B^T as a dense float64 array (sparse-aware)."""
+    B = A if B is None else B
+    G = A @ B.T
+    G = G.toarray() if sp.issparse(G) else np.asarray(G)
+    return np.asarray(G, dtype=np.float64)
+
+
+def _row_norms(X) -> np.ndarray:
+    """Euclidean norm of each row (sparse-aware), accumulated in float64."""
+    if sp.issparse(X):
+        return np.sqrt(np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel())
+    return np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
+
+
+@dataclass(frozen=True)
+class Kernel(abc.ABC):
+    """Base class: a positive semidefinite similarity with unit diagonal."""
+
+    name = "kernel"
+    weight: float = field(default=1.0, kw_only=True, repr=False)
+
+    # -- public API ------------------------------------------------------------------------
+    def matrix(self, X) -> np.ndarray:
+        """Kernel matrix of the rows of X (n x n, float64)."""
+        X = self._check(X)
+        return self.resolve(X)._matrix(X)
+
+    def feature_map(self, X) -> Optional[np.ndarray]:
+        """Explicit features Phi with K = Phi Phi^T, or None when the kernel has no finite one."""
+        return None
+
+    def resolve(self, X) -> Kernel:
+        """This kernel with data-dependent defaults (bandwidths) fixed on X."""
+        return self
+
+    @property
+    def has_feature_map(self) -> bool:
+        """Whether :meth:`feature_map` returns features (enables the dual path)."""
+        return False
+
+    @property
+    def accepts_sparse(self) -> bool:
+        """Whether sparse CSR input is handled without densifying."""
+        return False
+
+    def get_params(self) -> dict[str, Any]:
+        """The kernel's parameters (weight excluded)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "weight"}
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready description: ``{"name": ..., **params}``."""
+        return {"name": self.name, **self.get_params()}
+
+    def describe(self) -> str:
+        """Short human-readable description, e.g. ``rbf(sigma=1.2)``."""
+        params = ", ".join(
+            f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+            for k, v in self.get_params().items()
+            if v is not None
+        )
+        return f"{self.name}({params})"
+
+    # -- combination -----------------------------------------------------------------------
+    def __add__(self, other: Kernel) -> CombinedKernel:
+        if not isinstance(other, Kernel):
+            return NotImplemented
+        return CombinedKernel(tuple(_terms(self, "sum")) + tuple(_terms(other, "sum")), op="sum")
+
+    def __mul__(self, other):
+        if isinstance(other, Kernel):
+            return CombinedKernel(
+                tuple(_terms(self, "product")) + tuple(_terms(other, "product")), op="product"
+            )
+        if isinstance(other, (int, float, np.floating, np.integer)):
+            return replace(self, weight=check_positive(other, "kernel weight"))
+        return NotImplemented
+
+    __rmul__ = __mul__
+
+    # -- private ---------------------------------------------------------------------------
+    def _check(self, X):
+        """Validate X for this kernel."""
+        return check_features(X, allow_sparse=self.accepts_sparse)
+
+    @abc.abstractmethod
+    def _matrix(self, X) -> np.ndarray:
+        """Compute K on validated X with resolved parameters."""
+
+
+def _terms(kernel: Kernel, op: str) -> Sequence[Kernel]:
+    """Flatten nested combinations of the same operation."""
+    if isinstance(kernel, CombinedKernel) and kernel.op == op and kernel.weight == 1.0:
+        return kernel.kernels
+    return (kernel,)
+
+
+@dataclass(frozen=True)
+class LinearKernel(Kernel):
+    r"""Linear kernel :math:`k(x, y) = \langle x, y \rangle`.
+
+    Its diagonal is ``||x||^2``; the Vendi score renormalises the spectrum and warns when the
+    rows are not unit-norm (use ``cosine`` for the normalised version).
+    """
+
+    name = "linear"
+
+    @property
+    def has_feature_map(self) -> bool:
+        return True
+
+    @property
+    def accepts_sparse(self) -> bool:
+        return True
+
+    def feature_map(self, X):
+        return self._check(X)
+
+    def _matrix(self, X):
+        return _gram(X)
+
+
+@dataclass(frozen=True)
+class CosineKernel(Kernel):
+    r"""Cosine similarity :math:`k(x, y) = \langle x, y \rangle / (\|x\| \|y\|)`.
+
+    The VS paper's default for embeddings; feature map ``x / ||x||`` (dimension d).
+    """
+
+    name = "cosine"
+
+    @property
+    def has_feature_map(self) -> bool:
+        return True
+
+    @property
+    def accepts_sparse(self) -> bool:
+        return True
+
+    def feature_map(self, X):
+        X = self._check(X)
+        norms = _row_norms(X)
+        if np.any(norms == 0):
+            rows = np.flatnonzero(norms == 0)
+            raise DiversityInputError(
+                f"cosine similarity is undefined for all-zero rows (rows {', '.join(map(str, rows[:5]))}"
+                f"{'...' if rows.size > 5 else ''}); drop them or use the rbf kernel."
+            )
+        inv = (1.0 / norms).astype(X.dtype, copy=False)
+        if sp.issparse(X):
+            return sp.diags(inv) @ X
+        return X * inv[:, None]
+
+    def _matrix(self, X):
+        Phi = self.feature_map(X)
+        K = _gram(Phi)
+        np.fill_diagonal(K, 1.0)
+        return K
+
+
+@dataclass(frozen=True)
+class RBFKernel(Kernel):
+    r"""Gaussian kernel :math:`k(x, y) = \exp(-\|x - y\|^2 / (2 \sigma^2))`.
+
+    ``sigma=None`` takes the median pairwise Euclidean distance (:func:`median_distance`).
+    """
+
+    name = "rbf"
+    sigma: Optional[float] = None
+
+    def resolve(self, X):
+        if self.sigma is not None:
+            return self
+        return replace(self, sigma=median_distance(_dense(check_features(X, allow_sparse=True))))
+
+    def _matrix(self, X):
+        sigma = check_positive(self.sigma, "sigma")
+        D2 = euclidean_distances(_dense(X).astype(np.float64, copy=False), squared=True)
+        D2 *= -1.0 / (2.0 * sigma * sigma)
+        np.exp(D2, out=D2)
+        np.fill_diagonal(D2, 1.0)
+        return D2
+
+
+@dataclass(frozen=True)
+class LaplacianKernel(Kernel):
+    r"""Laplacian kernel :math:`k(x, y) = \exp(-\|x - y\|_1 / \sigma)`.
+
+    ``sigma=None`` takes the median pairwise L1 distance.
+    """
+
+    name = "laplacian"
+    sigma: Optional[float] = None
+
+    def resolve(self, X):
+        if self.sigma is not None:
+            return self
+        X = _dense(check_features(X, allow_sparse=True))
+        return replace(self, sigma=median_distance(X, metric="cityblock"))
+
+    def _matrix(self, X):
+        sigma = check_positive(self.sigma, "sigma")
+        D = pairwise_distances(_dense(X).astype(np.float64, copy=False), metric="cityblock")
+        D *= -1.0 / sigma
+        np.exp(D, out=D)
+        return D
+
+
+@dataclass(frozen=True)
+class PolynomialKernel(Kernel):
+    r"""Normalised polynomial kernel.
+
+    :math:`k(x, y) = p(x, y) / \sqrt{p(x, x) p(y, y)}` with
+    :math:`p(x, y) = (\gamma \langle x, y \rangle + c_0)^{\mathrm{degree}}`; ``gamma=None``
+    means ``1 / d``. The normalisation gives the unit diagonal and keeps K PSD.
+    """
+
+    name = "polynomial"
+    degree: int = 3
+    gamma: Optional[float] = None
+    coef0: float = 1.0
+
+    @property
+    def accepts_sparse(self) -> bool:
+        return True
+
+    def resolve(self, X):
+        if self.gamma is not None:
+            return self
+        return replace(self, gamma=1.0 / X.shape[1])
+
+    def _matrix(self, X):
+        if int(self.degree) != self.degree or self.degree < 1:
+            raise DiversityInputError(f"degree must be a positive integer; got {self.degree!r}.")
+        if self.coef0 < 0:
+            raise DiversityInputError(f"coef0 must be >= 0 for a PSD kernel; got {self.coef0!r}.")
+        P = _gram(X)
+        P *= check_positive(self.gamma, "gamma")
+        P += self.coef0
+        P **= int(self.degree)
+        d = np.diagonal(P).copy()
+        if np.any(d <= 0):
+            raise DiversityInputError(
+                "the polynomial kernel is zero on some all-zero rows; use coef0 > 0 or drop those rows."
+            )
+        s = 1.0 / np.sqrt(d)
+        P *= s[:, None]
+        P *= s[None, :]
+        np.fill_diagonal(P, 1.0)
+        return P
+
+
+@dataclass(frozen=True)
+class TanimotoKernel(Kernel):
+    r"""Tanimoto (Jaccard) similarity of non-negative vectors.
+
+    :math:`k(a, b) = \langle a, b \rangle / (\|a\|^2 + \|b\|^2 - \langle a, b \rangle)`; on
+    binary fingerprints this is |a & b| / |a | b|. Two all-zero rows count as identical
+    (similarity 1). The Tanimoto kernel is PSD on binary vectors.
+    """
+
+    name = "tanimoto"
+
+    @property
+    def accepts_sparse(self) -> bool:
+        return True
+
+    def _check(self, X):
+        X = super()._check(X)
+        data = X.data if sp.issparse(X) else X
+        if data.size and np.min(data) < 0:
+            raise DiversityInputError(
+                "the tanimoto kernel needs non-negative features (fingerprint bits or counts); "
+                "got negative values."
+            )
+        return X
+
+    def _matrix(self, X):
+        AB = _gram(X)
+        sq = np.diagonal(AB).copy()
+        denom = sq[:, None] + sq[None, :] - AB
+        with np.errstate(invalid="ignore", divide="ignore"):
+            K = np.where(denom > 0, AB / np.where(denom > 0, denom, 1.0), 1.0)
+        np.fill_diagonal(K, 1.0)
+        return K
+
+
+@dataclass(frozen=True)
+class ProbabilityProductKernel(Kernel):
+    r"""Probability product (Bhattacharyya) kernel of class-probability vectors.
+
+    :math:`k(x, x') = \sum_y \sqrt{p(y|x) p(y|x')}`; each row of X is a probability
+    vector. Feature map :math:`\sqrt{p(\cdot|x)}`.
+    """
+
+    name = "probability_product"
+
+    @property
+    def has_feature_map(self) -> bool:
+        return True
+
+    def _check(self, X):
+        X = super()._check(X)
+        if np.min(X) < 0:
+            raise DiversityInputError(
+                "the probability_product kernel needs probability vectors; got negative entries."
+            )
+        sums = X.sum(axis=1, dtype=np.float64)
+        bad = np.abs(sums - 1.0) > 1e-6
+        if np.any(bad):
+            rows = np.flatnonzero(bad)
+            raise DiversityInputError(
+                "each row must be a probability vector summing to 1 for the probability_product kernel; "
+                f"rows {', '.join(map(str, rows[:5]))} sum to {', '.join(f'{s:.4g}' for s in sums[rows[:5]])}. "
+                "Apply softmax or divide each row by its sum."
+            )
+        return X
+
+    def feature_map(self, X):
+        return np.sqrt(self._check(X))
+
+    def _matrix(self, X):
+        K = _gram(np.sqrt(X))
+        np.fill_diagonal(K, 1.0)
+        return K
+
+
+@dataclass(frozen=True)
+class PrecomputedKernel(Kernel):
+    """A kernel matrix supplied by the user: X is K itself (n x n).
+
+    Checked for symmetry and finiteness; a non-unit diagonal is rescaled with a
+    :class:`~diversity_core.exceptions.KernelDiagonalWarning`; PSD is checked by the spectrum.
+    """
+
+    name = "precomputed"
+
+    def _check(self, X):
+        return normalize_diagonal(check_kernel_matrix(X))
+
+    def _matrix(self, X):
+        return np.array(X, dtype=np.float64, copy=True)
+
+
+@dataclass(frozen=True)
+class CombinedKernel(Kernel):
+    r"""Weighted sum or elementwise product of kernels on the same features.
+
+    Sum: :math:`k = \sum_i w_i k_i / \sum_i w_i` (weights renormalised so the diagonal stays 1).
+    Product: :math:`k = \prod_i k_i` (Schur product theorem: PSD, unit diagonal).
+    A sum of kernels that all have feature maps has the feature map
+    :math:`[\sqrt{w_1/W}\,\Phi_1, \dots]`.
+    """
+
+    name = "combined"
+    kernels: tuple = ()
+    op: str = "sum"
+
+    def __post_init__(self):
+        check_option(self.op, ("sum", "product"), "kernel combination")
+        if len(self.kernels) < 1 or not all(isinstance(k, Kernel) for k in self.kernels):
+            raise DiversityInputError("a combined kernel needs one or more Kernel objects.")
+
+    @property
+    def has_feature_map(self) -> bool:
+        return self.op == "sum" and all(k.has_feature_map for k in self.kernels)
+
+    @property
+    def accepts_sparse(self) -> bool:
+        return all(k.accepts_sparse for k in self.kernels)
+
+    def _weights(self) -> np.ndarray:
+        """Term weights normalised to sum 1."""
+        w = np.array([k.weight for k in self.kernels], dtype=np.float64)
+        return w / w.sum()
+
+    def resolve(self, X):
+        return replace(self, kernels=tuple(k.resolve(X) for k in self.kernels))
+
+    def feature_map(self, X):
+        if not self.has_feature_map:
+            return None
+        parts = [k.feature_map(X) for k in self.kernels]
+        scaled = [p * math.sqrt(w) for p, w in zip(parts, self._weights())]
+        if any(sp.issparse(p) for p in scaled):
+            return sp.hstack([sp.csr_matrix(p) for p in scaled], format="csr")
+        return np.hstack(scaled)
+
+    def _matrix(self, X):
+        Ks = [k._matrix(k._check(X)) for k in self.kernels]
+        return combine_kernel_matrices(Ks, weights=self._weights(), op=self.op)
+
+    def get_params(self):
+        return {
+            "op": self.op,
+            "kernels": [{**k.to_dict(), "weight": float(w)} for k, w in zip(self.kernels, self._weights())],
+        }
+
+    def describe(self) -> str:
+        if self.op == "sum":
+            return " + ".join(f"{w:.3g}*{k.describe()}" for k, w in zip(self.kernels, self._weights()))
+        return " * ".join(k.describe() for k in self.kernels)
+
+
+def combine_kernel_matrices(
+    Ks: Sequence[np.ndarray], *, weights: Optional[Sequence[float]] = None, op: str = "sum"
+) -> np.ndarray:
+    r"""Combine kernel matrices of the same items, e.g. computed on different representations.
+
+    ``op="sum"``: :math:`K = \sum_i w_i K_i / \sum_i w_i`; ``op="product"``: elementwise product
+    (weights ignored). Both preserve PSD and the unit diagonal.
+    """
+    check_option(op, ("sum", "product"), "kernel combination")
+    if len(Ks) == 0:
+        raise DiversityInputError("combine_kernel_matrices needs at least one matrix.")
+    shape = np.shape(Ks[0])
+    if any(np.shape(K) != shape for K in Ks):
+        raise DiversityInputError(
+            f"kernel matrices must all have the same shape; got {[np.shape(K) for K in Ks]}."
+        )
+    if op == "product":
+        out = np.array(Ks[0], dtype=np.float64, copy=True)
+        for K in Ks[1:]:
+            out *= K
+        return out
+    w = np.ones(len(Ks)) if weights is None else np.asarray(weights, dtype=np.float64)
+    if w.shape != (len(Ks),) or np.any(w < 0) or w.sum() <= 0:
+        raise DiversityInputError("weights must be one non-negative number per matrix, not all zero.")
+    w = w / w.sum()
+    out = np.zeros(shape, dtype=np.float64)
+    for wi, K in zip(w, Ks):
+        out += wi * np.asarray(K, dtype=np.float64)
+    return out
+
+
+#: Registry of kernel names to classes.
+KERNELS: dict[str, type[Kernel]] = {
+    cls.name: cls
+    for cls in (
+        LinearKernel,
+        CosineKernel,
+        RBFKernel,
+        LaplacianKernel,
+        PolynomialKernel,
+        TanimotoKernel,
+        ProbabilityProductKernel,
+        PrecomputedKernel,
+    )
+}
+
+
+def get_kernel(kernel="cosine", **params) -> Kernel:
+    """Return a :class:`Kernel` from a name and its parameters (or pass a Kernel through).
+
+    Parameters
+    ----------
+    kernel : str or Kernel
+        One of ``linear, cosine, rbf, laplacian, polynomial, tanimoto, probability_product,
+        precomputed``, or a Kernel object (then ``params`` must be empty).
+    **params
+        The kernel's parameters, e.g. ``sigma`` for rbf/laplacian; ``None`` values are ignored.
+
+    Examples
+    --------
+    >>> get_kernel("rbf", sigma=0.5).describe()
+    'rbf(sigma=0.5)'
+    """
+    params = {k: v for k, v in params.items() if v is not None}
+    if isinstance(kernel, Kernel):
+        if params:
+            raise DiversityInputError(
+                f"kernel parameters {sorted(params)} given with a Kernel object; set them on the object."
+            )
+        return kernel
+    if not isinstance(kernel, str):
+        raise DiversityInputError(f"kernel must be a name or a Kernel; got {type(kernel).__name__}.")
+    cls = KERNELS.get(kernel)
+    if cls is None:
+        check_option(kernel, KERNELS, "kernel")
+    valid = {f.name for f in fields(cls) if f.name != "weight"}
+    unknown = set(params) - valid
+    if unknown:
+        raise DiversityInputError(
+            f"unknown parameter(s) {sorted(unknown)} for the {kernel} kernel; "
+            f"valid: {sorted(valid) if valid else 'none'}."
+        )
+    return cls(**params)
+
+
+def kernel_matrix(X, *, kernel="cosine", **params) -> np.ndarray:
+    """Kernel matrix K (n x n, float64) of the rows of X.
+
+    Cost: O(n^2 d) for the pairwise products plus O(n^2) elementwise work.
+    """
+    return get_kernel(kernel, **params).matrix(X)

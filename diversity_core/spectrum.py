@@ -1,0 +1,430 @@
+"""The eigenvalue spectrum of the density matrix, computed once per (data, kernel).
+
+The density matrix is :math:`\\rho = \\mathrm{diag}(\\sqrt p)\\, K\\, \\mathrm{diag}(\\sqrt p)`
+(``K / n`` for uniform weights). Its eigenvalues are the cached object of the project: every
+Vendi score of every order q follows from them in O(n) (:mod:`diversity_core.vendi`).
+
+Two exact paths (DESIGN §1.1):
+
+- ``"dense"``: form the n x n matrix and call LAPACK's symmetric eigensolver, O(n^3);
+- ``"dual"``: when ``K = Phi Phi^T`` with an explicit feature map of dimension d < n, the
+  non-zero eigenvalues of ``rho`` equal those of ``Phi^T diag(p) Phi`` (d x d), O(n d^2).
+
+``method="auto"`` takes the dual path when the kernel has a feature map and d < n, else dense.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+
+from ._progress import ProgressCallback, report
+from ._validation import check_kernel_matrix, check_option, check_weights
+from .exceptions import DiversityInputError, KernelDiagonalWarning, NumericalError, SpectrumWarning
+from .kernels import PrecomputedKernel, get_kernel, normalize_diagonal
+
+__all__ = ["Spectrum", "compute_spectrum", "spectrum_from_kernel", "spectrum_from_eigenvalues"]
+
+METHODS = ("auto", "dense", "dual")
+DEVICES = ("cpu", "cuda", "auto")
+
+# scikit-learn's _check_psd_eigenvalues thresholds, relative to the largest eigenvalue:
+# below -significant the matrix is not PSD (error); between -significant and -small the
+# negatives are round-off worth a warning; above -small they are clipped silently.
+_SIGNIFICANT_NEG = {np.dtype(np.float64): 1e-5, np.dtype(np.float32): 5e-3}
+_SMALL_NEG = {np.dtype(np.float64): 1e-12, np.dtype(np.float32): 2e-7}
+
+
+@dataclass(frozen=True)
+class Spectrum:
+    """Eigenvalues (and optionally top eigenvectors) of a density matrix.
+
+    Attributes
+    ----------
+    eigenvalues : ndarray of shape (m,)
+        Eigenvalues of rho in descending order, clipped to >= 0, zero below the support
+        threshold ``tol``, summing to 1. ``m`` is n (dense) or d (dual).
+    n : int
+        Number of items.
+    method : {"dense", "dual"}
+        The path that computed them.
+    kernel : dict
+        The resolved kernel (name and parameters, bandwidths included).
+    eigenvectors : ndarray of shape (n, k) or None
+        Unit-norm eigenvectors of rho in item space for the k largest eigenvalues
+        (column j belongs to ``eigenvalues[j]``); ``None`` unless requested.
+    tol : float
+        Support threshold: eigenvalues at or below it count as zero. It is
+        ``m * eps * max(eigenvalue)``, the rule of ``numpy.linalg.matrix_rank``, with eps of
+        the precision the matrix was formed in.
+    trace : float
+        Trace of rho before renormalisation (1 when ``k(x, x) = 1`` for every item).
+    n_clipped : int
+        Number of negative eigenvalues (round-off) set to zero.
+    weighted : bool
+        Whether non-uniform weights were used.
+    device : str
+        Where the decomposition ran.
+    """
+
+    eigenvalues: np.ndarray
+    n: int
+    method: str
+    kernel: dict = field(default_factory=dict)
+    eigenvectors: Optional[np.ndarray] = None
+    tol: float = 0.0
+    trace: float = 1.0
+    n_clipped: int = 0
+    weighted: bool = False
+    device: str = "cpu"
+
+    @property
+    def support(self) -> np.ndarray:
+        """The eigenvalues above the support threshold (the ones every VS_q sums over)."""
+        return self.eigenvalues[self.eigenvalues > self.tol]
+
+    @property
+    def rank(self) -> int:
+        """Numerical rank: the number of eigenvalues in the support (equals VS_0)."""
+        return int(np.count_nonzero(self.eigenvalues > self.tol))
+
+    def vendi(self, q=1.0) -> float:
+        """Vendi score of order q from the cached eigenvalues, O(m). See :func:`vendi_from_eigenvalues`."""
+        from .vendi import vendi_from_eigenvalues
+
+        return vendi_from_eigenvalues(self.support, q, normalized=True)
+
+    def profile(self, qs) -> np.ndarray:
+        """Vendi scores for many orders at once (the q-profile), O(m) per order."""
+        from .vendi import vendi_from_eigenvalues
+
+        return vendi_from_eigenvalues(self.support, np.atleast_1d(qs), normalized=True)
+
+    def to_dict(self, *, include_eigenvectors: bool = False) -> dict[str, Any]:
+        """JSON-ready dict of the spectrum (eigenvectors only on request)."""
+        out = {
+            "n": self.n,
+            "method": self.method,
+            "kernel": self.kernel,
+            "eigenvalues": self.eigenvalues.tolist(),
+            "tol": self.tol,
+            "rank": self.rank,
+            "trace": self.trace,
+            "n_clipped": self.n_clipped,
+            "weighted": self.weighted,
+            "device": self.device,
+        }
+        if include_eigenvectors and self.eigenvectors is not None:
+            out["eigenvectors"] = self.eigenvectors.tolist()
+        return out
+
+
+# ---------------------------------------------------------------------------------------
+# public entry points
+# ---------------------------------------------------------------------------------------
+def compute_spectrum(
+    X,
+    *,
+    kernel="cosine",
+    weights=None,
+    method: str = "auto",
+    n_eigenvectors: int = 0,
+    device: str = "cpu",
+    progress: Optional[ProgressCallback] = None,
+    **kernel_params,
+) -> Spectrum:
+    r"""Eigenvalue spectrum of the density matrix of X under a kernel.
+
+    .. math:: \rho = \mathrm{diag}(\sqrt p)\, K\, \mathrm{diag}(\sqrt p), \qquad
+              K_{ij} = k(x_i, x_j)
+
+    (Eq. (1)-(2) of [1]; weighted form of [2]). With an explicit feature map
+    :math:`K = \Phi \Phi^T` the non-zero eigenvalues of rho equal those of the d x d matrix
+    :math:`\Phi^T \mathrm{diag}(p) \Phi` ([1], Sec. 3, "dual").
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d), or (n, n) with ``kernel="precomputed"``
+        Item features (float32 stays float32 in the dual Gram product), or a kernel matrix.
+    kernel : str or Kernel, default "cosine"
+        See :func:`diversity_core.kernels.get_kernel`.
+    weights : array-like of shape (n,), optional
+        Non-negative item weights (renormalised to probabilities). Default uniform.
+    method : {"auto", "dense", "dual"}, default "auto"
+        ``"auto"``: dual when the kernel has a feature map and d < n, else dense.
+    n_eigenvectors : int, default 0
+        Number of top eigenvectors (item space) to keep, for galleries.
+    device : {"cpu", "cuda", "auto"}, default "cpu"
+        ``"cuda"`` computes the Gram product and eigendecomposition with torch on the GPU
+        (float64); ``"auto"`` uses the GPU when torch sees one.
+    progress : callable, optional
+        ``progress(done, total, message)``.
+    **kernel_params
+        Kernel parameters, e.g. ``sigma=1.0``.
+
+    Returns
+    -------
+    Spectrum
+
+    Raises
+    ------
+    DiversityInputError
+        Bad data, weights or options; a kernel that is not PSD beyond round-off.
+    NumericalError
+        The eigensolver failed to converge.
+
+    Warns
+    -----
+    KernelDiagonalWarning
+        The kernel's diagonal is not 1 (e.g. linear kernel on non-unit rows); the eigenvalues
+        are renormalised to sum 1.
+    SpectrumWarning
+        Negative round-off eigenvalues above 1e-12 of the largest were clipped.
+
+    Notes
+    -----
+    Cost: dual O(n d^2) + O(d^3); dense O(n^2 d) for K plus O(n^3) for the eigenvalues
+    (O(n^3) with a larger constant when eigenvectors are requested). Memory: dense holds one
+    n x n float64 matrix (n = 20000 needs 3.2 GB).
+
+    References
+    ----------
+    .. [1] Friedman & Dieng, "The Vendi Score: A Diversity Evaluation Metric for Machine
+       Learning", TMLR 2023.
+    .. [2] Pasarkar & Dieng, "Cousins of the Vendi Score".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> compute_spectrum(np.eye(3)).vendi(1.0)  # three orthogonal items
+    3.0000000000000004
+    """
+    kern = get_kernel(kernel, **kernel_params)
+    check_option(method, METHODS, "method")
+    device = _check_device(device)
+    if isinstance(kern, PrecomputedKernel):
+        return spectrum_from_kernel(
+            X, weights=weights, n_eigenvectors=n_eigenvectors, device=device, progress=progress
+        )
+    X = kern._check(X)
+    n, d = X.shape
+    p = check_weights(weights, n)
+    n_eigenvectors = _check_n_eigenvectors(n_eigenvectors, n)
+    kern = kern.resolve(X)
+    if method == "auto":
+        method = "dual" if (kern.has_feature_map and d < n) else "dense"
+    elif method == "dual" and not kern.has_feature_map:
+        raise DiversityInputError(
+            f"method='dual' needs a kernel with an explicit feature map (linear, cosine, "
+            f"probability_product or sums of them); the {kern.name} kernel has none. Use method='dense'."
+        )
+    report(progress, 0, 2, f"forming the {method} matrix")
+    if method == "dual":
+        Phi = kern.feature_map(X)
+        M, eps = _dual_matrix(Phi, p, device)
+    else:
+        K = kern._matrix(X)
+        M, eps = _density_from_kernel(K, p), np.finfo(np.float64).eps
+        del K
+    report(progress, 1, 2, "eigendecomposition")
+    lam, vecs = _eigh(M, n_eigenvectors if method == "dense" else (n_eigenvectors and min(n_eigenvectors, d)), device)
+    if method == "dual" and vecs is not None:
+        vecs = _dual_to_item_vectors(Phi, p, vecs)
+    spec = _finish(lam, vecs, n=n, method=method, kernel=kern.to_dict(), p=p, eps=eps, device=device)
+    report(progress, 2, 2, "done")
+    return spec
+
+
+def spectrum_from_kernel(
+    K,
+    *,
+    weights=None,
+    n_eigenvectors: int = 0,
+    device: str = "cpu",
+    progress: Optional[ProgressCallback] = None,
+) -> Spectrum:
+    """Spectrum of a precomputed kernel matrix K (n x n), dense path.
+
+    K is validated (square, finite, symmetric, positive diagonal); a non-unit diagonal is
+    rescaled to 1 with a :class:`KernelDiagonalWarning`; a matrix that is not PSD beyond
+    round-off raises :class:`DiversityInputError`. Cost O(n^3).
+    """
+    device = _check_device(device)
+    K = normalize_diagonal(check_kernel_matrix(K), warn=True)
+    n = K.shape[0]
+    p = check_weights(weights, n)
+    n_eigenvectors = _check_n_eigenvectors(n_eigenvectors, n)
+    report(progress, 0, 1, "eigendecomposition")
+    lam, vecs = _eigh(_density_from_kernel(K, p), n_eigenvectors, device)
+    spec = _finish(
+        lam, vecs, n=n, method="dense", kernel={"name": "precomputed"}, p=p,
+        eps=np.finfo(np.float64).eps, device=device,
+    )
+    report(progress, 1, 1, "done")
+    return spec
+
+
+def spectrum_from_eigenvalues(eigenvalues, *, n: Optional[int] = None) -> Spectrum:
+    """Wrap given eigenvalues of a density matrix (e.g. from another tool) as a Spectrum.
+
+    Negative values beyond round-off raise; the values are renormalised to sum 1.
+    """
+    lam = np.asarray(eigenvalues, dtype=np.float64).ravel()
+    if lam.size == 0 or not np.isfinite(lam).all():
+        raise DiversityInputError("eigenvalues must be a non-empty array of finite numbers.")
+    return _finish(lam, None, n=n or lam.size, method="given", kernel={}, p=None,
+                   eps=np.finfo(np.float64).eps, device="cpu")
+
+
+# ---------------------------------------------------------------------------------------
+# private computation
+# ---------------------------------------------------------------------------------------
+def _check_device(device: str) -> str:
+    """Resolve 'auto' and check that CUDA is there when asked for."""
+    check_option(device, DEVICES, "device")
+    if device == "cpu":
+        return "cpu"
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a dependency
+        if device == "cuda":
+            raise DiversityInputError("device='cuda' needs torch; it is not installed.") from None
+        return "cpu"
+    available = torch.cuda.is_available()
+    if device == "cuda" and not available:
+        raise DiversityInputError("device='cuda' was asked for but torch sees no CUDA device; use device='cpu'.")
+    return "cuda" if available else "cpu"
+
+
+def _check_n_eigenvectors(k, n: int) -> int:
+    """Validate the number of eigenvectors to keep."""
+    if int(k) != k or k < 0:
+        raise DiversityInputError(f"n_eigenvectors must be a non-negative integer; got {k!r}.")
+    return int(min(int(k), n))
+
+
+def _density_from_kernel(K: np.ndarray, p: Optional[np.ndarray]) -> np.ndarray:
+    """rho = diag(sqrt p) K diag(sqrt p) (K / n when uniform), in place on K."""
+    K = np.asarray(K, dtype=np.float64)
+    if p is None:
+        K *= 1.0 / K.shape[0]
+    else:
+        s = np.sqrt(p)
+        K *= s[:, None]
+        K *= s[None, :]
+    return K
+
+
+def _dual_matrix(Phi, p: Optional[np.ndarray], device: str):
+    """Phi^T diag(p) Phi (d x d float64) and the machine epsilon of the product's precision.
+
+    float32 features are multiplied in float32 (single-precision GEMM, half the cost of
+    double); the d x d result is then decomposed in float64, and the support threshold uses
+    float32's eps. float64 features stay in float64.
+    """
+    n = Phi.shape[0]
+    if sp.issparse(Phi):
+        Phi_w = Phi.multiply(np.sqrt(p)[:, None]).tocsr() if p is not None else Phi
+        C = (Phi_w.T @ Phi_w).toarray().astype(np.float64)
+        eps = np.finfo(np.float64).eps
+    elif device == "cuda":
+        import torch
+
+        T = torch.as_tensor(np.ascontiguousarray(Phi), device="cuda", dtype=torch.float64)
+        if p is not None:
+            T = T * torch.as_tensor(np.sqrt(p), device="cuda", dtype=torch.float64)[:, None]
+        C = T.T @ T
+        eps = np.finfo(np.float64).eps
+    else:
+        Phi = np.ascontiguousarray(Phi)
+        eps = np.finfo(Phi.dtype).eps
+        Phi_w = Phi if p is None else Phi * np.sqrt(p).astype(Phi.dtype)[:, None]
+        C = (Phi_w.T @ Phi_w).astype(np.float64, copy=False)
+    if p is None:
+        C = C * (1.0 / n) if device == "cuda" else _scale_inplace(C, 1.0 / n)
+    return C, eps
+
+
+def _scale_inplace(C: np.ndarray, factor: float) -> np.ndarray:
+    """C *= factor, returning C."""
+    C *= factor
+    return C
+
+
+def _eigh(M, n_vectors: int, device: str):
+    """Ascending eigenvalues of symmetric M (float64) and the top ``n_vectors`` eigenvectors."""
+    if device == "cuda":
+        import torch
+
+        T = M if isinstance(M, torch.Tensor) else torch.as_tensor(M, device="cuda", dtype=torch.float64)
+        if n_vectors:
+            lam, vecs = torch.linalg.eigh(T)
+            return lam.cpu().numpy(), vecs[:, -n_vectors:].cpu().numpy()
+        return torch.linalg.eigvalsh(T).cpu().numpy(), None
+    try:
+        if n_vectors:
+            lam, vecs = scipy.linalg.eigh(M, overwrite_a=True, check_finite=False, driver="evd")
+            return lam, np.ascontiguousarray(vecs[:, -n_vectors:])
+        lam = scipy.linalg.eigh(M, eigvals_only=True, overwrite_a=True, check_finite=False, driver="evr")
+        return lam, None
+    except (np.linalg.LinAlgError, ValueError) as exc:
+        raise NumericalError(f"the symmetric eigensolver failed: {exc}") from exc
+
+
+def _dual_to_item_vectors(Phi, p: Optional[np.ndarray], V: np.ndarray) -> np.ndarray:
+    """Map eigenvectors v of Phi^T diag(p) Phi to unit eigenvectors u = D^1/2 Phi v / ||.|| of rho."""
+    U = Phi @ V
+    U = np.asarray(U.toarray() if sp.issparse(U) else U, dtype=np.float64)
+    if p is not None:
+        U *= np.sqrt(p)[:, None]
+    norms = np.linalg.norm(U, axis=0)
+    norms[norms == 0] = 1.0
+    return U / norms
+
+
+def _finish(lam, vecs, *, n, method, kernel, p, eps, device) -> Spectrum:
+    """Check PSD, clip, threshold and renormalise raw ascending eigenvalues into a Spectrum."""
+    lam = np.asarray(lam, dtype=np.float64)[::-1].copy()
+    if vecs is not None:
+        vecs = np.ascontiguousarray(vecs[:, ::-1])
+    lmax = float(lam[0]) if lam.size else 0.0
+    if not lmax > 0:
+        raise NumericalError("the density matrix has no positive eigenvalue; the kernel is degenerate.")
+    dtype = np.dtype(np.float32) if eps > np.finfo(np.float64).eps else np.dtype(np.float64)
+    lmin = float(lam[-1])
+    n_clipped = int(np.count_nonzero(lam < 0))
+    if lmin < -_SIGNIFICANT_NEG[dtype] * lmax:
+        raise DiversityInputError(
+            "the kernel matrix is not positive semidefinite: its smallest eigenvalue is "
+            f"{lmin:.3g}, {(-lmin / lmax):.2e} of the largest. A Vendi score needs a PSD similarity; "
+            "use one of the built-in kernels or project K onto the PSD cone."
+        )
+    if lmin < -_SMALL_NEG[dtype] * lmax:
+        warnings.warn(
+            f"{n_clipped} negative eigenvalue(s) down to {lmin:.3g} ({(-lmin / lmax):.1e} of the largest) "
+            "were treated as round-off and set to 0.",
+            SpectrumWarning,
+            stacklevel=3,
+        )
+    np.maximum(lam, 0.0, out=lam)
+    trace = float(lam.sum())
+    if abs(trace - 1.0) > 1e-6:
+        warnings.warn(
+            f"k(x, x) != 1 for some items (trace of the density matrix {trace:.6g}); the eigenvalues "
+            "were renormalised to sum 1. Use a kernel with unit diagonal (e.g. cosine) to avoid this.",
+            KernelDiagonalWarning,
+            stacklevel=3,
+        )
+    lam /= trace
+    tol = lam.size * eps * float(lam[0])
+    lam[lam <= tol] = 0.0
+    lam /= lam.sum()
+    return Spectrum(
+        eigenvalues=lam, n=int(n), method=method, kernel=kernel, eigenvectors=vecs, tol=float(tol),
+        trace=trace, n_clipped=n_clipped, weighted=p is not None, device=device,
+    )

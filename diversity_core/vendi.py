@@ -1,0 +1,250 @@
+"""Vendi scores of every order q (Friedman & Dieng 2023; Pasarkar & Dieng, "Cousins of the Vendi Score").
+
+The Vendi score of order q is the exponential of the Renyi entropy of order q of the
+eigenvalues of the density matrix (:mod:`diversity_core.spectrum`). The spectrum is computed
+once; each order then costs O(m) on the m cached eigenvalues.
+
+This module also provides drop-in equivalents of the ``vendi_score`` package's functions
+(``score``, ``score_K``, ``score_X``, ``score_dual``) with the same arguments; where that
+package is wrong, these are right and say so.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+from scipy.special import logsumexp
+
+from ._progress import ProgressCallback
+from ._validation import check_q
+from .exceptions import DiversityInputError
+from .spectrum import Spectrum, compute_spectrum, spectrum_from_kernel
+
+__all__ = [
+    "vendi_from_eigenvalues",
+    "vendi_score",
+    "q_profile",
+    "default_q_grid",
+    "score",
+    "score_K",
+    "score_X",
+    "score_dual",
+]
+
+#: Below this distance from 1 the Renyi entropy is evaluated with log1p/expm1 (no cancellation).
+_NEAR_ONE = 0.5
+
+
+def _renyi_entropy(lam: np.ndarray, log_lam: np.ndarray, q: float) -> float:
+    """Renyi entropy of order q of a probability vector with strictly positive entries."""
+    if q == 1.0:
+        return float(-np.dot(lam, log_lam))
+    if q == 0.0:
+        return float(np.log(lam.size))
+    if np.isinf(q):
+        return float(-log_lam.max())
+    s = q - 1.0
+    if abs(s) < _NEAR_ONE:
+        # log sum lam^q = log(1 + sum lam (e^{s log lam} - 1)); every term has the sign of -s
+        # (log lam <= 0), so the sum has no cancellation and log1p/expm1 keep full precision
+        # as q -> 1, where the textbook formula loses ~log10(1/|q-1|) digits.
+        return float(-np.log1p(np.dot(lam, np.expm1(s * log_lam))) / s)
+    return float(logsumexp(q * log_lam) / (1.0 - q))
+
+
+def _vendi_of_order(lam: np.ndarray, log_lam: np.ndarray, q: float) -> float:
+    """VS_q of a positive probability vector; q = 0 and q = inf exactly (a count, 1 / max)."""
+    if q == 0.0:
+        return float(lam.size)
+    if np.isinf(q):
+        return float(1.0 / lam.max())
+    return float(np.exp(_renyi_entropy(lam, log_lam, q)))
+
+
+def vendi_from_eigenvalues(eigenvalues, q=1.0, *, normalized: bool = False):
+    r"""Vendi score of order q from eigenvalues of a density matrix.
+
+    .. math::
+        \mathrm{VS}_q = \exp\Big(\frac{1}{1-q} \log \sum_i \lambda_i^q\Big),\quad
+        \mathrm{VS}_1 = \exp\Big(-\sum_i \lambda_i \log \lambda_i\Big),\quad
+        \mathrm{VS}_\infty = \frac{1}{\max_i \lambda_i},\quad
+        \mathrm{VS}_0 = \#\{i : \lambda_i > 0\}
+
+    (Eq. (3) of Pasarkar & Dieng; q = 1 is Eq. (2) of the VS paper), summing over the support.
+
+    Parameters
+    ----------
+    eigenvalues : array-like
+        Non-negative eigenvalues (zeros are outside the support). Unless ``normalized``,
+        they are divided by their sum first.
+    q : float, "inf" or sequence of them
+        Order(s) in [0, inf].
+    normalized : bool, default False
+        Skip the validation and renormalisation (the caller guarantees a probability vector
+        of positive entries, as :class:`~diversity_core.spectrum.Spectrum` does).
+
+    Returns
+    -------
+    float, or ndarray when q is a sequence.
+
+    Notes
+    -----
+    O(m) per order. Near q = 1 the entropy is computed as
+    :math:`-\log(1 + \sum_i \lambda_i\, \mathrm{expm1}((q-1)\log\lambda_i)) / (q-1)`, which
+    has no cancellation; far from 1 it uses a log-sum-exp (no overflow or underflow at
+    q = 1e6). Round-off eigenvalues must be removed first (the Spectrum's support
+    threshold): for q < 1 they would inflate the sum.
+
+    Examples
+    --------
+    >>> vendi_from_eigenvalues([0.25, 0.25, 0.25, 0.25], q=2)
+    4.0
+    """
+    qs = check_q(q)
+    lam = np.asarray(eigenvalues, dtype=np.float64).ravel()
+    if not normalized:
+        if lam.size == 0 or not np.isfinite(lam).all() or np.any(lam < 0):
+            raise DiversityInputError("eigenvalues must be a non-empty array of finite non-negative numbers.")
+        total = lam.sum()
+        if total <= 0:
+            raise DiversityInputError("eigenvalues sum to zero; there is no distribution to score.")
+        lam = lam[lam > 0] / total
+    log_lam = np.log(lam)
+    out = np.array([_vendi_of_order(lam, log_lam, float(qi)) for qi in qs.ravel()])
+    if np.ndim(q) == 0 and not isinstance(q, (list, tuple)):
+        return float(out[0])
+    return out.reshape(qs.shape)
+
+
+def vendi_score(
+    X,
+    *,
+    kernel="cosine",
+    q=1.0,
+    weights=None,
+    method: str = "auto",
+    device: str = "cpu",
+    progress: Optional[ProgressCallback] = None,
+    **kernel_params,
+) -> float:
+    r"""Vendi score of order q of the items X under a kernel.
+
+    .. math:: \mathrm{VS}_q(X) = \exp(H_q(\lambda(\rho))),\quad
+              \rho = \mathrm{diag}(\sqrt p) K \mathrm{diag}(\sqrt p)
+
+    The effective number of distinct items: n when all items are dissimilar, 1 when all
+    are identical (Theorem 3.1 of the VS paper).
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d), or (n, n) with ``kernel="precomputed"``
+    kernel : str or Kernel, default "cosine"
+    q : float or "inf", default 1.0
+    weights : array-like of shape (n,), optional
+    method : {"auto", "dense", "dual"}
+    device : {"cpu", "cuda", "auto"}
+    progress : callable, optional
+    **kernel_params
+        e.g. ``sigma=0.5`` for the rbf kernel.
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    Computes a :class:`~diversity_core.spectrum.Spectrum` (dual O(n d^2), dense O(n^3)); to
+    score several orders, compute the spectrum once and call ``spectrum.vendi(q)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> round(vendi_score(np.eye(4), q=2), 12)
+    4.0
+    """
+    if np.ndim(q) != 0:
+        raise DiversityInputError("vendi_score takes one order q; use q_profile for several.")
+    spec = compute_spectrum(
+        X, kernel=kernel, weights=weights, method=method, device=device, progress=progress, **kernel_params
+    )
+    return spec.vendi(q)
+
+
+def default_q_grid(n_points: int = 100) -> np.ndarray:
+    """A log-spaced grid of orders from 0.01 to 100 with 0, 1 and inf added (sorted)."""
+    grid = np.geomspace(0.01, 100.0, num=max(n_points - 3, 2))
+    return np.unique(np.concatenate([[0.0, 1.0, np.inf], grid]))
+
+
+def q_profile(X_or_spectrum, qs=None, **spectrum_params) -> tuple[np.ndarray, np.ndarray]:
+    """Vendi scores over many orders: ``(qs, VS_q)``, non-increasing in q.
+
+    Accepts a :class:`Spectrum` (no recomputation, O(m) per order) or data plus the
+    arguments of :func:`~diversity_core.spectrum.compute_spectrum`.
+    """
+    spec = (
+        X_or_spectrum
+        if isinstance(X_or_spectrum, Spectrum)
+        else compute_spectrum(X_or_spectrum, **spectrum_params)
+    )
+    qs = default_q_grid() if qs is None else check_q(qs)
+    return qs, spec.profile(qs)
+
+
+# ---------------------------------------------------------------------------------------
+# Drop-in equivalents of the vendi_score package (same arguments and meaning)
+# ---------------------------------------------------------------------------------------
+def _compat_q(q):
+    """The package writes infinity as the string 'inf'; accept it and float('inf')."""
+    return np.inf if isinstance(q, str) and q.strip().lower() == "inf" else q
+
+
+def score_K(K, q=1, p=None, normalize: bool = False) -> float:
+    """Vendi score of order q of a kernel matrix K (``vendi_score.score_K``).
+
+    ``normalize=True`` rescales K to unit diagonal first. Differences from the package: a
+    non-unit diagonal with ``normalize=False`` is rescaled with a warning (the package's
+    eigenvalues then no longer sum to 1 and its score is not a Vendi score); eigenvalues
+    below the support threshold are dropped, so q < 1 is not inflated by round-off; q may
+    be ``float('inf')`` as well as ``'inf'``.
+    """
+    return spectrum_from_kernel(K, weights=p).vendi(_compat_q(q))
+
+
+def score_X(X, q=1, p=None, normalize: bool = True) -> float:
+    """Vendi score of order q with the linear kernel ``X X^T`` (``vendi_score.score_X``).
+
+    ``normalize=True`` (default) normalises the rows first, i.e. the cosine kernel.
+    The package's ``score_X`` ignores q and always returns VS_1; this one honours q.
+    """
+    kernel = "cosine" if normalize else "linear"
+    return compute_spectrum(X, kernel=kernel, weights=p, method="auto").vendi(_compat_q(q))
+
+
+def score_dual(X, q=1, normalize: bool = True) -> float:
+    """Vendi score via the d x d covariance ``X^T X / n`` (``vendi_score.score_dual``).
+
+    Equal to :func:`score_X` (same non-zero eigenvalues). The package keeps round-off
+    eigenvalues (all > 0), which inflates VS_q for q < 1; here they are dropped.
+    """
+    kernel = "cosine" if normalize else "linear"
+    return compute_spectrum(X, kernel=kernel, method="dual").vendi(_compat_q(q))
+
+
+def score(samples: Sequence, k: Callable, q=1, p=None, normalize: bool = False) -> float:
+    """Vendi score of arbitrary samples under a similarity function ``k(a, b)`` (``vendi_score.score``).
+
+    Evaluates k on the n(n+1)/2 pairs (as the package does), then :func:`score_K`.
+    """
+    n = len(samples)
+    if n < 2:
+        raise DiversityInputError(f"score needs at least 2 samples; got {n}.")
+    K = np.empty((n, n), dtype=np.float64)
+    for i in range(n):
+        for j in range(i, n):
+            K[i, j] = K[j, i] = float(k(samples[i], samples[j]))
+    if normalize:
+        d = np.sqrt(np.diagonal(K))
+        K = K / np.outer(d, d)
+    return score_K(K, q=q, p=p)
