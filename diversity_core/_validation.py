@@ -73,7 +73,9 @@ def check_features(
             raise DiversityInputError(f"{name} must be 2-D (items x features); got shape {X.shape}.")
         if dtype is not None and X.dtype not in dtype:
             X = X.astype(np.float64)
-        if X.size and not np.isfinite(X).all():
+        # one summation pass proves finiteness in the common case; only a non-finite sum
+        # (NaN/inf, or an overflow of huge finite values) pays for the elementwise check
+        if X.size and not np.isfinite(X.sum()) and not np.isfinite(X).all():
             bad = ~np.isfinite(X).all(axis=1)
             raise DiversityInputError(
                 f"{name} contains NaN or infinite values in rows {_rows_list(bad)}; "

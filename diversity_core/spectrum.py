@@ -274,10 +274,10 @@ def spectrum_from_eigenvalues(eigenvalues, *, n: Optional[int] = None) -> Spectr
 
     Negative values beyond round-off raise; the values are renormalised to sum 1.
     """
-    lam = np.asarray(eigenvalues, dtype=np.float64).ravel()
-    if lam.size == 0 or not np.isfinite(lam).all():
-        raise DiversityInputError("eigenvalues must be a non-empty array of finite numbers.")
-    return _finish(lam, None, n=n or lam.size, method="given", kernel={}, p=None,
+    lam = np.sort(np.asarray(eigenvalues, dtype=np.float64).ravel())
+    if lam.size == 0 or not np.isfinite(lam).all() or not lam[-1] > 0:
+        raise DiversityInputError("eigenvalues must be finite numbers, at least one of them positive.")
+    return _finish(lam / lam.sum(), None, n=n or lam.size, method="given", kernel={}, p=None,
                    eps=np.finfo(np.float64).eps, device="cpu")
 
 

@@ -42,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         sub_parser = module.add_parser(sub)
-        sub_parser.add_argument("--debug", action="store_true", help="show a traceback on errors")
+        sub_parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                                help="show a traceback on errors")
         sub_parser.set_defaults(_run=module.run)
     return parser
 

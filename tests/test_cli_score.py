@@ -1,0 +1,124 @@
+"""``diversity score`` through a subprocess: formats, options, and one-line errors with exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import diversity_core as dc
+
+
+def run_cli(*args, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "diversity_core.cli", *map(str, args)],
+        capture_output=True, text=True, cwd=cwd, timeout=300,
+    )
+
+
+@pytest.fixture
+def embeddings(tmp_path, rng):
+    X = rng.standard_normal((120, 8))
+    path = tmp_path / "emb.npy"
+    np.save(path, X)
+    return X, path
+
+
+def test_npy_json_matches_api(embeddings):
+    X, path = embeddings
+    res = run_cli("score", path, "--q", "0", "1", "2", "inf", "--format", "json")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    spec = dc.compute_spectrum(X)
+    assert out["q"] == ["0", "1", "2", "inf"]
+    row = out["results"][0]
+    assert row["group"] == "all" and row["n"] == 120
+    for q in ["0", "1", "2", "inf"]:
+        assert row["vendi"][q] == pytest.approx(spec.vendi(q), rel=1e-12)
+    assert row["intdiv"] == pytest.approx(dc.intdiv(X), rel=1e-12)
+
+
+def test_table_output(embeddings):
+    _, path = embeddings
+    res = run_cli("score", path)
+    assert res.returncode == 0, res.stderr
+    assert "VS_1" in res.stdout and "VS_inf" in res.stdout and "IntDiv" in res.stdout
+
+
+def test_csv_with_groups_weights_and_kernel(tmp_path, rng):
+    X = rng.standard_normal((60, 3))
+    df = pd.DataFrame(X, columns=["a", "b", "c"])
+    df["model"] = ["A"] * 30 + ["B"] * 30
+    df["w"] = rng.random(60) + 0.1
+    path = tmp_path / "data.csv"
+    df.to_csv(path, index=False)
+    res = run_cli("score", path, "--group-column", "model", "--weights", "w", "--kernel", "rbf",
+                  "--sigma", "1.5", "--q", "2", "--format", "json")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert [r["group"] for r in out["results"]] == ["all", "A", "B"]
+    assert out["kernel"] == {"name": "rbf", "sigma": 1.5}
+    expected = dc.vendi_score(X[30:], kernel="rbf", sigma=1.5, q=2, weights=df["w"].to_numpy()[30:])
+    assert out["results"][2]["vendi"]["2"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_weights_from_file(embeddings, tmp_path, rng):
+    X, path = embeddings
+    w = rng.random(120)
+    np.savetxt(tmp_path / "w.txt", w)
+    res = run_cli("score", path, "--weights", tmp_path / "w.txt", "--q", "1", "--format", "json")
+    assert res.returncode == 0, res.stderr
+    got = json.loads(res.stdout)["results"][0]["vendi"]["1"]
+    assert got == pytest.approx(dc.vendi_score(X, weights=w), rel=1e-12)
+
+
+def test_parquet_and_npz(tmp_path, rng):
+    X = rng.standard_normal((40, 4))
+    pd.DataFrame(X, columns=list("abcd")).to_parquet(tmp_path / "x.parquet")
+    np.savez(tmp_path / "x.npz", features=X)
+    for name in ["x.parquet", "x.npz"]:
+        res = run_cli("score", tmp_path / name, "--q", "1", "--format", "json")
+        assert res.returncode == 0, res.stderr
+        assert json.loads(res.stdout)["results"][0]["vendi"]["1"] == pytest.approx(dc.vendi_score(X), rel=1e-10)
+
+
+@pytest.mark.parametrize(
+    "make, extra, match",
+    [
+        (lambda p: p.write_bytes(b"\x93NUMPY garbage"), (), "error"),
+        (lambda p: np.save(p, np.array([[1.0, np.nan], [2.0, 3.0], [1.0, 1.0]])), (), "NaN"),
+        (lambda p: np.save(p, np.ones((1, 3))), (), "at least 2"),
+        (lambda p: np.save(p, np.eye(3)), ("--q", "-1"), "invalid order q"),
+        (lambda p: np.save(p, np.eye(3)), ("--kernel", "gauss"), "invalid choice"),
+        (lambda p: None, (), "no such file"),
+    ],
+    ids=["unreadable", "nan", "single-item", "bad-q", "bad-kernel", "missing"],
+)
+def test_errors_exit_2_with_one_line(tmp_path, make, extra, match):
+    path = tmp_path / "bad.npy"
+    make(path)
+    res = run_cli("score", path, *extra)
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    assert match.lower() in res.stderr.lower()
+    assert "Traceback" not in res.stderr
+    assert len(res.stderr.strip().splitlines()) <= 2
+
+
+def test_debug_shows_traceback(tmp_path):
+    np.save(tmp_path / "one.npy", np.ones((1, 3)))
+    res = run_cli("--debug", "score", tmp_path / "one.npy")
+    assert res.returncode == 2
+    assert "Traceback" in res.stderr
+
+
+def test_console_script_installed():
+    import shutil
+
+    exe = shutil.which("diversity") or str(__import__("pathlib").Path(sys.executable).with_name("diversity"))
+    res = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0
+    assert "score" in res.stdout
