@@ -8,6 +8,8 @@ kernels       similarity kernels with unit diagonal (cosine, rbf, tanimoto, ...)
 spectrum      the eigenvalue spectrum of the density matrix, dense O(n^3) or dual O(n d^2), CPU or CUDA
 vendi         Vendi scores of every order q from a spectrum; drop-ins for the ``vendi_score`` package
 baselines     IntDiv, average similarity, GMStds
+data          loading embeddings, images, text and molecules into a Dataset; the demo datasets
+featurizers   features for each modality (pixels, EfficientNet-Lite0, n-grams, MiniLM, Morgan) and a registry
 exceptions    DiversityInputError, NumericalError and the named warnings
 cli           the ``diversity`` command
 
@@ -20,6 +22,7 @@ Quick start
 """
 
 from .baselines import average_similarity, baseline_scores, gmstds, intdiv
+from .data import DEMOS, Dataset, SkippedItem, list_demos, load_dataset, load_demo
 from .exceptions import (
     ConvergenceWarning,
     DiversityError,
@@ -30,6 +33,7 @@ from .exceptions import (
     NumericalError,
     SpectrumWarning,
 )
+from .featurizers import FEATURIZERS, default_kernel, featurize, list_featurizers
 from .kernels import KERNELS, Kernel, combine_kernel_matrices, get_kernel, kernel_matrix, median_distance
 from .spectrum import Spectrum, compute_spectrum, spectrum_from_eigenvalues, spectrum_from_kernel
 from .vendi import (
@@ -72,6 +76,17 @@ __all__ = [
     "average_similarity",
     "gmstds",
     "baseline_scores",
+    # data and featurizers
+    "Dataset",
+    "SkippedItem",
+    "load_dataset",
+    "load_demo",
+    "list_demos",
+    "DEMOS",
+    "FEATURIZERS",
+    "featurize",
+    "list_featurizers",
+    "default_kernel",
     # errors and warnings
     "DiversityError",
     "DiversityInputError",

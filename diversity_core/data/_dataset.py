@@ -150,7 +150,13 @@ class Dataset:
                     f"dataset {self.name!r}: {label} has {len(value)} rows but there are {n} items."
                 )
         if self.modality == "images":
-            _frozen(self.items)
+            items = np.asarray(self.items)
+            if items.ndim != 4 or items.dtype != np.uint8 or items.shape[-1] not in (1, 3):
+                raise DiversityInputError(
+                    f"dataset {self.name!r}: image items must be a uint8 array N x H x W x C with C in (1, 3); "
+                    f"got {items.dtype} {tuple(items.shape)}."
+                )
+            object.__setattr__(self, "items", _frozen(items))
         else:
             object.__setattr__(self, "items", None if self.items is None else list(self.items))
         _frozen(self.features)

@@ -13,7 +13,7 @@ import posixpath
 import re
 import zipfile
 from pathlib import Path, PurePosixPath
-from typing import Union
+from typing import Optional, Union
 
 import numpy as np
 
@@ -153,12 +153,14 @@ def _check_npy_dtype(dtype: np.dtype, where: str) -> None:
         raise DiversityInputError(f"{where}: {_PICKLE_HINT}")
 
 
-def load_npy(path: Path, max_bytes: int, *, mmap_threshold: int = MMAP_THRESHOLD_BYTES) -> np.ndarray:
+def load_npy(path: Path, max_bytes: int, *, mmap_threshold: Optional[int] = None) -> np.ndarray:
     """Load an ``.npy`` array with ``allow_pickle=False``; memory-map it when large.
 
     The header is read first, so object arrays are rejected before any data is touched, and a
     truncated file is reported as such.
     """
+    if mmap_threshold is None:
+        mmap_threshold = MMAP_THRESHOLD_BYTES
     size = check_file(path, max_bytes)
     with open(path, "rb") as fh:
         shape, fortran, dtype = _npy_header(fh, str(path))

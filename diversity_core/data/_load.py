@@ -47,36 +47,48 @@ def detect_modality(
     ``text_column`` (or a column named ``text``, ``caption``, ...) text, with only numeric or list
     columns (besides group/weight/id) embeddings, and with one string column text.
     """
-    p = check_path(path)
+    modality, _table = _detect(
+        check_path(path),
+        text_column=text_column,
+        smiles_column=smiles_column,
+        group_column=group_column,
+        weight_column=weight_column,
+        max_bytes=check_max_bytes(max_bytes),
+    )
+    return modality
+
+
+def _detect(p: Path, *, text_column, smiles_column, group_column, weight_column, max_bytes):
+    """``(modality, table)``; the table is returned when it had to be read, so it is read once."""
     if p.is_dir():
-        return "images"
+        return "images", None
     suffix = p.suffix.lower()
     if suffix == ".zip":
-        return "images"
+        return "images", None
     if suffix in IMAGE_EXTENSIONS:
         raise DiversityInputError(
             f"{p}: a single image; diversity needs at least 2 items. Load the folder (or a .zip) that holds it."
         )
     if suffix == ".npy":
-        return "images" if _npy_ndim(p, max_bytes) in (3, 4) else "embeddings"
+        return "images" if _npy_ndim(p, max_bytes) in (3, 4) else "embeddings", None
     if suffix == ".npz":
-        return "embeddings"
+        return "embeddings", None
     if suffix in SMI_EXTENSIONS or suffix == ".sdf":
-        return "molecules"
+        return "molecules", None
     if suffix in _TEXT_EXTENSIONS:
-        return "text"
+        return "text", None
     if smiles_column:
-        return "molecules"
+        return "molecules", None
     if text_column:
-        return "text"
+        return "text", None
     if suffix in TABLE_EXTENSIONS:
         import pandas as pd
 
         table = read_table(p, max_bytes)
         if table.find_column(SMILES_COLUMN_NAMES) is not None:
-            return "molecules"
+            return "molecules", table
         if table.find_column(TEXT_COLUMN_NAMES) is not None:
-            return "text"
+            return "text", table
         from ._tables import ID_COLUMNS
 
         id_col = table.find_column(ID_COLUMNS)
@@ -93,8 +105,8 @@ def detect_modality(
                 continue
             strings.append(c)
         if len(strings) == 1 and len(rest) == 1:
-            return "text"
-        return "embeddings"
+            return "text", table
+        return "embeddings", table
     raise DiversityInputError(
         f"{p}: cannot tell what kind of data a {suffix or 'file without extension'} file holds. "
         "Supported: .npy .npz .csv .tsv .parquet .jsonl (embeddings/text/molecules), a folder or .zip of "
@@ -167,8 +179,9 @@ def load_dataset(
 
         return load_demo(path[len("demo:") :])
     p = check_path(path)
+    table = None
     if modality == "auto":
-        modality = detect_modality(
+        modality, table = _detect(
             p,
             text_column=text_column,
             smiles_column=smiles_column,
@@ -184,7 +197,9 @@ def load_dataset(
         ):
             if value is not None:
                 raise DiversityInputError(f"{opt} does not apply to embeddings files; leave it out.")
-        return load_embeddings(p, group_column=group_column, weight_column=weight_column, max_bytes=max_bytes)
+        return load_embeddings(
+            p, group_column=group_column, weight_column=weight_column, max_bytes=max_bytes, table=table
+        )
     if modality == "images":
         for opt, value in (
             ("text_column", text_column),
@@ -207,6 +222,7 @@ def load_dataset(
             weight_column=weight_column,
             embeddings=embeddings,
             max_bytes=max_bytes,
+            table=table,
         )
     if text_column is not None:
         raise DiversityInputError("text_column does not apply to molecules; use smiles_column.")
@@ -218,4 +234,5 @@ def load_dataset(
         embeddings=embeddings,
         max_bytes=max_bytes,
         progress=progress,
+        table=table,
     )

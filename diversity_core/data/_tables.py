@@ -61,15 +61,19 @@ class Table:
             self._csv_lines = starts[1:]  # drop the header
         return self._csv_lines
 
-    def where(self, i: int) -> str:
-        """Human-readable location of data row ``i`` (0-based)."""
+    def row_label(self, i: int) -> str:
+        """Label of data row ``i`` (0-based) without the file name: ``"row 4 (line 5)"``, ``"line 7"``."""
         if self.kind == "csv":
             lines = self._csv_line_numbers()
             line = f" (line {lines[i]})" if i < len(lines) else ""
-            return f"{self.path.name} row {i + 1}{line}"
+            return f"row {i + 1}{line}"
         if self.kind == "jsonl" and self.line_numbers is not None:
-            return f"{self.path.name} line {self.line_numbers[i]}"
-        return f"{self.path.name} row {i + 1}"
+            return f"line {self.line_numbers[i]}"
+        return f"row {i + 1}"
+
+    def where(self, i: int) -> str:
+        """Human-readable location of data row ``i`` (0-based): ``"data.csv row 4 (line 5)"``."""
+        return f"{self.path.name} {self.row_label(i)}"
 
     def rows_text(self, rows: Sequence[int], limit: int = 5) -> str:
         shown = "; ".join(self.where(int(r)) for r in rows[:limit])

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from pathlib import Path
 from typing import Optional
@@ -251,8 +252,9 @@ def load_embeddings(
     weight_column: Optional[str] = None,
     max_bytes: int,
     name: Optional[str] = None,
+    table: Optional[Table] = None,
 ) -> Dataset:
-    """Load an embeddings file (see the module docstring for the formats)."""
+    """Load an embeddings file (see the module docstring); ``table``: the file already parsed."""
     suffix = path.suffix.lower()
     ids = None
     if suffix == ".npy":
@@ -267,7 +269,7 @@ def load_embeddings(
         X, groups, weights, ids, feat_name = read_npz_dataset(path, max_bytes, group_column, weight_column)
         X = check_feature_array(X, f"{path} (array {feat_name!r})")
     else:
-        table = read_table(path, max_bytes)
+        table = table if table is not None else read_table(path, max_bytes)
         X, groups, weights, ids = read_table_features(
             table, group_column=group_column, weight_column=weight_column
         )
@@ -353,3 +355,12 @@ def align_companion(
             "remove those rows or add the missing items."
         )
     return np.asarray(X[np.asarray(rows)])
+
+
+def companion_features(embeddings, item_ids: list, max_bytes: int, source: str) -> np.ndarray:
+    """Read a companion embeddings file and align its rows with ``item_ids`` (see :func:`align_companion`)."""
+    comp = Path(os.fspath(embeddings)).expanduser()
+    if not comp.exists():
+        raise DiversityInputError(f"{comp}: no such companion embeddings file; check the path.")
+    X, comp_ids = read_companion(comp, max_bytes)
+    return align_companion(comp, X, comp_ids, item_ids, source)

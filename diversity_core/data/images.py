@@ -29,7 +29,7 @@ from .._progress import ProgressCallback, report
 from ..exceptions import DiversityInputError
 from ._dataset import THUMBNAIL_SIDE, Dataset, SkippedItem
 from ._files import check_size, load_npy, open_zip, safe_member_name
-from .embeddings import align_companion, read_companion
+from .embeddings import companion_features
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".webp")
 TOP_LEVEL_GROUP = "(top level)"
@@ -286,13 +286,7 @@ def load_images(
             raise DiversityInputError(f"{path}: a single image ({ids[0]}); diversity needs at least 2 items.")
         items = _stack_thumbnails(pil_images, str(path))
         report(progress, len(pil_images), len(pil_images), "reading images")
-    features = None
-    if embeddings is not None:
-        comp = Path(os.fspath(embeddings)).expanduser()
-        if not comp.exists():
-            raise DiversityInputError(f"{comp}: no such companion embeddings file; check the path.")
-        X, comp_ids = read_companion(comp, max_bytes)
-        features = align_companion(comp, X, comp_ids, ids, str(path))
+    features = None if embeddings is None else companion_features(embeddings, ids, max_bytes, str(path))
     return Dataset(
         name=name or path.name,
         modality="images",

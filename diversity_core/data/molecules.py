@@ -13,7 +13,6 @@ SMILES and unparsable SDF records are skipped and reported with their line or re
 
 from __future__ import annotations
 
-import os
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
@@ -25,7 +24,7 @@ from ..exceptions import DiversityInputError
 from ._dataset import Dataset, SkippedItem
 from ._files import check_file, decode_utf8, read_text_file
 from ._tables import Table, check_weight_values, groups_from_column, read_table, weights_from_column
-from .embeddings import align_companion, read_companion
+from .embeddings import companion_features
 
 SMILES_COLUMN_NAMES = ("smiles", "canonical_smiles", "smi", "mol", "structure")
 SMI_EXTENSIONS = (".smi", ".smiles", ".ism", ".can")
@@ -206,8 +205,9 @@ def load_molecules(
     max_bytes: int,
     progress: Optional[ProgressCallback] = None,
     name: Optional[str] = None,
+    table: Optional[Table] = None,
 ) -> Dataset:
-    """Load molecules and canonicalise them (see the module docstring)."""
+    """Load molecules and canonicalise them (see the module docstring); ``table``: the file already parsed."""
     skipped: list = []
     groups = weights = None
     suffix = path.suffix.lower()
@@ -219,7 +219,7 @@ def load_molecules(
         if suffix in SMI_EXTENSIONS:
             raw, raw_ids, wheres, table = _read_smi(path, max_bytes, group_column, weight_column)
         else:
-            table = read_table(path, max_bytes)
+            table = table if table is not None else read_table(path, max_bytes)
             col = smiles_column
             if col is None:
                 col = table.find_column(SMILES_COLUMN_NAMES)
@@ -235,7 +235,7 @@ def load_molecules(
                 for v in series.to_numpy()
             ]
             wheres = [table.where(i) for i in range(len(raw))]
-            raw_ids = [w.split(" ", 1)[1] for w in wheres]
+            raw_ids = [table.row_label(i) for i in range(len(raw))]
         if not raw:
             raise DiversityInputError(f"{path}: no molecules found; there is nothing to measure.")
         smiles, keep = _canonicalise_all(raw, wheres, progress, skipped)
@@ -251,13 +251,7 @@ def load_molecules(
             detail = f" ({len(skipped)} entries were skipped, e.g. {examples})"
         what = "no valid molecules" if not smiles else "a single valid molecule"
         raise DiversityInputError(f"{path}: {what}; diversity needs at least 2 items{detail}.")
-    features = None
-    if embeddings is not None:
-        comp = Path(os.fspath(embeddings)).expanduser()
-        if not comp.exists():
-            raise DiversityInputError(f"{comp}: no such companion embeddings file; check the path.")
-        X, comp_ids = read_companion(comp, max_bytes)
-        features = align_companion(comp, X, comp_ids, ids, str(path))
+    features = None if embeddings is None else companion_features(embeddings, ids, max_bytes, str(path))
     return Dataset(
         name=name or path.name,
         modality="molecules",

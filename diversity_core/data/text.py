@@ -11,7 +11,6 @@ non-numeric column that is neither the group nor the weight column.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Optional
 
@@ -21,7 +20,7 @@ from ..exceptions import DiversityInputError
 from ._dataset import Dataset, SkippedItem
 from ._files import read_text_file
 from ._tables import Table, groups_from_column, read_table, weights_from_column
-from .embeddings import align_companion, read_companion
+from .embeddings import companion_features
 
 TEXT_COLUMN_NAMES = (
     "text",
@@ -70,8 +69,9 @@ def load_text(
     embeddings=None,
     max_bytes: int,
     name: Optional[str] = None,
+    table: Optional[Table] = None,
 ) -> Dataset:
-    """Load text items (see the module docstring)."""
+    """Load text items (see the module docstring); ``table``: the file already parsed."""
     skipped: list = []
     groups = weights = None
     suffix = path.suffix.lower()
@@ -91,7 +91,7 @@ def load_text(
             texts.append(s)
             ids.append(f"line {lineno}")
     else:
-        table = read_table(path, max_bytes)
+        table = table if table is not None else read_table(path, max_bytes)
         col_name = _pick_text_column(table, text_column, group_column, weight_column)
         col = table.df[col_name]
         keep, texts, ids = [], [], []
@@ -101,7 +101,7 @@ def load_text(
                 continue
             keep.append(i)
             texts.append(str(v).strip())
-            ids.append(table.where(i).split(" ", 1)[1] if " " in table.where(i) else table.where(i))
+            ids.append(table.row_label(i))
         keep = np.asarray(keep, dtype=np.intp)
         if group_column:
             groups = groups_from_column(table, group_column, keep)
@@ -114,13 +114,7 @@ def load_text(
             f"{path}: a single text item ({ids[0]}); diversity needs at least 2 items"
             + (f" ({len(skipped)} empty entries were skipped)." if skipped else ".")
         )
-    features = None
-    if embeddings is not None:
-        comp = Path(os.fspath(embeddings)).expanduser()
-        if not comp.exists():
-            raise DiversityInputError(f"{comp}: no such companion embeddings file; check the path.")
-        X, comp_ids = read_companion(comp, max_bytes)
-        features = align_companion(comp, X, comp_ids, ids, str(path))
+    features = None if embeddings is None else companion_features(embeddings, ids, max_bytes, str(path))
     return Dataset(
         name=name or path.name,
         modality="text",

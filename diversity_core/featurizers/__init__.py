@@ -267,7 +267,9 @@ def featurize(dataset, featurizer: str = "default", *, progress: Optional[Progre
     Returns
     -------
     ndarray of shape (N, d), or a scipy CSR matrix for ``"ngram"``
-        One row per item, in dataset order.
+        One row per item, in dataset order. ``"embeddings"`` returns the dataset's own
+        read-only (possibly memory-mapped) array without copying; cached featurizers return a
+        fresh copy of the cached result.
 
     Raises
     ------

