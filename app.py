@@ -1,15 +1,49 @@
-"""Diversity Explorer: Streamlit entry point (a first page; the full multipage app builds on it)."""
+"""Diversity Explorer: the Streamlit entry point.
 
-import streamlit as st
+Run with ``streamlit run app.py``. This script runs on every interaction: it sets the shared
+state (defaults, then the URL's settings on a session's first run), draws the sidebar every
+page shares, mirrors the settings in the URL, and hands over to the current page through
+``st.navigation``. Pages live in ``pages/``; Streamlit-only helpers in ``ui/``; all the
+mathematics in ``diversity_core``.
+"""
 
-from diversity_core import compute_spectrum
-from diversity_core.data import load_demo
-from diversity_core.featurizers import default_kernel, featurize
+import os
 
-st.set_page_config(page_title="Diversity Explorer", layout="wide")
-st.title("Diversity Explorer")
-dataset = load_demo("digits")
-X = featurize(dataset)
-spec = compute_spectrum(X, kernel=default_kernel("default", dataset=dataset))
-q = st.slider("order q", 0.0, 10.0, 1.0, 0.1)
-st.metric(f"Vendi score of order {q:g}", f"{spec.vendi(q):.2f}", help=f"effective number of distinct items out of {spec.n}")
+# A Hugging Face hub lookup retries for ~24 s before failing offline; the models ship as packages.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from pathlib import Path  # noqa: E402
+
+import streamlit as st  # noqa: E402
+
+from ui.sidebar import render_sidebar  # noqa: E402
+from ui.state import init_state, write_query_params  # noqa: E402
+
+HERE = Path(__file__).parent
+
+st.set_page_config(page_title="Diversity Explorer", page_icon=":material/diversity_3:", layout="wide")
+
+init_state()
+render_sidebar()
+write_query_params()
+
+PAGES = [
+    ("pages/1_dataset.py", "Dataset", ":material/dataset:", "dataset"),
+    ("pages/2_scores.py", "Scores", ":material/leaderboard:", "scores"),
+    ("pages/3_spectrum.py", "Spectrum", ":material/equalizer:", "spectrum"),
+    ("pages/4_magnitude.py", "Magnitude", ":material/straighten:", "magnitude"),
+    ("pages/5_rnd.py", "RND", ":material/model_training:", "rnd"),
+    ("pages/6_projection.py", "Projection", ":material/scatter_plot:", "projection"),
+    ("pages/7_compare.py", "Compare", ":material/compare_arrows:", "compare"),
+]
+pages = [
+    st.Page(path, title=title, icon=icon, url_path=url, default=(url == "scores"))
+    for path, title, icon, url in PAGES
+    if (HERE / path).exists()  # the Compare page arrives with the comparison issue
+]
+current = st.navigation(pages)
+if st.session_state.get("load_error"):
+    kept = st.session_state["dataset"]
+    st.error(f"{st.session_state['load_error']}\n\nThe previous dataset stays loaded: **{kept.name}** ({kept.n} items).")
+current.run()

@@ -9,6 +9,8 @@ spectrum      the eigenvalue spectrum of the density matrix, dense O(n^3) or dua
 vendi         Vendi scores of every order q from a spectrum; drop-ins for the ``vendi_score`` package
 baselines     IntDiv, average similarity, GMStds
 data          loading embeddings, images, text and molecules into a Dataset; the demo datasets
+compare       comparisons of groups at equal n, with intervals and pairwise verdicts
+report        the self-contained HTML report and figure export (imports plotly)
 featurizers   features for each modality (pixels, EfficientNet-Lite0, n-grams, MiniLM, Morgan) and a registry
 exceptions    DiversityInputError, NumericalError and the named warnings
 cli           the ``diversity`` command
@@ -22,6 +24,7 @@ Quick start
 """
 
 from .baselines import average_similarity, baseline_scores, gmstds, intdiv
+from .compare import Comparison, compare
 from .data import DEMOS, Dataset, SkippedItem, list_demos, load_dataset, load_demo
 from .exceptions import (
     ConvergenceWarning,
@@ -76,6 +79,9 @@ __all__ = [
     "average_similarity",
     "gmstds",
     "baseline_scores",
+    # comparisons
+    "compare",
+    "Comparison",
     # data and featurizers
     "Dataset",
     "SkippedItem",

@@ -1,0 +1,222 @@
+"""Benchmark of the magnitude pipeline (issue 3): ratios against magnipy and against the BLAS floor.
+
+For n = 2000 Gaussian mixtures with d = 10 and d = 128, in one run on the same data:
+
+- ours: the whole pipeline from the points, ``mag_area(X)`` = distances + t_conv + the 30-scale
+  magnitude function + MagArea (best of ``--repeats``);
+- floor: 30 float64 Cholesky factorisations (``scipy.linalg.cho_factor``) of a 2000 x 2000 Z_t,
+  the cost of the 30 solves alone (best of ``--repeats``, interleaved with ours);
+- magnipy 1.0.0: ``Magnipy(X).MagArea()`` from scratch, in its own venv (see ``magnipy_env.py``);
+- agreement: t_conv, MagArea, and Mag(t) on magnipy's own grid.
+
+Targets: ours <= floor (ratio ours / floor <= 1), magnipy / ours >= 3, results equal to 1e-8.
+
+``--large`` adds the n = 20000 run (d = 10): time, peak memory, the stated accuracy (a-posteriori
+error estimates) and a check of the hardest scale against a float64 Cholesky solve.
+
+Writes ``benchmarks/results/magnitude.json``. Usage::
+
+    python benchmarks/bench_magnitude.py [--repeats 3] [--large] [--skip-magnipy]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import scipy
+import scipy.linalg as sla
+from scipy.integrate import trapezoid
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from diversity_core.magnitude import mag_area, magnitude_function  # noqa: E402
+
+RESULTS = HERE / "results" / "magnitude.json"
+
+
+def gaussian_mixture(n: int, d: int, seed: int, k: int = 10) -> np.ndarray:
+    """``k`` Gaussian clusters (unit variance) with centres of spread 3 in R^d."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(k, d)) * 3.0
+    return centres[rng.integers(0, k, n)] + rng.normal(size=(n, d))
+
+
+def machine() -> dict:
+    """What the numbers were measured on."""
+    info = {"python": platform.python_version(), "numpy": np.__version__, "scipy": scipy.__version__,
+            "cpus": os.cpu_count(), "platform": platform.platform()}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                info["cpu"] = line.split(":", 1)[1].strip()
+                break
+        info["load_average_at_start"] = os.getloadavg()
+    except OSError:
+        pass
+    try:
+        from threadpoolctl import threadpool_info
+
+        info["blas"] = [{k: p.get(k) for k in ("internal_api", "num_threads", "version")} for p in threadpool_info()]
+    except ImportError:
+        pass
+    return info
+
+
+def time_ours(X: np.ndarray):
+    start = time.perf_counter()
+    res = mag_area(X)
+    return time.perf_counter() - start, res
+
+
+def time_floor(X: np.ndarray, t: float, count: int = 30) -> float:
+    """``count`` float64 Cholesky factorisations (and the two triangular solves) of Z_t."""
+    from scipy.spatial.distance import cdist
+
+    Z = np.exp(-t * cdist(X, X))
+    ones = np.ones(X.shape[0])
+    start = time.perf_counter()
+    for _ in range(count):
+        c = sla.cho_factor(Z, lower=True, check_finite=False)
+        sla.cho_solve(c, ones, check_finite=False)
+    return time.perf_counter() - start
+
+
+def run_magnipy(X: np.ndarray) -> dict:
+    """``Magnipy(X).MagArea()`` from scratch in the magnipy venv."""
+    with tempfile.TemporaryDirectory() as tmp:
+        xp, op = Path(tmp) / "X.npy", Path(tmp) / "out.json"
+        np.save(xp, X)
+        subprocess.run([sys.executable, str(HERE / "magnipy_env.py"), "bench", str(xp), str(op)], check=True)
+        return json.loads(op.read_text())
+
+
+def bench_n2000(d: int, repeats: int, skip_magnipy: bool) -> dict:
+    X = gaussian_mixture(2000, d, seed=1000 + d)
+    ours_times, floor_times = [], []
+    res = None
+    for _ in range(repeats):  # interleaved, best of each: the machine may be shared
+        t, res = time_ours(X)
+        ours_times.append(t)
+        floor_times.append(time_floor(X, res.t_cut / 2))
+    func = res.function
+    out = {
+        "n": 2000, "d": d,
+        "ours_seconds": min(ours_times), "ours_all": ours_times,
+        "floor_30_cholesky_seconds": min(floor_times), "floor_all": floor_times,
+        "ratio_ours_over_floor": min(ours_times) / min(floor_times),
+        "t_conv": res.t_cut, "mag_area": res.area, "stated_max_rel_error": func.max_rel_error,
+        "methods": dict(Counter(func.methods)),
+    }
+    if not skip_magnipy:
+        mp = run_magnipy(X)
+        mine = magnitude_function(X, mp["ts"])
+        out.update({
+            "magnipy_seconds": mp["seconds"],
+            "ratio_magnipy_over_ours": mp["seconds"] / min(ours_times),
+            "magnipy_t_conv": mp["t_conv"], "magnipy_mag_area": mp["mag_area"], "magnipy_jittered": mp["jittered"],
+            "rel_diff_t_conv": abs(res.t_cut - mp["t_conv"]) / mp["t_conv"],
+            "rel_diff_mag_area": abs(res.area - mp["mag_area"]) / mp["mag_area"],
+            "max_rel_diff_mag_on_magnipy_grid": float(np.max(np.abs(mine.values - np.array(mp["magnitude"]))
+                                                             / np.array(mp["magnitude"]))),
+            # the same trapezoid on magnipy's own grid (its t_conv has TOMS 748's rtol=1e-5)
+            "rel_diff_mag_area_on_magnipy_grid": abs(float(trapezoid(mine.values, mp["ts"])) - mp["mag_area"])
+            / mp["mag_area"],
+        })
+    return out
+
+
+def bench_large(n: int, d: int) -> dict:
+    """The n = 20000 pipeline: time, memory, stated accuracy, and a float64 check of the hardest scale."""
+    X = gaussian_mixture(n, d, seed=7 + d)
+    ticks = []
+
+    def progress(done, total, message):
+        ticks.append((time.perf_counter(), done, total, message))
+        print(f"\r  [{done}/{total}] {message}\033[K", end="", file=sys.stderr, flush=True)
+
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = mag_area(X, progress=progress)
+    seconds = time.perf_counter() - start
+    print(file=sys.stderr)
+    func = res.function
+    peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    t_conv_seconds = next((tk[0] - start for tk in ticks if tk[1] == 1), None)
+    # check the smallest positive scale (the worst conditioned) against a float64 Cholesky solve
+    from diversity_core.magnitude import _euclidean
+
+    t1 = float(func.ts[1])
+    Z, _ = _euclidean(X)
+    np.multiply(Z, -t1, out=Z)
+    np.exp(Z, out=Z)
+    check_start = time.perf_counter()
+    c = sla.cho_factor(Z.T, lower=True, overwrite_a=True, check_finite=False)  # in place (Z is symmetric)
+    reference = float(sla.cho_solve(c, np.ones(n), check_finite=False).sum())
+    check_seconds = time.perf_counter() - check_start
+    del c, Z
+    return {
+        "n": n, "d": d, "seconds": seconds, "t_conv_seconds": t_conv_seconds,
+        "peak_rss_gb": peak_gb, "t_conv": res.t_cut, "mag_area": res.area,
+        "stated_max_rel_error": func.max_rel_error,
+        "stated_rel_errors": [float(e / v) for e, v in zip(func.errors[1:], func.values[1:])],
+        "methods": dict(Counter(func.methods)),
+        "warnings": [str(w.message) for w in caught],
+        "check_t": t1, "check_float64_cholesky_value": reference, "check_float64_cholesky_seconds": check_seconds,
+        "check_rel_diff": abs(func.values[1] - reference) / reference,
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--large", action="store_true", help="also run n = 20000 (several minutes)")
+    parser.add_argument("--large-n", type=int, default=20000)
+    parser.add_argument("--skip-magnipy", action="store_true")
+    parser.add_argument("--only-large", action="store_true")
+    args = parser.parse_args(argv)
+
+    report = {"machine": machine(), "n2000": [], "large": None}
+    if not args.only_large:
+        for d in (10, 128):
+            r = bench_n2000(d, args.repeats, args.skip_magnipy)
+            report["n2000"].append(r)
+            line = (f"n=2000 d={d:<3}  ours {r['ours_seconds']:.2f}s  floor(30 chol64) "
+                    f"{r['floor_30_cholesky_seconds']:.2f}s  ours/floor {r['ratio_ours_over_floor']:.2f}")
+            if "magnipy_seconds" in r:
+                line += (f"  magnipy {r['magnipy_seconds']:.1f}s  magnipy/ours {r['ratio_magnipy_over_ours']:.1f}x"
+                         f"  |dMagArea| {r['rel_diff_mag_area']:.1e}  |dt_conv| {r['rel_diff_t_conv']:.1e}"
+                         f"  on magnipy's grid: |dMag| {r['max_rel_diff_mag_on_magnipy_grid']:.1e}"
+                         f" |dMagArea| {r['rel_diff_mag_area_on_magnipy_grid']:.1e}")
+            line += f"  stated err {r['stated_max_rel_error']:.1e}  {r['methods']}"
+            print(line, flush=True)
+    if args.large or args.only_large:
+        r = bench_large(args.large_n, 10)
+        report["large"] = r
+        print(f"n={r['n']} d={r['d']}  pipeline {r['seconds']:.1f}s (t_conv {r['t_conv_seconds']:.1f}s)  "
+              f"peak RSS {r['peak_rss_gb']:.1f} GB  stated max rel err {r['stated_max_rel_error']:.1e}  "
+              f"check at t={r['check_t']:.4g}: rel diff {r['check_rel_diff']:.1e} vs float64 Cholesky "
+              f"({r['check_float64_cholesky_seconds']:.1f}s)  {r['methods']}", flush=True)
+    report["machine"]["load_average_at_end"] = os.getloadavg()
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {RESULTS}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

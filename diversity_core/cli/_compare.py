@@ -1,0 +1,204 @@
+"""``diversity compare A.npy B.npy ...``: every score of several groups at one n, with intervals.
+
+Each FILE is a group named after the file (its stem), or one FILE holds every group
+(``--group-column model``, an image folder with sub-folders, ``demo:digits``). The table of
+estimates with intervals and the pairwise verdicts go to stdout (``--format json`` prints the
+saved comparison instead); ``--json``, ``--csv``, ``--out report.html`` and ``--figures DIR``
+write files. Exit 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+from ..exceptions import DiversityInputError
+from ._score import _q_value, add_kernel_arguments, kernel_params
+
+DEFAULT_QS = (0.5, 1.0, 2.0, math.inf)
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register ``diversity compare``."""
+    p = subparsers.add_parser(
+        "compare",
+        help="compare groups (models, datasets) at one n, with intervals and a report",
+        description="Score several groups at the same number of items n (default: the smallest group), "
+        "with an interval for every score and, for every pair, whether the difference is resolved.",
+    )
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="one file per group, or one file with --group-column (or demo:<name>)")
+    p.add_argument("--group-column", default=None,
+                   help="column (or npz array) naming each item's group, when one FILE holds every group")
+    p.add_argument("--names", nargs="+", default=None, metavar="NAME",
+                   help="group names for the files (default: the file stems)")
+    p.add_argument("--featurizer", default="default", help="featurizer for non-embedding data")
+    add_kernel_arguments(p)
+    p.add_argument("--q", type=_q_value, nargs="+", default=list(DEFAULT_QS),
+                   help="orders q of the Vendi scores (default 0.5 1 2 inf)")
+    p.add_argument("--n", type=int, default=None, help="items per group (default: the smallest group's size)")
+    p.add_argument("--reference", default=None, help="reference group of MagDiff (default: none)")
+    p.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
+    p.add_argument("--n-subsamples", type=int, default=100,
+                   help="n-subsets averaged per group larger than n (default 100)")
+    p.add_argument("--n-resamples", type=int, default=50, help="subsets per size of the sample-size curve (default 50)")
+    p.add_argument("--no-magnitude", dest="magnitude", action="store_false", help="skip MagArea and MagDiff")
+    p.add_argument("--metric", default="euclidean", choices=("euclidean", "cityblock", "cosine"),
+                   help="distance for magnitude (default euclidean)")
+    p.add_argument("--n-scales", type=int, default=30, help="scales of the magnitude integrals (default 30)")
+    p.add_argument("--magnitude-replicates", type=int, default=10,
+                   help="subsets per size for magnitude intervals (default 10)")
+    p.add_argument("--t-cut", type=float, default=None,
+                   help="upper end of MagArea's interval (default: median of the groups' t_conv)")
+    p.add_argument("--rnd", action="store_true", help="also compute the RND score (slower)")
+    p.add_argument("--no-size-curve", dest="size_curve", action="store_false",
+                   help="skip the sample-size curves (only the sizes the intervals need)")
+    p.add_argument("--rng", type=int, default=0, metavar="SEED", help="seed of every subset (default 0)")
+    p.add_argument("--format", choices=("table", "json"), default="table", help="stdout format")
+    p.add_argument("--json", default=None, metavar="PATH", help="save the comparison as JSON")
+    p.add_argument("--csv", default=None, metavar="PATH", help="save the table of estimates as CSV")
+    p.add_argument("--out", default=None, metavar="REPORT.html", help="write the self-contained HTML report")
+    p.add_argument("--figures", default=None, metavar="DIR", help="export every figure to DIR")
+    p.add_argument("--figure-format", choices=("png", "svg"), default="png", help="format of --figures (default png)")
+    return p
+
+
+def _stderr_progress():
+    """Progress on stderr: a rewritten line on a terminal, one line per stage otherwise."""
+    last = {"message": None}
+    tty = sys.stderr.isatty()
+
+    def progress(done: int, total: int, message: str) -> None:
+        if tty:
+            end = "\n" if done >= total else ""
+            print(f"\r{message}: {done}/{total}", end=end, file=sys.stderr, flush=True)
+        elif message != last["message"]:
+            last["message"] = message
+            print(f"{message} ...", file=sys.stderr, flush=True)
+
+    return progress
+
+
+def _load_groups(args) -> tuple:
+    """(groups for compare, datasets for the report galleries, default kernel)."""
+    from ..data import load_dataset
+    from ..featurizers import default_kernel
+
+    files = args.files
+    if args.names is not None and len(args.names) != len(files):
+        raise DiversityInputError(
+            f"--names gives {len(args.names)} name(s) for {len(files)} file(s); give one name per file."
+        )
+    if len(files) == 1:
+        ds = load_dataset(files[0], group_column=args.group_column)
+        _warn_skipped(ds)
+        names = ds.group_names()
+        if len(names) < 2:
+            detail = "no group column" if ds.groups is None else f"only the group {names[0]!r}"
+            raise DiversityInputError(
+                f"{files[0]} has {detail}; give two or more files (one per group), or one file with "
+                "--group-column naming each item's group."
+            )
+        if args.names is not None:
+            raise DiversityInputError("--names applies to one file per group; with one file the groups are named by its data.")
+        return ds, {g: ds.select_group(g) for g in names}, default_kernel(args.featurizer, dataset=ds)
+    if args.group_column is not None:
+        raise DiversityInputError(
+            "--group-column applies to one file holding every group; with several files each file is a group."
+        )
+    names = list(args.names) if args.names is not None else _names_for(files)
+    datasets = {}
+    for name, path in zip(names, files):
+        ds = load_dataset(path)
+        _warn_skipped(ds)
+        datasets[name] = ds
+    first = next(iter(datasets.values()))
+    return datasets, datasets, default_kernel(args.featurizer, dataset=first)
+
+
+def _names_for(files) -> list:
+    """Group names from file stems, made unique with the parent folder when stems repeat."""
+    stems = [Path(f).stem if not str(f).startswith("demo:") else str(f) for f in files]
+    if len(set(stems)) == len(stems):
+        return stems
+    return [str(Path(f).with_suffix("")) for f in files]
+
+
+def _warn_skipped(ds) -> None:
+    for item in ds.skipped[:5]:
+        print(f"warning: skipped {item.where}: {item.reason}", file=sys.stderr)
+    if len(ds.skipped) > 5:
+        print(f"warning: {ds.name}: skipped {len(ds.skipped)} entries in all (see `diversity inspect`)",
+              file=sys.stderr)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``diversity compare``."""
+    from ..compare import compare
+
+    for flag, value, low in (("--n-subsamples", args.n_subsamples, 1), ("--n-resamples", args.n_resamples, 3),
+                             ("--n-scales", args.n_scales, 3), ("--magnitude-replicates", args.magnitude_replicates, 3)):
+        if value < low:
+            raise DiversityInputError(f"{flag} must be at least {low}; got {value}.")
+    if args.rng < 0:
+        raise DiversityInputError(f"--rng must be a non-negative seed; got {args.rng}.")
+    groups, datasets, featurizer_kernel = _load_groups(args)
+    if args.kernel is None:
+        args.kernel = featurizer_kernel
+    sources = {g: {"file": ds.source or ds.name, "content_hash": ds.content_hash} for g, ds in datasets.items()}
+    cmp = compare(
+        groups,
+        kernel=args.kernel,
+        qs=list(dict.fromkeys(args.q)),
+        reference=args.reference,
+        n=args.n,
+        n_subsamples=args.n_subsamples,
+        n_resamples=args.n_resamples,
+        level=args.level,
+        magnitude=args.magnitude,
+        metric=args.metric,
+        n_scales=args.n_scales,
+        magnitude_replicates=args.magnitude_replicates,
+        t_cut=args.t_cut,
+        rnd=args.rnd,
+        size_curve=args.size_curve,
+        featurizer=args.featurizer,
+        sources=sources,
+        rng=args.rng,
+        progress=_stderr_progress(),
+        **kernel_params(args),
+    )
+    written = []
+    if args.json:
+        cmp.to_json(args.json)
+        written.append(args.json)
+    if args.csv:
+        cmp.to_csv(args.csv)
+        written.append(args.csv)
+    if args.out:
+        from ..report import write_report
+
+        write_report(cmp, args.out, datasets=datasets)
+        written.append(args.out)
+    if args.figures:
+        from ..report import export_figures
+
+        written += [str(p) for p in export_figures(cmp, args.figures, format=args.figure_format)]
+    if args.format == "json":
+        print(cmp.to_json())
+    else:
+        kernel = cmp.settings.get("kernel_description", "")
+        print(f"# {len(cmp.groups)} groups compared at n = {cmp.n} items each ({cmp.settings.get('n_rule')}); "
+              f"kernel {kernel}; {cmp.level:.0%} intervals; seed {cmp.settings.get('seed')}")
+        if cmp.reference:
+            print(f"# MagDiff reference: {cmp.reference}; candidates: "
+                  f"{', '.join(g for g in cmp.groups if g != cmp.reference)}")
+        print(cmp.format_table())
+        print()
+        print(f"# pairwise differences (resolved: the {cmp.level:.0%} interval excludes 0)")
+        print(cmp.format_pairwise())
+    for path in written:
+        print(f"wrote {path}", file=sys.stderr)
+    return 0

@@ -1,0 +1,74 @@
+"""Scores: the Vendi score at the chosen order q, its q-profile, baselines and per-group scores."""
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from diversity_core import default_q_grid
+from diversity_core.figures import bar_figure, q_profile_figure, sensitivity_figure
+from ui import compute
+from ui.feedback import attempt
+from ui.page import header
+from ui.sensitivity import sweep_controls
+
+ctx = header(
+    "Scores",
+    "The Vendi score VS_q is the **effective number of distinct items**: between 1 (all items identical) "
+    "and n (all dissimilar) under the chosen kernel; the order q sets how much rare kinds of items count "
+    "(small q: every kind counts; large q: only the dominant ones).",
+)
+s, view = ctx.settings, ctx.view
+spec = ctx.spectrum()
+q = s.q
+vs_q = spec.vendi(q)
+
+c1, c2, c3, c4 = st.columns([1.4, 1, 1, 1])
+c1.metric(f"Vendi score (q = {s.q_label})", f"{vs_q:.2f}",
+          help=f"Effective number of distinct items at order q = {s.q_label}, out of n = {view.n}.")
+c1.caption(f"effective number of distinct items, out of **n = {view.n}** ({vs_q / view.n:.1%})")
+c2.metric("VS₁ (Shannon, q = 1)", f"{spec.vendi(1.0):.2f}", help="The Vendi score of Friedman & Dieng.")
+c3.metric("VS∞ (q = ∞)", f"{spec.vendi(np.inf):.2f}", help="1 / the largest eigenvalue: the dominant mode's share.")
+c4.metric("Rank (q = 0)", f"{spec.rank}", help="Number of eigenvalues in the support (VS₀).")
+
+base = attempt(lambda: compute.baselines(*ctx.kernel_args), "Computing the baselines")
+if base:
+    labels = {"intdiv": ("IntDiv", "1 − mean similarity over all pairs (MOSES); 0 when all items are identical."),
+              "average_similarity": ("Average similarity", "Mean k(x, y) over pairs of distinct items."),
+              "gmstds": ("GMStds", "Geometric mean of the per-feature standard deviations."),
+              "ngram_diversity": ("n-gram diversity", "Distinct / total n-grams, averaged over n = 1..4.")}
+    cols = st.columns(len(base))
+    for col, (key, value) in zip(cols, base.items()):
+        name, help_text = labels.get(key, (key, ""))
+        col.metric(name, f"{value:.4f}", help=help_text)
+
+qs = default_q_grid()
+profiles = {"all selected items": (qs, spec.profile(qs))}
+groups = attempt(lambda: compute.group_spectra(*ctx.kernel_args), "Computing per-group spectra") or {}
+for name, gs in groups.items():
+    profiles[name] = (qs, gs.profile(qs))
+st.plotly_chart(q_profile_figure(profiles, q=q, n=view.n), key="q_profile")
+
+if groups:
+    st.subheader("Per group")
+    intdivs = attempt(lambda: compute.group_baselines(*ctx.kernel_args), "Computing per-group IntDiv") or {}
+    table = pd.DataFrame(compute.score_rows(spec, groups, intdivs, q))
+    st.dataframe(table, hide_index=True, width="stretch",
+                 column_config={c: st.column_config.NumberColumn(format="%.3f") for c in table.columns[2:]})
+    st.plotly_chart(bar_figure(table["group"], table.iloc[:, 2], y_title=f"VS (q = {s.q_label})",
+                               title=f"Vendi score per group at q = {s.q_label}"), key="group_bars")
+    st.caption("Every group uses the kernel fixed on all selected items (the same bandwidth), so the scores "
+               "compare; a group's VS is out of its own size.")
+
+st.subheader("Kernel sensitivity")
+st.markdown("How much does the conclusion depend on the kernel? The sweep recomputes every group's spectrum "
+            "over a range of RBF bandwidths (or Morgan radii for molecules); where curves cross, the ranking "
+            "of the groups depends on that choice.")
+result = sweep_controls(ctx)
+if result is not None:
+    current = dict(s.kernel_params).get("sigma") if s.kernel in ("rbf", "laplacian") else None
+    st.plotly_chart(
+        sensitivity_figure(result.values, result.vendi(q), result.labels, parameter=result.parameter,
+                           reference=result.reference, current=current, q=q,
+                           title=f"VS (q = {s.q_label}) against the {result.kernel} {result.parameter}"),
+        key="sensitivity",
+    )

@@ -1,0 +1,53 @@
+"""Spectrum: eigenvalues of the density matrix, galleries along the top eigenvectors, the kernel heatmap."""
+
+import streamlit as st
+
+from diversity_core.figures import kernel_heatmap, spectrum_figure
+from ui import compute
+from ui.feedback import attempt
+from ui.gallery import show_items
+from ui.page import header
+
+ctx = header(
+    "Spectrum",
+    "The Vendi score is the exponential of the entropy of these eigenvalues: one dominant eigenvalue means "
+    "the items are variations of one theme, a flat spectrum means many distinct ones; each top eigenvector "
+    "is a direction of variation, shown by the items at its two ends.",
+)
+view, s = ctx.view, ctx.settings
+spec = ctx.spectrum()
+data = view.data
+
+st.plotly_chart(spectrum_figure(spec.eigenvalues), key="spectrum")
+st.caption(f"{spec.rank} eigenvalues in the support out of {spec.eigenvalues.size} ({spec.method} path; "
+           f"kernel {spec.kernel.get('name')}" + "".join(f", {k} = {v:.4g}" for k, v in spec.kernel.items()
+                                                        if isinstance(v, float)) + ").")
+
+st.subheader("Items at both ends of the top eigenvectors")
+available = 0 if spec.eigenvectors is None else spec.eigenvectors.shape[1]
+c1, c2 = st.columns(2)
+k = c1.slider("Eigenvectors", 1, available, min(3, available), key="spectrum_k") if available > 1 else available
+m = c2.slider("Items per end", 2, 16, 8, key="spectrum_m")
+for j in range(min(k, available)):
+    share = spec.eigenvalues[j]
+    high, low = compute.eigenvector_ends(spec, j, m)
+    u = spec.eigenvectors[:, j]
+    with st.container(border=True):
+        st.markdown(f"**Eigenvector {j + 1}** · eigenvalue {share:.4f} ({share:.1%} of the mass)")
+        st.caption("largest entries")
+        show_items(data, high, columns=8, notes=[f"{u[i]:+.3f}" for i in high])
+        st.caption("smallest entries")
+        show_items(data, low, columns=8, notes=[f"{u[i]:+.3f}" for i in low])
+
+st.subheader("Kernel matrix")
+options = ["group", "top eigenvector"] if data.groups is not None else ["top eigenvector"]
+sort = st.radio("Sort items by", options, horizontal=True, key="heatmap_sort")
+hm = attempt(lambda: compute.heatmap(*ctx.kernel_args, "group" if sort == "group" else "eigenvector"),
+             "Computing the kernel matrix")
+if hm is not None:
+    ids = [data.ids[i] for i in hm["indices"]]
+    st.plotly_chart(kernel_heatmap(hm["K"], labels=hm["labels"], hover=ids,
+                                   title=f"k(x_i, x_j), sorted by {sort}"), key="heatmap")
+    if hm["sampled"]:
+        st.caption(f"Drawn for a seeded random subsample of {len(ids)} of the {data.n} items "
+                   f"(a {data.n} × {data.n} heatmap would not be readable); the spectrum uses every item.")

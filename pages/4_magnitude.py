@@ -1,0 +1,31 @@
+"""Magnitude: the effective number of distinct points seen at each scale t, per group."""
+
+import streamlit as st
+
+from ui import compute, magnitude_ui
+from ui.page import header
+
+ctx = header(
+    "Magnitude",
+    "Mag(t) counts the effective number of distinct points when distances are looked at with scale t: "
+    "it rises from 1 (everything blurred into one point) to the number of distinct points; a curve that "
+    "rises early and high belongs to a more diverse set, and MagArea, the area under it up to a shared "
+    "t_cut, sums that up in one number.",
+)
+view = ctx.view
+
+settings = magnitude_ui.settings_form(view)
+key = magnitude_ui.result_key(view, ctx.featurizer, settings)
+out = compute.stored("magnitude", key)
+if out is None:
+    if magnitude_ui.needs_click(view):
+        st.info(f"{view.n} items: magnitude solves one n × n system per scale and set, so it starts on demand.")
+        if st.button("Compute magnitude", type="primary", key="mag_run"):
+            out = magnitude_ui.run(view, ctx.featurizer, settings)
+    else:
+        out = magnitude_ui.run(view, ctx.featurizer, settings)
+if out is not None:
+    magnitude_ui.show(out)
+st.caption("Distances between the chosen representation's vectors; exact duplicates are merged first (a "
+           "multiset has the magnitude of its distinct points). t_conv is where Mag reaches 95 % of the "
+           "distinct points.")

@@ -1,0 +1,71 @@
+"""Projection: the items on a 2-D map (PCA at once, UMAP on demand); select points to see them."""
+
+import streamlit as st
+
+from diversity_core.figures import projection_figure
+from diversity_core.projection import UMAP_METRICS
+from ui import compute
+from ui.feedback import attempt
+from ui.gallery import show_items
+from ui.page import header
+
+#: Selected items shown at most.
+SHOW_MAX = 48
+
+ctx = header(
+    "Projection",
+    "Each point is an item placed so that similar items lie close together: separate clusters are distinct "
+    "kinds of items, a dense blob is repetition. Colour by group or by an eigenvector's entries (the "
+    "directions the Spectrum page shows); select points with the lasso or box to see the items.",
+)
+view = ctx.view
+data = view.data
+
+c1, c2, c3 = st.columns([1, 1, 2])
+method = c1.radio("Map", ["PCA", "UMAP"], horizontal=True, key="proj_method")
+spec = ctx.spectrum()
+k = 0 if spec.eigenvectors is None else spec.eigenvectors.shape[1]
+colour_options = (["group"] if data.groups is not None else ["none"]) + [f"eigenvector {j + 1}" for j in range(k)]
+colour = c2.selectbox("Colour by", colour_options, key="proj_colour")
+
+projection = None
+if method == "PCA":
+    projection = attempt(lambda: compute.pca(view, ctx.featurizer), "PCA")
+    axes = ("PC 1", "PC 2")
+    if projection is not None and projection.explained_variance_ratio is not None:
+        evr = projection.explained_variance_ratio
+        axes = (f"PC 1 ({evr[0]:.1%} of the variance)", f"PC 2 ({evr[1]:.1%})")
+else:
+    with c3.expander("UMAP settings", expanded=False):
+        metric = st.selectbox("Metric", UMAP_METRICS, index=1 if ctx.settings.kernel == "cosine" else 0,
+                              key="umap_metric")
+        neighbours = st.slider("Neighbours", 2, 100, 15, key="umap_neighbours")
+        min_dist = st.slider("Minimum distance", 0.0, 1.0, 0.1, 0.05, key="umap_min_dist")
+    key = compute.umap_key(view, ctx.featurizer, metric, neighbours, min_dist)
+    projection = compute.stored("umap", key)
+    axes = ("UMAP 1", "UMAP 2")
+    if projection is None:
+        st.info("UMAP runs on demand: the first run in a process compiles UMAP's code (~30 s), later runs take "
+                "seconds on demo data.")
+        if st.button("Compute UMAP", type="primary", key="umap_run"):
+            if attempt(lambda: compute.run_umap(view, ctx.featurizer, metric, neighbours, min_dist), "UMAP"):
+                st.rerun()  # draw the stored map without the prompt
+
+if projection is not None:
+    if colour.startswith("eigenvector"):
+        j = int(colour.split()[-1]) - 1
+        values, categorical, title = spec.eigenvectors[:, j], False, f"eigenvector {j + 1}"
+    else:
+        values, categorical, title = compute.optional_group_labels(view), True, "group"
+    fig = projection_figure(projection.coords, color=values, categorical=categorical, hover=data.ids,
+                            color_title=title, axis_titles=axes,
+                            title=f"{method} of {data.n} items ({ctx.featurizer} features)")
+    event = st.plotly_chart(fig, key=f"projection_{method}", on_select="rerun", selection_mode=("points", "box", "lasso"))
+    selected = compute.selected_items(event)
+    if selected:
+        st.subheader(f"{len(selected)} selected item(s)")
+        show_items(data, selected[:SHOW_MAX], columns=8)
+        if len(selected) > SHOW_MAX:
+            st.caption(f"The first {SHOW_MAX} are shown.")
+    else:
+        st.caption("Select points (lasso or box, or click one) to show those items here.")

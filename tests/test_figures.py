@@ -1,0 +1,104 @@
+"""diversity_core.figures: plotly builders are pure functions of arrays (no Streamlit)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from diversity_core import compute_spectrum, default_q_grid
+from diversity_core import figures as F
+
+
+def test_q_axis_puts_zero_and_infinity_at_the_ends():
+    pos = F.q_axis_position([0.0, 0.01, 1.0, 100.0, math.inf])
+    assert pos[0] < 0.01 and pos[-1] > 100.0
+    np.testing.assert_array_equal(pos[1:4], [0.01, 1.0, 100.0])
+    assert F.format_q(math.inf) == "∞" and F.format_q(0.5) == "0.5" and F.format_q(1.0) == "1"
+
+
+def test_q_profile_marks_q_and_the_bounds(rng):
+    spec = compute_spectrum(rng.normal(size=(30, 5)))
+    qs = default_q_grid()
+    fig = F.q_profile_figure((qs, spec.profile(qs)), q=2.0, n=30)
+    line, ends = fig.data
+    assert np.all(np.isfinite(line.x)) and np.all(np.asarray(line.x) > 0)
+    assert list(ends.text) == ["0", "∞"]
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+    texts = {a.text: a for a in fig.layout.annotations}
+    assert {"q = 2", "n = 30 (all distinct)", "1 (all identical)"} <= set(texts)
+    # plotly places annotations on log axes at log10 of the value
+    assert texts["q = 2"].x == pytest.approx(math.log10(2.0))
+    assert texts["n = 30 (all distinct)"].y == pytest.approx(math.log10(30.0))
+
+
+def test_spectrum_figure_shows_support_and_cumulative_mass():
+    fig = F.spectrum_figure([0.5, 0.3, 0.2, 0.0])
+    lam, cum = fig.data[0], fig.data[1]
+    np.testing.assert_allclose(lam.y, [0.5, 0.3, 0.2])
+    np.testing.assert_allclose(cum.y, [0.5, 0.8, 1.0])
+
+
+def test_heatmap_draws_group_boundaries():
+    fig = F.kernel_heatmap(np.eye(4), labels=["a", "a", "b", "b"], hover=list("wxyz"))
+    assert isinstance(fig.data[0], go.Heatmap)
+    assert len(fig.layout.shapes) == 2  # one vertical and one horizontal line between a and b
+    assert list(fig.layout.xaxis.ticktext) == ["a", "b"]
+
+
+def test_projection_uses_webgl_above_the_threshold_and_keeps_item_indices(rng):
+    small = F.projection_figure(rng.normal(size=(10, 2)), color=list("aabbbaabba"))
+    assert all(isinstance(t, go.Scatter) for t in small.data)
+    got = sorted(int(i) for t in small.data for i in t.customdata)
+    assert got == list(range(10))
+    a = next(t for t in small.data if t.name == "a")
+    np.testing.assert_array_equal(a.customdata, [0, 1, 5, 6, 9])
+    big = F.projection_figure(rng.normal(size=(F.WEBGL_THRESHOLD + 1, 2)))
+    assert isinstance(big.data[0], go.Scattergl)
+
+
+def test_projection_with_continuous_colour(rng):
+    fig = F.projection_figure(rng.normal(size=(5, 2)), color=np.linspace(-1, 1, 5), color_title="eigenvector 1")
+    (trace,) = fig.data
+    assert trace.marker.cmin == -1 and trace.marker.cmax == 1
+
+
+def test_magnitude_figure_marks_t_conv_and_t_cut():
+    ts = np.linspace(0, 2, 5)
+    fig = F.magnitude_figure({"a": (ts, ts + 1), "b": (ts, ts / 2 + 1)}, t_conv={"a": 1.0, "b": 9.0}, t_cut=2.0)
+    markers = [t for t in fig.data if t.mode == "markers"]
+    assert [m.x[0] for m in markers] == [1.0, pytest.approx(2.2)]  # b's t_conv lies beyond: drawn at the edge
+    assert markers[1].marker.symbol == "triangle-right"
+    assert any(a.text == "t_cut = 2" for a in fig.layout.annotations)
+
+
+def test_rnd_figure_draws_a_growing_curve():
+    curves = np.full((3, 10), np.nan)
+    curves[:, :4] = 0.2
+    fig = F.rnd_figure(curves, average_last=3, total_epochs=10)
+    mean = fig.data[-1]
+    np.testing.assert_allclose(mean.y[:4], 0.2)
+    assert np.all(np.isnan(np.asarray(mean.y[4:], dtype=float)))
+    assert tuple(fig.layout.xaxis.range) == (0.5, 10.5)
+
+
+def test_bar_figure_with_intervals():
+    fig = F.bar_figure(["a", "b"], [1.0, 2.0], low=[0.5, 1.5], high=[1.5, 3.0])
+    np.testing.assert_allclose(fig.data[0].error_y.array, [0.5, 1.0])
+    np.testing.assert_allclose(fig.data[0].error_y.arrayminus, [0.5, 0.5])
+
+
+def test_sensitivity_figure_marks_default_and_current():
+    fig = F.sensitivity_figure([0.5, 1.0, 2.0], np.array([[5.0, 3.0, 1.5]]), ["all"], reference=1.0, current=2.0)
+    texts = {a.text: a.x for a in fig.layout.annotations}
+    assert texts["default"] == pytest.approx(0.0) and texts["in use"] == pytest.approx(math.log10(2.0))
+
+
+def test_figures_serialise_to_json(rng):
+    spec = compute_spectrum(rng.normal(size=(20, 4)))
+    qs = default_q_grid()
+    for fig in (F.q_profile_figure((qs, spec.profile(qs)), q=math.inf, n=20), F.spectrum_figure(spec.eigenvalues),
+                F.histogram_figure(rng.normal(size=50))):
+        assert "Infinity" not in fig.to_json()

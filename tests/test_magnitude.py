@@ -1,0 +1,466 @@
+"""Tests of diversity_core.magnitude: closed forms, invariances, magnipy oracle values, errors, CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.integrate import trapezoid
+from scipy.spatial.distance import cdist
+
+from diversity_core.exceptions import (
+    ConvergenceWarning,
+    DiversityInputError,
+    DuplicatesMergedWarning,
+    NumericalError,
+)
+from diversity_core.magnitude import (
+    ACCURACY_RTOL,
+    MagnitudeFunction,
+    compare_magnitude,
+    convergence_scale,
+    mag_area,
+    mag_diff,
+    magnitude,
+    magnitude_function,
+    magnitude_weights,
+)
+
+EPS = np.finfo(np.float64).eps
+REPO = Path(__file__).resolve().parents[1]
+FIXTURE = Path(__file__).parent / "fixtures" / "magnipy_reference.json"
+
+
+def _solve_mag(D: np.ndarray, t: float) -> float:
+    """Plain numpy reference: sum of Z_t^{-1} 1."""
+    return float(np.linalg.solve(np.exp(-t * D), np.ones(D.shape[0])).sum())
+
+
+def _mixture(rng, n: int, d: int, k: int = 3) -> np.ndarray:
+    centres = rng.normal(size=(k, d)) * 3.0
+    return centres[rng.integers(0, k, n)] + rng.normal(size=(n, d))
+
+
+# ------------------------------------------------------------------------------------------
+# Closed forms
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("d", [0.3, 1.0, 7.5])
+@pytest.mark.parametrize("t", [1e-3, 0.2, 1.0, 4.0, 40.0])
+def test_two_points_closed_form(d, t):
+    """Two points at distance d: Mag(t) = 2 / (1 + exp(-t d))."""
+    value = magnitude([[0.0, 0.0], [d, 0.0]], t)
+    assert value == pytest.approx(2.0 / (1.0 + math.exp(-t * d)), rel=1e-10)
+
+
+@pytest.mark.parametrize("t", [0.01, 0.1, 0.5, 2.0, 20.0])
+def test_points_on_a_line(rng, t):
+    """Points on a line with gaps g_i: Mag(t) = 1 + sum_i tanh(t g_i / 2)."""
+    x = np.sort(rng.uniform(0.0, 20.0, size=40))
+    gaps = np.diff(x)
+    expected = 1.0 + np.tanh(t * gaps / 2.0).sum()
+    assert magnitude(x[:, None], t) == pytest.approx(expected, rel=1e-10)
+    assert magnitude(x[:, None], t, metric="cityblock") == pytest.approx(expected, rel=1e-10)
+
+
+def test_line_function_on_grid(rng):
+    """The evenly spaced grid (Z_{t_k} = Z_{t_1}^k by products) matches the closed form."""
+    x = np.sort(rng.uniform(0.0, 10.0, size=60))
+    f = magnitude_function(x[:, None], t_max=5.0, n_scales=21)
+    expected = 1.0 + np.tanh(np.outer(f.ts, np.diff(x)) / 2.0).sum(axis=1)
+    np.testing.assert_allclose(f.values, expected, rtol=1e-10)
+    assert f.values[0] == 1.0 and f.ts[0] == 0.0
+    assert not f.ill_conditioned.any() and not f.singular.any()
+
+
+def test_equidistant_points_convergence_scale():
+    """n points at mutual distance 1: Mag = n / (1 + (n - 1) e^{-t}), so t_conv = ln(19 (n - 1))."""
+    n = 12
+    X = np.eye(n) / math.sqrt(2.0)
+    assert convergence_scale(X) == pytest.approx(math.log(19.0 * (n - 1)), rel=1e-10)
+    assert magnitude(X, 1.3) == pytest.approx(n / (1 + (n - 1) * math.exp(-1.3)), rel=1e-12)
+
+
+def test_two_points_convergence_scale():
+    """Mag(t) = 2 / (1 + e^{-t d}) = 1.9 at t = ln(19) / d."""
+    assert convergence_scale([[0.0], [2.5]]) == pytest.approx(math.log(19.0) / 2.5, rel=1e-10)
+    assert convergence_scale([[0.0], [2.5]], fraction=0.8) == pytest.approx(math.log(4.0) / 2.5, rel=1e-10)
+
+
+def test_mag_area_two_points_trapezoid():
+    """MagArea is the trapezoid rule on evenly spaced scales; area_scaled = area / t_cut."""
+    d, t_cut = 1.5, 3.0
+    res = mag_area([[0.0], [d]], t_cut=t_cut, n_scales=30)
+    ts = np.linspace(0.0, t_cut, 30)
+    expected = trapezoid(2.0 / (1.0 + np.exp(-ts * d)), ts)
+    assert res.area == pytest.approx(expected, rel=1e-12)
+    assert res.area_scaled == pytest.approx(expected / t_cut, rel=1e-12)
+    assert res.t_cut == t_cut
+    fine = mag_area([[0.0], [d]], t_cut=t_cut, n_scales=3001).area
+    exact = 2.0 * (t_cut + (math.log1p(math.exp(-t_cut * d)) - math.log(2.0)) / d)
+    assert fine == pytest.approx(exact, rel=1e-7)
+
+
+# ------------------------------------------------------------------------------------------
+# Agreement with a plain solve, invariances
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cityblock", "cosine"])
+def test_agrees_with_numpy_solve(rng, metric):
+    X = _mixture(rng, 150, 6) + 1.0
+    D = cdist(X, X, metric=metric)
+    t_conv = convergence_scale(X, metric=metric)
+    ts = t_conv * np.array([0.1, 0.35, 0.7, 1.0, 1.5])
+    f = magnitude_function(X, ts, metric=metric)
+    expected = [_solve_mag(D, t) for t in ts]
+    np.testing.assert_allclose(f.values, expected, rtol=1e-9)
+    assert np.all(f.errors / f.values < ACCURACY_RTOL)
+    assert _solve_mag(D, t_conv) == pytest.approx(0.95 * 150, rel=1e-10)
+
+
+def test_weights_solve_the_system(rng):
+    X = rng.normal(size=(80, 4))
+    D = cdist(X, X)
+    res = magnitude_weights(X, 0.8)
+    np.testing.assert_allclose(np.exp(-0.8 * D) @ res.weights, np.ones(80), atol=1e-9)
+    assert res.value == pytest.approx(res.weights.sum(), rel=1e-12)
+    np.testing.assert_array_equal(res.indices, np.arange(80))
+    assert res.error >= 0 and not res.ill_conditioned and not res.singular
+
+
+@pytest.mark.parametrize("c", [0.25, 3.0])
+def test_scaling_distances_rescales_scales(rng, c):
+    """Mag_{cD}(t) = Mag_D(c t), and so t_conv(cD) = t_conv(D) / c."""
+    X = rng.normal(size=(70, 3))
+    D = cdist(X, X)
+    ts = np.array([0.1, 0.5, 1.0, 2.0])
+    scaled = magnitude_function(c * D, ts, metric="precomputed").values
+    plain = magnitude_function(D, c * ts, metric="precomputed").values
+    np.testing.assert_allclose(scaled, plain, rtol=1e-11)
+    assert convergence_scale(c * D, metric="precomputed") == pytest.approx(
+        convergence_scale(D, metric="precomputed") / c, rel=1e-9
+    )
+
+
+def test_permutation_invariance(rng):
+    X = rng.normal(size=(60, 3))
+    perm = rng.permutation(60)
+    assert magnitude(X[perm], 0.9) == pytest.approx(magnitude(X, 0.9), rel=1e-12)
+
+
+def test_limits(rng):
+    X = rng.normal(size=(30, 2))
+    assert magnitude(X, 0.0) == 1.0
+    assert magnitude(X, 1e4) == pytest.approx(30.0, rel=1e-12)
+    assert magnitude([[1.0, 2.0]], 3.0) == 1.0
+
+
+def test_function_is_monotone_on_a_cloud(rng):
+    f = magnitude_function(_mixture(rng, 200, 5), n_scales=30)
+    assert np.all(np.diff(f.values) > 0)
+    assert f.values[-1] == pytest.approx(0.95 * 200, rel=1e-9)
+    assert f.t_conv == f.ts[-1]
+
+
+# ------------------------------------------------------------------------------------------
+# Duplicates (twin property)
+# ------------------------------------------------------------------------------------------
+
+
+def test_duplicates_have_the_magnitude_of_distinct_rows(rng):
+    X = rng.normal(size=(40, 3))
+    repeated = np.vstack([X, X[[3, 7, 7, 20]]])[rng.permutation(44)]
+    with pytest.warns(DuplicatesMergedWarning, match=r"4 duplicate rows .* 40 distinct points"):
+        res = magnitude_weights(repeated, 0.7)
+    assert res.n_points == 44 and res.n_distinct == 40 and res.n_merged == 4
+    assert res.value == pytest.approx(magnitude(X, 0.7), rel=1e-12)
+    # first occurrences, in input order
+    _, first = np.unique(repeated, axis=0, return_index=True)
+    np.testing.assert_array_equal(res.indices, np.sort(first))
+
+
+def test_duplicates_in_function_and_precomputed(rng):
+    X = rng.normal(size=(25, 2))
+    Xd = np.vstack([X, X[:5]])
+    with pytest.warns(DuplicatesMergedWarning, match="duplicate rows"):
+        f = magnitude_function(Xd, n_scales=8)
+    assert (f.n_points, f.n_distinct, f.n_merged) == (30, 25, 5)
+    np.testing.assert_allclose(f.values, magnitude_function(X, n_scales=8).values, rtol=1e-11)
+    D = cdist(Xd, Xd)
+    with pytest.warns(DuplicatesMergedWarning, match="distance 0"):
+        g = magnitude_function(D, f.ts, metric="precomputed")
+    np.testing.assert_allclose(g.values, f.values, rtol=1e-11)
+
+
+def test_cosine_merges_parallel_rows():
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 0.0], [1.0, 1.0]])
+    with pytest.warns(DuplicatesMergedWarning, match="cosine distance 0"):
+        res = magnitude_weights(X, 2.0, metric="cosine")
+    assert res.n_distinct == 3
+    np.testing.assert_array_equal(res.indices, [0, 1, 3])
+
+
+# ------------------------------------------------------------------------------------------
+# Oracle: magnipy 1.0.0 (values stored by benchmarks/magnipy_env.py)
+# ------------------------------------------------------------------------------------------
+
+_ORACLE = json.loads(FIXTURE.read_text())
+
+
+@pytest.mark.parametrize("case", _ORACLE["cases"], ids=lambda c: c["name"])
+def test_magnipy_oracle(case):
+    data = np.asarray(case["input"])
+    metric = case["metric"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DuplicatesMergedWarning)
+        f = magnitude_function(data, case["ts_refined"], metric=metric)
+        t_conv = convergence_scale(data, metric=metric)
+        area = mag_area(data, metric=metric)
+    assert f.n_distinct == case["n_distinct"]
+    np.testing.assert_allclose(f.values, case["magnitude_refined"], rtol=1e-8)
+    assert t_conv == pytest.approx(case["t_conv_refined"], rel=1e-7)
+    assert t_conv == pytest.approx(case["t_conv"], rel=1e-5)  # magnipy's own TOMS 748 tolerance
+    assert area.area == pytest.approx(case["mag_area_refined"], rel=1e-7)
+    assert area.area == pytest.approx(case["mag_area"], rel=1e-5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DuplicatesMergedWarning)
+        on_magnipy_grid = magnitude_function(data, case["ts"], metric=metric)
+    np.testing.assert_allclose(on_magnipy_grid.values, case["magnitude"], rtol=1e-8)
+
+
+def test_magnipy_oracle_mag_diff():
+    ref = _ORACLE["mag_diff"]
+    res = mag_diff(np.asarray(ref["X"]), np.asarray(ref["Y"]), t_cut=ref["t_cut"], n_scales=ref["n_scales"])
+    assert res.value > 0
+    assert res.value == pytest.approx(ref["value"], rel=1e-8)
+
+
+# ------------------------------------------------------------------------------------------
+# MagArea / MagDiff / comparisons
+# ------------------------------------------------------------------------------------------
+
+
+def test_compare_reference_free_uses_median_t_conv(rng):
+    sets = {"wide": 2.0 * rng.normal(size=(50, 3)), "mid": rng.normal(size=(50, 3)),
+            "narrow": 0.5 * rng.normal(size=(50, 3))}
+    comp = compare_magnitude(sets, n_scales=12)
+    t_convs = {k: convergence_scale(v) for k, v in sets.items()}
+    for k in sets:
+        assert comp.t_conv[k] == pytest.approx(t_convs[k], rel=1e-9)
+    assert comp.t_cut == pytest.approx(np.median(list(t_convs.values())), rel=1e-12)
+    assert comp.t_cut_rule == "median t_conv" and comp.reference is None
+    assert comp.candidates == ("wide", "mid", "narrow") and comp.mag_diff == {}
+    for k in sets:
+        assert comp.areas[k] == pytest.approx(mag_area(sets[k], t_cut=comp.t_cut, n_scales=12).area, rel=1e-11)
+        assert comp.areas_scaled[k] == pytest.approx(comp.areas[k] / comp.t_cut, rel=1e-14)
+    assert comp.areas["wide"] > comp.areas["mid"] > comp.areas["narrow"]
+
+
+def test_compare_with_reference(rng):
+    real = rng.normal(size=(60, 4))
+    sets = {"real": real, "collapsed": 0.6 * real, "spread": 1.4 * rng.normal(size=(60, 4))}
+    comp = compare_magnitude(sets, reference="real", n_scales=10)
+    assert comp.t_cut == pytest.approx(comp.t_conv["real"], rel=1e-15)
+    assert comp.t_cut_rule == "reference t_conv"
+    assert comp.reference == "real" and comp.candidates == ("collapsed", "spread")
+    assert set(comp.mag_diff) == {"collapsed", "spread"}
+    for k in comp.candidates:
+        diff = comp.areas[k] - comp.areas["real"]
+        assert comp.mag_diff[k] == pytest.approx(diff, rel=1e-14)
+        assert comp.mag_diff_scaled[k] == pytest.approx(diff / comp.t_cut, rel=1e-14)
+        assert comp.mag_diff_relative[k] == pytest.approx(diff / comp.areas["real"], rel=1e-14)
+    assert comp.mag_diff["collapsed"] < 0 < comp.mag_diff["spread"]
+    json.dumps(comp.to_dict())
+
+
+def test_mag_diff_signs_and_reference(rng):
+    X, Y = rng.normal(size=(40, 2)), 0.5 * rng.normal(size=(40, 2))
+    xy = mag_diff(X, Y)  # reference Y
+    assert xy.reference == "Y" and xy.t_cut == pytest.approx(convergence_scale(Y), rel=1e-9)
+    assert xy.value == pytest.approx(xy.area_x - xy.area_y, rel=1e-14)
+    assert xy.relative == pytest.approx(xy.value / xy.area_y, rel=1e-14)
+    yx = mag_diff(Y, X, reference="X")
+    assert yx.t_cut == pytest.approx(xy.t_cut, rel=1e-14)
+    assert yx.value == pytest.approx(-xy.value, rel=1e-12)
+    assert mag_diff(X, X, t_cut=1.0).value == 0.0
+    free = mag_diff(X, Y, reference=None)
+    assert free.t_cut == pytest.approx(0.5 * (free.t_conv_x + free.t_conv_y), rel=1e-12)
+    assert math.isnan(free.relative)
+
+
+def test_progress_reports_every_scale(rng):
+    calls = []
+    magnitude_function(rng.normal(size=(40, 2)), n_scales=7, progress=lambda d, t, m: calls.append((d, t, m)))
+    assert [c[0] for c in calls] == list(range(0, 8))
+    assert all(c[1] == 7 for c in calls) and "scale 6 of 6" in calls[-1][2]
+    comp_calls = []
+    compare_magnitude({"a": rng.normal(size=(20, 2)), "b": rng.normal(size=(20, 2))}, n_scales=4,
+                      progress=lambda d, t, m: comp_calls.append((d, t)))
+    assert comp_calls[-1] == (8, 8) and all(b >= a for a, b in zip([c[0] for c in comp_calls],
+                                                                     [c[0] for c in comp_calls][1:]))
+
+
+def test_results_to_dict_are_json(rng):
+    f = magnitude_function(rng.normal(size=(20, 2)), n_scales=5)
+    assert isinstance(f, MagnitudeFunction)
+    d = json.loads(json.dumps(f.to_dict()))
+    assert set(d) >= {"ts", "values", "errors", "ill_conditioned", "singular", "t_conv", "n_distinct"}
+    json.dumps(magnitude_weights(rng.normal(size=(5, 2)), 1.0).to_dict())
+    json.dumps(mag_area(rng.normal(size=(10, 2)), t_cut=1.0).to_dict())
+
+
+# ------------------------------------------------------------------------------------------
+# Numerically singular / ill-conditioned: said, never jittered
+# ------------------------------------------------------------------------------------------
+
+
+def _circle_directions(rng, n=60):
+    theta = rng.uniform(0.0, 2.0 * np.pi, n)
+    return np.c_[np.cos(theta), np.sin(theta)] * rng.uniform(0.5, 2.0, n)[:, None]
+
+
+def test_singular_cosine_raises_or_flags(rng):
+    """exp(-t cosine) on 2-D directions is numerically singular at small t."""
+    X = _circle_directions(rng)
+    with pytest.raises(NumericalError, match="numerically singular at t = 0.5"):
+        magnitude(X, 0.5, metric="cosine")
+    with pytest.warns(ConvergenceWarning, match="numerically singular at 1 and ill-conditioned"):
+        f = magnitude_function(X, [0.0, 0.5, 50.0, 2e4], metric="cosine")
+    assert f.singular.tolist() == [False, True, False, False]
+    assert math.isnan(f.values[1]) and f.ill_conditioned[2] and not f.ill_conditioned[3]
+    with pytest.raises(NumericalError, match="numerically singular"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        mag_area(X, t_cut=10.0, metric="cosine", n_scales=3)
+
+
+def test_ill_conditioned_single_scale_warns(rng):
+    X = _circle_directions(rng)
+    with pytest.warns(ConvergenceWarning, match="estimated relative error"):
+        magnitude(X, 50.0, metric="cosine")
+    res = magnitude_weights(X, 50.0, metric="cosine")
+    assert res.ill_conditioned and res.error / res.value > ACCURACY_RTOL
+
+
+def test_near_duplicates_are_accurate_not_flagged(rng):
+    """A near-duplicate pair makes Z nearly singular but leaves Mag well-conditioned."""
+    X = np.vstack([rng.normal(size=(30, 2)), [[0.0, 0.0], [1e-13, 0.0]]])
+    D = cdist(X, X)
+    res = magnitude_weights(X, 1.0)
+    assert not res.ill_conditioned
+    pair = 2.0 / (1.0 + math.exp(-1e-13))
+    assert magnitude(np.array([[0.0], [1e-13]]), 1.0) == pytest.approx(pair, rel=1e-12)
+    assert res.value == pytest.approx(_solve_mag(D, 1.0), rel=1e-6)
+
+
+# ------------------------------------------------------------------------------------------
+# Input errors
+# ------------------------------------------------------------------------------------------
+
+
+def test_input_errors(rng):
+    X = rng.normal(size=(10, 2))
+    with pytest.raises(DiversityInputError, match="unknown metric 'minkowski'"):
+        magnitude(X, 1.0, metric="minkowski")
+    with pytest.raises(DiversityInputError, match="t must be a finite number >= 0"):
+        magnitude(X, -1.0)
+    with pytest.raises(DiversityInputError, match="NaN or infinite"):
+        magnitude(np.array([[0.0, np.nan], [1.0, 1.0]]), 1.0)
+    with pytest.raises(DiversityInputError, match="must be 2-D"):
+        magnitude(np.arange(5.0), 1.0)
+    D = cdist(X, X)
+    with pytest.raises(DiversityInputError, match="must be symmetric"):
+        magnitude(D + np.triu(np.ones_like(D)), 1.0, metric="precomputed")
+    with pytest.raises(DiversityInputError, match="zero diagonal"):
+        magnitude(D + np.eye(10), 1.0, metric="precomputed")
+    with pytest.raises(DiversityInputError, match="must be square"):
+        magnitude(D[:5], 1.0, metric="precomputed")
+    bad = D.copy()
+    bad[0, 1] = bad[1, 0] = 0.0
+    with pytest.raises(DiversityInputError, match=r"D\[0, 1\] = 0 but rows 0 and 1 of D differ"):
+        magnitude(bad, 1.0, metric="precomputed")
+    with pytest.raises(DiversityInputError, match="all-zero rows; rows 0"):
+        magnitude(np.vstack([np.zeros(2), X]), 1.0, metric="cosine")
+    with pytest.raises(DiversityInputError, match="either ts .* or t_max"):
+        magnitude_function(X, [1.0], t_max=2.0)
+    with pytest.raises(DiversityInputError, match="n_scales must be an integer >= 2"):
+        magnitude_function(X, n_scales=1)
+    with pytest.raises(DiversityInputError, match="ts must be finite scales"):
+        magnitude_function(X, [0.0, -1.0])
+    with pytest.raises(DiversityInputError, match="fraction must lie strictly between 0 and 1"):
+        convergence_scale(X, fraction=1.0)
+    with pytest.raises(DiversityInputError, match="fraction \\* n_distinct > 1"):
+        convergence_scale(X[:1])
+    with pytest.raises(DiversityInputError, match="reference 'z' is not one of the sets"):
+        compare_magnitude({"a": X, "b": X}, reference="z")
+    with pytest.raises(DiversityInputError, match="non-empty mapping"):
+        compare_magnitude({})
+    with pytest.raises(DiversityInputError, match="unknown reference 'Z'"):
+        mag_diff(X, X, reference="Z")
+    with pytest.raises(DiversityInputError, match="t_cut must be a finite number > 0"):
+        mag_area(X, t_cut=0.0)
+
+
+# ------------------------------------------------------------------------------------------
+# Command line
+# ------------------------------------------------------------------------------------------
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "diversity_core.cli", "magnitude", *args],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+
+
+def test_cli_table_and_json(tmp_path, rng):
+    path = tmp_path / "points.npy"
+    X = rng.normal(size=(50, 3))
+    np.save(path, X)
+    out = _cli(str(path), "--n-scales", "6")
+    assert out.returncode == 0, out.stderr
+    assert "t_conv" in out.stdout and "MagArea" in out.stdout and "Mag[all]" in out.stdout
+    out = _cli(str(path), "--n-scales", "6", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    (entry,) = data["sets"]
+    assert entry["t_conv"] == pytest.approx(convergence_scale(X), rel=1e-9)
+    assert entry["mag_area"] == pytest.approx(mag_area(X, n_scales=6).area, rel=1e-9)
+    assert len(entry["curve"]["t"]) == 6 and entry["curve"]["magnitude"][0] == 1.0
+
+
+def test_cli_groups_and_reference(tmp_path, rng):
+    path = tmp_path / "groups.csv"
+    rows = ["model,a,b"]
+    for i in range(90):
+        g = ("real", "small", "large")[i % 3]
+        s = {"real": 1.0, "small": 0.5, "large": 2.0}[g]
+        a, b = rng.normal(size=2) * s
+        rows.append(f"{g},{float(a)!r},{float(b)!r}")
+    path.write_text("\n".join(rows) + "\n")
+    out = _cli(str(path), "--group-column", "model", "--reference", "real", "--n-scales", "5", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    roles = {s["name"]: s["role"] for s in data["sets"]}
+    assert roles == {"real": "reference", "small": "candidate", "large": "candidate"}
+    assert data["t_cut_rule"] == "reference t_conv" and data["reference"] == "real"
+    by = {s["name"]: s for s in data["sets"]}
+    assert data["t_cut"] == by["real"]["t_conv"]
+    assert by["small"]["mag_diff"] < 0 < by["large"]["mag_diff"] and by["real"]["mag_diff"] is None
+    table = _cli(str(path), "--group-column", "model", "--reference", "real", "--n-scales", "5")
+    assert table.returncode == 0 and "MagDiff/ref" in table.stdout and "reference" in table.stdout
+
+
+def test_cli_errors_exit_2(tmp_path, rng):
+    path = tmp_path / "points.npy"
+    np.save(path, rng.normal(size=(10, 2)))
+    out = _cli(str(path), "--reference", "x")
+    assert out.returncode == 2 and out.stderr.strip().splitlines()[-1].startswith("diversity: error: --reference")
+    out = _cli(str(path), "--n-scales", "1")
+    assert out.returncode == 2 and "n_scales must be an integer >= 2" in out.stderr
+    assert "Traceback" not in out.stderr

@@ -1,0 +1,87 @@
+"""diversity_core.projection: PCA and UMAP maps, seeded and validated."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from diversity_core.exceptions import DiversityInputError
+from diversity_core.projection import Projection, project
+
+
+def test_pca_matches_scikit_learn(rng):
+    from sklearn.decomposition import PCA
+
+    X = rng.normal(size=(80, 6)) @ np.diag([5.0, 3.0, 1.0, 0.5, 0.1, 0.1])
+    p = project(X)
+    ref = PCA(n_components=2, random_state=0).fit(X)
+    assert isinstance(p, Projection)
+    assert p.coords.shape == (80, 2)
+    np.testing.assert_allclose(np.abs(p.coords), np.abs(ref.transform(X)), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(p.explained_variance_ratio, ref.explained_variance_ratio_, rtol=1e-12)
+    assert p.explained_variance_ratio[0] > p.explained_variance_ratio[1]
+    assert not p.coords.flags.writeable
+
+
+def test_pca_of_sparse_input_uses_truncated_svd(rng):
+    X = sp.random(50, 30, density=0.2, random_state=0, format="csr")
+    p = project(X, n_components=3)
+    assert p.coords.shape == (50, 3)
+    assert p.settings["solver"] == "truncated_svd"
+    assert np.all(p.explained_variance_ratio >= 0) and p.explained_variance_ratio.sum() <= 1 + 1e-12
+
+
+def test_pca_is_deterministic(rng):
+    X = rng.normal(size=(40, 5))
+    np.testing.assert_array_equal(project(X, rng=3).coords, project(X, rng=3).coords)
+
+
+def test_progress_is_reported(rng):
+    calls = []
+    project(rng.normal(size=(20, 3)), progress=lambda d, t, m: calls.append((d, t)))
+    assert calls[0] == (0, 1) and calls[-1] == (1, 1)
+
+
+@pytest.mark.slow
+def test_umap_is_seeded_and_separates_clusters(rng):
+    pytest.importorskip("umap")
+    a = rng.normal(size=(60, 8))
+    b = rng.normal(size=(60, 8)) + 20.0
+    X = np.vstack([a, b])
+    p1 = project(X, method="umap", n_neighbors=10, rng=7)
+    p2 = project(X, method="umap", n_neighbors=10, rng=7)
+    np.testing.assert_array_equal(p1.coords, p2.coords)
+    assert p1.method == "umap" and p1.explained_variance_ratio is None
+    assert p1.settings == {"n_components": 2, "n_neighbors": 10, "min_dist": 0.1, "metric": "euclidean", "seed": 7}
+    gap = np.linalg.norm(p1.coords[:60].mean(0) - p1.coords[60:].mean(0))
+    spread = max(p1.coords[:60].std(0).max(), p1.coords[60:].std(0).max())
+    assert gap > 3 * spread
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"method": "tsne"}, "unknown projection method 'tsne'"),
+        ({"n_components": 0}, "n_components must be a positive integer"),
+        ({"n_components": 9}, r"at most min\(n, d\) = 4"),
+        ({"method": "umap", "metric": "hamming"}, "unknown UMAP metric 'hamming'"),
+        ({"method": "umap", "n_neighbors": 1}, "n_neighbors must be an integer >= 2"),
+        ({"method": "umap", "min_dist": 2.0}, r"min_dist must be in \[0, 1\]"),
+        ({"rng": -1}, "non-negative seed"),
+    ],
+)
+def test_bad_parameters_raise(rng, kwargs, match):
+    with pytest.raises(DiversityInputError, match=match):
+        project(rng.normal(size=(10, 4)), **kwargs)
+
+
+def test_too_few_items_raise():
+    with pytest.raises(DiversityInputError, match="at least 3 items"):
+        project(np.eye(2))
+
+
+def test_to_dict_has_stable_keys(rng):
+    d = project(rng.normal(size=(10, 3))).to_dict()
+    assert set(d) == {"method", "coords", "explained_variance_ratio", "settings"}
+    assert len(d["coords"]) == 10

@@ -1,0 +1,24 @@
+"""Streamlit-only helpers of the Diversity Explorer app (the maths stays in ``diversity_core``).
+
+What lives where
+----------------
+state        session-state keys and defaults of the shared settings; the URL query string
+             (read once per session, written on every run); :func:`state.settings`.
+sidebar      the sidebar every page shares (dataset, representation, kernel, q, subsample, groups).
+data         loading demos / uploads / local paths (the previous dataset stays on failure) and
+             the working :class:`data.View` (group filter + seeded subsample) with its cache key.
+compute      cached wrappers around the core keyed by the view's key + parameters
+             (``st.cache_data`` for spectra, baselines, heatmaps, PCA; bounded stores for
+             features and for button-started work that reports progress).
+feedback     progress bars fed by the core's callbacks; errors as ``st.error`` without traceback.
+page         the header every page starts with, returning its :class:`page.Context`.
+gallery      items on screen: image thumbnails, text snippets, molecule drawings.
+sensitivity  the kernel-sensitivity sweep (Scores page).
+magnitude_ui, rnd_ui
+             the settings forms and result views of the Magnitude and RND pages.
+
+For another page (e.g. Compare): ``ctx = ui.page.header(title, sentence)`` gives the view, the
+settings and the featurizer; ``ui.compute.spectrum(*ctx.kernel_args)`` and
+``ui.compute.group_spectra(*ctx.kernel_args)`` the cached spectra; ``ui.compute.stored(kind, key)``
+the stored magnitude/RND results (see ``ui.magnitude_ui.result_key`` and ``ui.rnd_ui.result_key``).
+"""

@@ -1,0 +1,315 @@
+"""Cached wrappers around the core, keyed by content (the view's key) and parameters.
+
+Two kinds of caches, both bounded:
+
+- ``st.cache_data(max_entries=...)`` for spectra, per-group spectra, baselines, heatmap
+  matrices and PCA maps: computed on demand with a spinner, shared by every session and page.
+  A :class:`~ui.data.View` is hashed by its ``key`` (``hash_funcs``), never by its arrays.
+- :class:`Store` (held by ``st.cache_resource``) for features and for the heavy results a
+  button starts (magnitude, RND, UMAP, kernel sweeps): these report progress through the core's
+  callback to an ``st.progress`` bar, which a ``cache_data`` function cannot do (it would
+  replay the bar on every cache hit).
+
+Moving q never reaches any of these: every VS_q comes from the cached spectrum in O(n).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any, Callable, Optional
+
+import numpy as np
+import scipy.sparse as sp
+import streamlit as st
+
+import diversity_core as dc
+from diversity_core.featurizers import FEATURIZERS, featurize, list_featurizers, resolve_featurizer
+
+from .data import View, view_hash
+from .feedback import progress_bar
+
+HASH = {View: view_hash}
+
+#: Top eigenvectors kept with every spectrum (galleries, projection colours).
+MAX_EIGENVECTORS = 10
+#: Largest number of items drawn in the kernel heatmap (a seeded subsample beyond it).
+HEATMAP_MAX = 400
+
+
+class Store:
+    """A bounded, thread-safe LRU mapping shared by all sessions."""
+
+    def __init__(self, max_entries: int):
+        self.max_entries = int(max_entries)
+        self._data: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key) -> Any:
+        with self._lock:
+            if key not in self._data:
+                return None
+            self._data.move_to_end(key)
+            return self._data[key]
+
+    def put(self, key, value) -> None:
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.max_entries:
+                self._data.popitem(last=False)
+
+    def __contains__(self, key) -> bool:
+        with self._lock:
+            return key in self._data
+
+
+@st.cache_resource
+def store(name: str, max_entries: int = 16) -> Store:
+    """The process-wide store ``name`` (features, magnitude, rnd, umap, sensitivity)."""
+    return Store(max_entries)
+
+
+def run_stored(kind: str, key: tuple, fn: Callable[[Callable], Any], label: str, *, max_entries: int = 16):
+    """Compute ``fn(progress)`` under a progress bar and keep it in the ``kind`` store."""
+    with progress_bar(label) as bar:
+        result = fn(bar)
+    store(kind, max_entries).put(key, result)
+    return result
+
+
+def stored(kind: str, key: tuple, *, max_entries: int = 16):
+    """The stored result for ``key`` (None when it was not computed or was evicted)."""
+    return store(kind, max_entries).get(key)
+
+
+# ------------------------------------------------------------------------------------------
+# features
+# ------------------------------------------------------------------------------------------
+def featurizer_options(ds) -> list:
+    """Featurizers usable on a dataset (installed, and ``embeddings`` only when it has them)."""
+    out = []
+    for f in list_featurizers(ds.modality):
+        if f.name == "embeddings" and ds.features is None:
+            continue
+        if f.available():
+            out.append(f.name)
+    return out
+
+
+def features(view: View, featurizer: str, *, show_progress: bool = True):
+    """Features of the view's items (read-only), computed once per (view, featurizer)."""
+    name = resolve_featurizer(view.data, featurizer)
+    key = (view.key, name)
+    X = stored("features", key, max_entries=8)
+    if X is not None:
+        return X
+
+    def run(progress):
+        X = featurize(view.data, name, progress=progress)
+        if isinstance(X, np.ndarray):
+            X = np.asarray(X)
+            X.setflags(write=False)
+        return X
+
+    if show_progress:
+        slow = FEATURIZERS[name].cached
+        label = f"Computing {name} features" + (" (the model loads once, ~10-20 s)" if slow else "")
+        return run_stored("features", key, run, label, max_entries=8)
+    X = run(None)
+    store("features", 8).put(key, X)
+    return X
+
+
+def dense(X) -> np.ndarray:
+    """A dense float array view of features (sparse n-gram features are densified)."""
+    return X.toarray() if sp.issparse(X) else np.asarray(X)
+
+
+# ------------------------------------------------------------------------------------------
+# spectra and scores
+# ------------------------------------------------------------------------------------------
+@st.cache_data(max_entries=32, show_spinner="Computing the eigenvalue spectrum…", hash_funcs=HASH)
+def spectrum(view: View, featurizer: str, kernel: str, kernel_params: tuple) -> dc.Spectrum:
+    """The spectrum of the whole view, with its top eigenvectors (cached)."""
+    X = features(view, featurizer, show_progress=False)
+    k = min(MAX_EIGENVECTORS, view.n)
+    return dc.compute_spectrum(X, kernel=kernel, weights=view.data.weights, n_eigenvectors=k,
+                               **dict(kernel_params))
+
+
+def resolved_kernel_params(spec: dc.Spectrum) -> dict:
+    """The kernel parameters the spectrum used, data-dependent defaults (bandwidth) fixed."""
+    return {k: v for k, v in spec.kernel.items() if k != "name" and v is not None}
+
+
+@st.cache_data(max_entries=32, show_spinner="Computing the spectrum of each group…", hash_funcs=HASH)
+def group_spectra(view: View, featurizer: str, kernel: str, kernel_params: tuple) -> dict:
+    """Spectrum of each group, with the kernel resolved on the whole view (same bandwidth)."""
+    ds = view.data
+    if ds.groups is None:
+        return {}
+    X = features(view, featurizer, show_progress=False)
+    params = resolved_kernel_params(spectrum(view, featurizer, kernel, kernel_params))
+    out = {}
+    for g in ds.group_names():
+        idx = ds.group_indices(g)
+        if idx.size < 2:
+            continue
+        w = None if ds.weights is None else ds.weights[idx]
+        out[g] = dc.compute_spectrum(X[idx], kernel=kernel, weights=w, **params)
+    return out
+
+
+@st.cache_data(max_entries=32, show_spinner="Computing the baseline scores…", hash_funcs=HASH)
+def baselines(view: View, featurizer: str, kernel: str, kernel_params: tuple) -> dict:
+    """IntDiv, average similarity, GMStds (dense features) and n-gram diversity (text)."""
+    X = features(view, featurizer, show_progress=False)
+    params = resolved_kernel_params(spectrum(view, featurizer, kernel, kernel_params))
+    out = dict(dc.baseline_scores(X, kernel=kernel, weights=view.data.weights, **params))
+    if view.data.modality == "text":
+        from diversity_core.featurizers.text import ngram_diversity
+
+        out["ngram_diversity"] = ngram_diversity(view.data.items)
+    return out
+
+
+@st.cache_data(max_entries=32, show_spinner=False, hash_funcs=HASH)
+def group_baselines(view: View, featurizer: str, kernel: str, kernel_params: tuple) -> dict:
+    """IntDiv of each group (same kernel as the whole view)."""
+    ds = view.data
+    if ds.groups is None:
+        return {}
+    X = features(view, featurizer, show_progress=False)
+    params = resolved_kernel_params(spectrum(view, featurizer, kernel, kernel_params))
+    out = {}
+    for g in ds.group_names():
+        idx = ds.group_indices(g)
+        if idx.size < 2:
+            continue
+        w = None if ds.weights is None else ds.weights[idx]
+        out[g] = dc.intdiv(X[idx], kernel=kernel, weights=w, **params)
+    return out
+
+
+def score_rows(spec: dc.Spectrum, groups: dict, group_intdiv: dict, q: float) -> list:
+    """Rows of the per-group table at order q (VS from the cached spectra, O(n) each)."""
+    rows = []
+    for name, s in groups.items():
+        rows.append({
+            "group": name,
+            "items": s.n,
+            f"VS (q = {_fmt_q(q)})": s.vendi(q),
+            "VS₁": s.vendi(1.0),
+            "VS∞": s.vendi(np.inf),
+            "VS / items": s.vendi(q) / s.n,
+            "IntDiv": group_intdiv.get(name, np.nan),
+        })
+    return rows
+
+
+def _fmt_q(q: float) -> str:
+    from diversity_core.figures import format_q
+
+    return format_q(q)
+
+
+def eigenvector_ends(spec: dc.Spectrum, j: int, m: int) -> tuple:
+    """Item indices with the ``m`` largest and ``m`` smallest entries of eigenvector ``j``."""
+    u = spec.eigenvectors[:, j]
+    order = np.argsort(u, kind="stable")
+    m = min(m, u.size // 2 or 1)
+    return order[::-1][:m], order[:m]
+
+
+# ------------------------------------------------------------------------------------------
+# kernel heatmap and PCA
+# ------------------------------------------------------------------------------------------
+@st.cache_data(max_entries=8, show_spinner="Computing the kernel matrix…", hash_funcs=HASH)
+def heatmap(view: View, featurizer: str, kernel: str, kernel_params: tuple, sort: str,
+            max_items: int = HEATMAP_MAX, seed: int = 0) -> dict:
+    """Kernel matrix of at most ``max_items`` items, ordered by group or by the top eigenvector."""
+    ds = view.data
+    spec = spectrum(view, featurizer, kernel, kernel_params)
+    X = features(view, featurizer, show_progress=False)
+    idx = np.arange(ds.n)
+    sampled = ds.n > max_items
+    if sampled:
+        idx = np.sort(np.random.default_rng(seed).choice(ds.n, size=max_items, replace=False))
+    if sort == "group" and ds.groups is not None:
+        rank = {g: i for i, g in enumerate(ds.group_names())}
+        idx = idx[np.argsort([rank[str(g)] for g in ds.groups[idx]], kind="stable")]
+    elif spec.eigenvectors is not None:
+        idx = idx[np.argsort(-spec.eigenvectors[idx, 0], kind="stable")]
+    K = dc.kernel_matrix(X[idx], kernel=kernel, **resolved_kernel_params(spec))
+    labels = None if ds.groups is None or sort != "group" else [str(g) for g in ds.groups[idx]]
+    return {"K": K.astype(np.float32), "indices": idx, "labels": labels, "sampled": sampled}
+
+
+@st.cache_data(max_entries=16, show_spinner="Computing the PCA map…", hash_funcs=HASH)
+def pca(view: View, featurizer: str):
+    from diversity_core.projection import project
+
+    return project(features(view, featurizer, show_progress=False), method="pca", rng=0)
+
+
+def umap_key(view: View, featurizer: str, metric: str, n_neighbors: int, min_dist: float) -> tuple:
+    return (view.key, resolve_featurizer(view.data, featurizer), metric, int(n_neighbors), float(min_dist))
+
+
+def run_umap(view: View, featurizer: str, metric: str, n_neighbors: int, min_dist: float):
+    from diversity_core.projection import project
+
+    X = features(view, featurizer)
+    key = umap_key(view, featurizer, metric, n_neighbors, min_dist)
+    return run_stored(
+        "umap", key,
+        lambda p: project(X, method="umap", metric=metric, n_neighbors=n_neighbors, min_dist=min_dist, rng=0,
+                          progress=p),
+        "UMAP",
+    )
+
+
+def norms(X) -> np.ndarray:
+    """Euclidean norm of each row (the embeddings summary)."""
+    if sp.issparse(X):
+        return np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    return np.linalg.norm(np.asarray(X, dtype=np.float64), axis=1)
+
+
+def feature_summary(X) -> dict:
+    """Shape, dtype, sparsity and per-feature spread of a feature matrix (Dataset page)."""
+    n, d = X.shape
+    out: dict = {"items": n, "dimensions": d, "dtype": str(X.dtype)}
+    if sp.issparse(X):
+        out["non-zeros per item"] = float(X.nnz / max(n, 1))
+        return out
+    A = np.asarray(X, dtype=np.float64)
+    std = A.std(axis=0)
+    out["constant dimensions"] = int(np.count_nonzero(std == 0))
+    out["mean per-dimension std"] = float(std.mean())
+    return out
+
+
+def optional_group_labels(view: View) -> Optional[np.ndarray]:
+    return None if view.data.groups is None else np.asarray(view.data.groups).astype(str)
+
+
+def selected_items(event) -> list:
+    """Item indices of the points selected in a :func:`~diversity_core.figures.projection_figure`.
+
+    Every point carries its item index as ``customdata`` (the point index within a trace is not
+    the item index when each group is its own trace).
+    """
+    try:
+        points = event.selection.points
+    except (AttributeError, KeyError):
+        return []
+    out = []
+    for p in points or []:
+        value = p.get("customdata")
+        if isinstance(value, (list, tuple)):
+            value = value[0] if value else None
+        if value is not None:
+            out.append(int(value))
+    return list(dict.fromkeys(out))

@@ -1,0 +1,207 @@
+"""Loading datasets for the app and the working view (group filter + subsample) pages measure.
+
+The loaded :class:`~diversity_core.data.Dataset` lives in ``st.session_state["dataset"]``. A
+new source (demo, upload, local path) is loaded once; when loading fails the error is kept in
+``st.session_state["load_error"]`` and shown, and the previous dataset stays loaded.
+
+Uploads arrive as bytes; :func:`diversity_core.data.load_dataset` reads paths, so an upload is
+written to a temporary file that keeps its name's suffix, loaded, and removed.
+
+Pages work on a :class:`View`: the dataset restricted to the selected groups and subsampled
+(seeded). ``View.key`` names it in every cache (the dataset's content hash plus the filter),
+so no array is hashed on a rerun.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import streamlit as st
+
+from diversity_core import DiversityError
+from diversity_core.data import DEMOS, Dataset, list_demos, load_dataset, load_demo
+
+from .state import DEFAULT_DEMO
+
+#: Largest number of loaded files kept in memory across sessions.
+MAX_LOADED = 4
+
+
+@dataclass(frozen=True)
+class View:
+    """The dataset pages measure: ``full`` restricted to ``indices`` (None: all of it)."""
+
+    full: Dataset
+    data: Dataset
+    indices: Optional[np.ndarray]
+    key: str
+    description: str
+
+    @property
+    def n(self) -> int:
+        return self.data.n
+
+    @property
+    def groups(self) -> list:
+        return self.data.group_names()
+
+
+def view_hash(view: View) -> str:
+    """Cache key of a view (``hash_funcs`` of every cached wrapper)."""
+    return view.key
+
+
+# ------------------------------------------------------------------------------------------
+# loading
+# ------------------------------------------------------------------------------------------
+@st.cache_resource(max_entries=8, show_spinner="Loading the demo dataset…")
+def _demo(name: str) -> Dataset:
+    return load_demo(name)
+
+
+def demo_names() -> list:
+    return list(list_demos())
+
+
+def demo_titles() -> dict:
+    return {name: DEMOS[name].title for name in list_demos()}
+
+
+def _options(ss) -> dict:
+    opts = {}
+    for key in ("group_column", "weight_column", "text_column", "smiles_column"):
+        value = (ss.get(key) or "").strip()
+        if value:
+            opts[key] = value
+    return opts
+
+
+@st.cache_resource(max_entries=MAX_LOADED, show_spinner="Reading the file…")
+def _path(path: str, stamp: tuple, options: tuple) -> Dataset:
+    return load_dataset(path, **dict(options))
+
+
+def load_path(path: str, options: dict) -> Dataset:
+    """Load a local file or folder (cached by path, modification time and size)."""
+    p = Path(path).expanduser()
+    try:
+        st_ = p.stat()
+        stamp = (st_.st_mtime_ns, st_.st_size)
+    except OSError:
+        stamp = (0, 0)  # load_dataset reports the missing path with its own message
+    return _path(str(p), stamp, tuple(sorted(options.items())))
+
+
+def load_upload(name: str, data, options: dict) -> Dataset:
+    """Load uploaded content (bytes or a binary file object) through a temporary file."""
+    tmpdir = tempfile.mkdtemp(prefix="diversity-upload-")
+    target = Path(tmpdir) / (Path(name).name or "upload")  # the name keeps its suffix (the format)
+    try:
+        with open(target, "wb") as fh:
+            if isinstance(data, (bytes, bytearray, memoryview)):
+                fh.write(data)
+            else:
+                if hasattr(data, "seek"):
+                    data.seek(0)
+                shutil.copyfileobj(data, fh, length=1 << 22)
+        ds = load_dataset(str(target), **options)
+    except DiversityError as exc:  # name the upload, not the temporary file, in the message
+        raise type(exc)(str(exc).replace(str(target), name)) from None
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    # the temporary path means nothing to the user: name the source after the upload
+    return replace(ds, name=name, source=f"upload:{name}", content_hash=ds.content_hash)
+
+
+def requested_source(ss, upload=None) -> Optional[tuple]:
+    """A hashable description of the source the sidebar asks for (None: nothing to load)."""
+    source = ss["source"]
+    if source == "Demo":
+        return ("demo", ss["demo"])
+    if source == "Local path":
+        path = (ss.get("path") or "").strip()
+        return ("path", path, tuple(sorted(_options(ss).items()))) if path else None
+    if upload is None:
+        return None
+    return ("upload", upload.file_id, upload.name, tuple(sorted(_options(ss).items())))
+
+
+def ensure_dataset(upload=None) -> Optional[Dataset]:
+    """Load the requested source when it changed; keep the previous dataset on failure.
+
+    Returns the dataset that is now loaded (None only before the first success).
+    """
+    ss = st.session_state
+    spec = requested_source(ss, upload)
+    if spec is not None and spec != ss.get("_source_tried"):
+        ss["_source_tried"] = spec
+        try:
+            if spec[0] == "demo":
+                ds = _demo(spec[1])
+            elif spec[0] == "path":
+                ds = load_path(spec[1], dict(spec[2]))
+            else:
+                ds = load_upload(upload.name, upload, dict(spec[3]))
+        except DiversityError as exc:
+            ss["load_error"] = f"Could not load {_describe(spec)}: {exc}"
+        except (OSError, ValueError, MemoryError) as exc:
+            ss["load_error"] = f"Could not load {_describe(spec)}: {type(exc).__name__}: {exc}"
+        else:
+            ss["load_error"] = None
+            ss["dataset"] = ds
+    if ss.get("dataset") is None:
+        ss["dataset"] = _demo(DEFAULT_DEMO)
+    return ss["dataset"]
+
+
+def _describe(spec: tuple) -> str:
+    if spec[0] == "demo":
+        return f"the demo {spec[1]!r}"
+    if spec[0] == "path":
+        return repr(spec[1])
+    return f"the upload {spec[2]!r}"
+
+
+# ------------------------------------------------------------------------------------------
+# the working view
+# ------------------------------------------------------------------------------------------
+@st.cache_resource(max_entries=16, show_spinner=False, hash_funcs={Dataset: lambda d: d.content_hash})
+def _view(full: Dataset, groups: Optional[tuple], subsample: Optional[int], seed: int) -> View:
+    idx = np.arange(full.n)
+    parts = []
+    if groups is not None and full.groups is not None:
+        keep = np.isin(np.asarray(full.groups).astype(str), np.asarray(groups, dtype=str))
+        idx = idx[keep]
+        parts.append(f"{len(groups)} of {len(full.group_names())} groups")
+    if subsample is not None and subsample < idx.size:
+        rng = np.random.default_rng(seed)
+        idx = np.sort(rng.choice(idx, size=int(subsample), replace=False))
+        parts.append(f"a random subsample of {subsample} (seed {seed})")
+    if idx.size == full.n:
+        data, indices = full, None
+    else:
+        data, indices = full.subset(idx), idx
+    key_src = f"{full.content_hash}|{groups}|{subsample if indices is not None else None}|{seed}"
+    key = hashlib.blake2b(key_src.encode(), digest_size=12).hexdigest()
+    description = f"{full.name}: {data.n} items" + (f" ({', '.join(parts)})" if parts else "")
+    return View(full=full, data=data, indices=indices, key=key, description=description)
+
+
+def current_view() -> View:
+    """The working view of the loaded dataset under the sidebar's group filter and subsample."""
+    from .state import settings
+
+    ss = st.session_state
+    full = ss["dataset"]
+    s = settings()
+    groups = s.groups
+    if groups is not None and full.groups is not None:
+        valid = set(full.group_names())
+        groups = tuple(g for g in groups if g in valid) or None
+    return _view(full, groups, s.subsample, s.seed)

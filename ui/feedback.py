@@ -1,0 +1,74 @@
+"""Progress bars fed by the core's callbacks, and errors shown without tracebacks."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Callable, Iterator, Optional, TypeVar
+
+import streamlit as st
+
+from diversity_core import DiversityError
+
+T = TypeVar("T")
+
+#: Seconds between two redraws of a progress bar (the core may report thousands of steps).
+_MIN_INTERVAL = 0.1
+
+
+def error_message(what: str, exc: BaseException) -> str:
+    """One line for the user: the core's own message, or the exception's type for others."""
+    if isinstance(exc, DiversityError):
+        return f"{what}: {exc}"
+    if isinstance(exc, MemoryError):
+        return f"{what}: not enough memory. Subsample the data in the sidebar and try again."
+    return f"{what} failed ({type(exc).__name__}): {exc}"
+
+
+def attempt(fn: Callable[[], T], what: str) -> Optional[T]:
+    """Run ``fn``; on an error show ``st.error`` with its message (no traceback) and return None."""
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001 - every failure must reach the user as a message
+        st.error(error_message(what, exc))
+        return None
+
+
+def require(fn: Callable[[], T], what: str) -> T:
+    """Like :func:`attempt`, but stop the page after showing the error."""
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001
+        st.error(error_message(what, exc))
+        st.stop()
+        raise  # unreachable: st.stop raises
+
+
+class ProgressBar:
+    """A ``progress(done, total, message)`` callback drawing an ``st.progress`` bar."""
+
+    def __init__(self, label: str, container=None):
+        self.label = label
+        self._bar = (container or st).progress(0.0, text=label)
+        self._last = 0.0
+
+    def __call__(self, done: int, total: int, message: str = "") -> None:
+        now = time.monotonic()
+        if done < total and now - self._last < _MIN_INTERVAL:
+            return
+        self._last = now
+        frac = 0.0 if total <= 0 else min(max(done / total, 0.0), 1.0)
+        self._bar.progress(frac, text=f"{self.label} — {message}" if message else self.label)
+
+    def empty(self) -> None:
+        self._bar.empty()
+
+
+@contextlib.contextmanager
+def progress_bar(label: str, container=None) -> Iterator[ProgressBar]:
+    """A progress bar that disappears when the work is done (or fails)."""
+    bar = ProgressBar(label, container)
+    try:
+        yield bar
+    finally:
+        bar.empty()

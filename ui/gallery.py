@@ -1,0 +1,108 @@
+"""Show items: image thumbnails, text snippets, molecule drawings, or ids for embeddings."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from diversity_core.data import Dataset
+
+#: Side of a thumbnail on screen (small images are enlarged without smoothing).
+THUMB_PX = 72
+#: Longest text snippet shown in a gallery.
+SNIPPET_CHARS = 180
+
+
+def _thumbnail(img: np.ndarray, px: int = THUMB_PX) -> np.ndarray:
+    """An item image enlarged to about ``px`` pixels (nearest neighbour keeps pixels sharp)."""
+    a = np.asarray(img)
+    if a.ndim == 3 and a.shape[-1] == 1:
+        a = a[..., 0]
+    factor = max(1, px // max(a.shape[0], a.shape[1]))
+    if factor > 1:
+        a = np.repeat(np.repeat(a, factor, axis=0), factor, axis=1)
+    return a
+
+
+@st.cache_data(max_entries=4000, show_spinner=False)
+def molecule_png(smiles: str, size: int = 160) -> Optional[bytes]:
+    """A drawing of ``smiles`` (None when RDKit cannot draw it)."""
+    from diversity_core.featurizers.molecules import draw_molecule_png
+
+    try:
+        return draw_molecule_png(smiles, size=size)
+    except Exception:  # noqa: BLE001 - a molecule that cannot be drawn is shown as text
+        return None
+
+
+def _short(text: str, limit: int) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _caption(ds: Dataset, i: int, extra: Optional[str]) -> str:
+    """A short caption: the item's id, its group, and a note (each cut to a few words)."""
+    parts = [_short(ds.ids[i], 22)]
+    if ds.groups is not None:
+        parts.append(_short(ds.groups[i], 18))
+    if extra:
+        parts.append(extra)
+    return " · ".join(parts)
+
+
+def show_items(
+    ds: Dataset,
+    indices: Sequence[int],
+    *,
+    columns: int = 8,
+    notes: Optional[Sequence[str]] = None,
+) -> None:
+    """Draw the items at ``indices`` of ``ds`` in the way that suits their modality.
+
+    ``notes`` adds one short string per item to its caption (e.g. an eigenvector entry).
+    """
+    idx = [int(i) for i in indices]
+    if not idx:
+        st.caption("No items to show.")
+        return
+    notes = list(notes) if notes is not None else [None] * len(idx)
+    if ds.modality == "images":
+        images = [_thumbnail(ds.items[i]) for i in idx]
+        for start in range(0, len(idx), columns):
+            cols = st.columns(columns)
+            for col, i, img, note in zip(cols, idx[start:], images[start:start + columns], notes[start:]):
+                col.image(img, caption=_caption(ds, i, note), clamp=True)
+    elif ds.modality == "molecules":
+        for start in range(0, len(idx), columns):
+            cols = st.columns(columns)
+            for col, i, note in zip(cols, idx[start:start + columns], notes[start:]):
+                png = molecule_png(ds.items[i])
+                if png is None:
+                    col.code(ds.items[i])
+                    col.caption(_caption(ds, i, note))
+                else:
+                    col.image(png, caption=_caption(ds, i, note))
+    else:
+        table = {"id": [ds.ids[i] for i in idx]}
+        if ds.groups is not None and len({str(ds.groups[i]) for i in idx}) > 1:
+            table["group"] = [str(ds.groups[i]) for i in idx]
+        if ds.modality == "text":
+            table["text"] = [_snippet(ds.items[i]) for i in idx]
+        else:
+            table["row"] = idx
+        if any(n is not None for n in notes):
+            table["note"] = [n or "" for n in notes]
+        st.dataframe(pd.DataFrame(table), hide_index=True, width="stretch",
+                     column_config={"id": st.column_config.TextColumn("id", width="small"),
+                                    "group": st.column_config.TextColumn("group", width="medium"),
+                                    "text": st.column_config.TextColumn("text", width="large")})
+        if ds.modality == "embeddings":
+            st.caption("An embeddings file holds vectors only; items are named by their id.")
+
+
+def _snippet(text: str) -> str:
+    t = " ".join(str(text).split())
+    return t if len(t) <= SNIPPET_CHARS else t[: SNIPPET_CHARS - 1] + "…"

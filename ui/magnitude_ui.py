@@ -1,0 +1,109 @@
+"""Magnitude page helpers: settings, the computation with progress and warnings, the results."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from diversity_core import DiversityWarning
+from diversity_core.figures import magnitude_figure
+from diversity_core.magnitude import compare_magnitude
+
+from . import compute
+from .feedback import error_message, progress_bar
+
+#: Sets of at most this many items in all are computed without a click.
+AUTO_MAX_ITEMS = 1500
+METRICS = {"euclidean": "Euclidean", "cityblock": "L1 (city block)", "cosine": "cosine distance"}
+NO_REFERENCE = "(none: t_cut = median of the t_conv)"
+ALL = "all selected items"
+
+
+@dataclass(frozen=True)
+class MagnitudeSettings:
+    metric: str
+    n_scales: int
+    per_group: bool
+    reference: Optional[str]
+
+
+def settings_form(view) -> MagnitudeSettings:
+    groups = view.data.group_names()
+    c1, c2, c3 = st.columns(3)
+    metric = c1.selectbox("Distance", list(METRICS), format_func=METRICS.get, key="mag_metric")
+    n_scales = c1.slider("Scales on [0, t_cut]", 10, 100, 30, 5, key="mag_scales")
+    per_group = c2.checkbox("One curve per group", value=bool(groups), disabled=not groups, key="mag_per_group")
+    reference = NO_REFERENCE
+    if per_group and groups:
+        reference = c3.selectbox("Reference group (MagDiff)", [NO_REFERENCE] + groups, key="mag_reference",
+                                 help="With a reference, t_cut is its t_conv and every other group gets "
+                                      "MagDiff = ∫ (Mag_group − Mag_reference) dt over [0, t_cut].")
+    return MagnitudeSettings(metric, int(n_scales), bool(per_group and groups),
+                             None if reference == NO_REFERENCE else reference)
+
+
+def result_key(view, featurizer: str, s: MagnitudeSettings) -> tuple:
+    return (view.key, featurizer, s)
+
+
+def _sets(view, featurizer: str, per_group: bool) -> dict:
+    X = compute.dense(compute.features(view, featurizer))
+    ds = view.data
+    if per_group:
+        return {g: X[ds.group_indices(g)] for g in ds.group_names()}
+    return {ALL: X}
+
+
+def needs_click(view) -> bool:
+    return view.n > AUTO_MAX_ITEMS
+
+
+def run(view, featurizer: str, s: MagnitudeSettings) -> Optional[dict]:
+    """Compute the curves under a progress bar; keep the core's warnings to show with the result."""
+    sets = _sets(view, featurizer, s.per_group)
+    with warnings.catch_warnings(record=True) as caught, progress_bar("Magnitude") as bar:
+        warnings.simplefilter("always")
+        try:
+            comparison = compare_magnitude(sets, reference=s.reference, n_scales=s.n_scales, metric=s.metric,
+                                           progress=bar)
+        except Exception as exc:  # noqa: BLE001 - shown as a message, the page keeps working
+            st.error(error_message("Computing magnitude", exc))
+            return None
+    notes = list(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, DiversityWarning)))
+    out = {"comparison": comparison, "notes": notes}
+    compute.store("magnitude", 16).put(result_key(view, featurizer, s), out)
+    return out
+
+
+def show(out: dict) -> None:
+    c = out["comparison"]
+    curves = {k: (f.ts, f.values) for k, f in c.functions.items()}
+    sizes = {k: f.n_distinct for k, f in c.functions.items()}
+    st.plotly_chart(magnitude_figure(curves, t_conv=c.t_conv, t_cut=c.t_cut, sizes=sizes,
+                                     title=f"Mag(t) on [0, t_cut]; t_cut = {c.t_cut:.4g} ({c.t_cut_rule})"),
+                    key="magnitude_curves")
+    rows = []
+    for k, f in c.functions.items():
+        row = {"set": k, "items": f.n_points, "distinct": f.n_distinct, "t_conv": c.t_conv.get(k),
+               "MagArea": c.areas[k], "MagArea / t_cut": c.areas_scaled[k]}
+        if c.reference is not None:
+            row["MagDiff vs reference"] = c.mag_diff.get(k, 0.0 if k == c.reference else np.nan)
+            row["MagDiff / reference area"] = c.mag_diff_relative.get(k, 0.0 if k == c.reference else np.nan)
+        row["flagged scales"] = int(np.count_nonzero(f.ill_conditioned | f.singular))
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    fmt = {col: st.column_config.NumberColumn(format="%.4g") for col in table.columns
+           if col not in ("set", "items", "distinct", "flagged scales")}
+    st.dataframe(table, hide_index=True, width="stretch", column_config=fmt)
+    if len(rows) > 1:
+        best = max(c.areas, key=c.areas.get)
+        st.caption(f"Largest MagArea on the shared interval: **{best}**. "
+                   + (f"MagDiff > 0 means more diverse than the reference **{c.reference}**."
+                      if c.reference else "Choose a reference group for MagDiff."))
+    for note in out["notes"]:
+        st.info(note)

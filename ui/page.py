@@ -1,0 +1,70 @@
+"""What every page starts with: a title, one sentence on what its numbers mean, the context."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from . import compute
+from .data import View, current_view
+from .feedback import require
+from .state import Settings, settings
+
+
+#: Above this many items, pages mention that a kernel without a feature map is slow.
+DENSE_HINT = 4000
+
+
+@dataclass(frozen=True)
+class Context:
+    """The view, the settings and the features a page works on."""
+
+    view: View
+    settings: Settings
+    featurizer: str
+
+    @property
+    def kernel_args(self) -> tuple:
+        """``(view, featurizer, kernel, kernel_params)``, the arguments of the cached wrappers."""
+        return (self.view, self.featurizer, self.settings.kernel, self.settings.kernel_params)
+
+    def spectrum(self):
+        """The cached spectrum of the view (a hint first when it needs the slow dense path)."""
+        from diversity_core import get_kernel
+
+        n = self.view.n
+        if n > DENSE_HINT and not get_kernel(self.settings.kernel).has_feature_map:
+            st.caption(f"The {self.settings.kernel} kernel has no finite feature map, so the spectrum needs a dense "
+                       f"{n} × {n} eigendecomposition (O(n³)); a subsample in the sidebar makes it faster.")
+        return require(lambda: compute.spectrum(*self.kernel_args), "Computing the spectrum")
+
+
+def ensure_entrypoint() -> None:
+    """Make sure ``app.py`` (state, sidebar, navigation) runs before any page.
+
+    Because the pages live in ``pages/``, Streamlit starts a process in its legacy multipage
+    mode, where the first run of a page URL (``/spectrum``) executes the page file alone. The
+    entry point's ``st.navigation`` switches that mode off; when a page finds it still on, it
+    switches it off itself and reruns, so the entry point runs first and the link still works.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+def header(title: str, explanation: str, *, features: bool = True) -> Context:
+    """Draw the page's title and explanation; return its context (features computed if asked)."""
+    ensure_entrypoint()
+    st.title(title)
+    st.markdown(explanation)
+    view = require(current_view, "Preparing the data")
+    s = settings()
+    featurizer = require(lambda: compute.resolve_featurizer(view.data, s.featurizer), "Choosing the representation")
+    kernel = s.kernel + "".join(f", {k} = {v:g}" if isinstance(v, float) else f", {k} = {v}" for k, v in s.kernel_params)
+    st.caption(f"{view.description} · representation **{featurizer}** · kernel **{kernel}** · q = {s.q_label}")
+    if features:
+        require(lambda: compute.features(view, featurizer), f"Computing {featurizer} features")
+    return Context(view=view, settings=s, featurizer=featurizer)

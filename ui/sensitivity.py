@@ -1,0 +1,77 @@
+"""The kernel-sensitivity sweep on the Scores page: settings, run button, stored result."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+import streamlit as st
+
+from diversity_core.sensitivity import (
+    DEFAULT_RADII,
+    SensitivityResult,
+    bandwidth_sweep,
+    fingerprint_radius_sweep,
+)
+
+from . import compute
+from .feedback import attempt
+
+#: Items per set the sweep uses at most (a seeded subsample beyond it).
+SWEEP_MAX = 600
+#: Sweeps this small start without a click.
+AUTO_MAX = 400
+
+
+def _capped_indices(groups: Optional[np.ndarray], n: int, cap: int, seed: int = 0) -> np.ndarray:
+    """At most ``cap`` items of each group (all items when there are no groups), in order."""
+    rng = np.random.default_rng(seed)
+    if groups is None:
+        return np.arange(n) if n <= cap else np.sort(rng.choice(n, size=cap, replace=False))
+    keep = []
+    for g in dict.fromkeys(groups.tolist()):
+        idx = np.flatnonzero(groups == g)
+        keep.append(idx if idx.size <= cap else np.sort(rng.choice(idx, size=cap, replace=False)))
+    return np.sort(np.concatenate(keep))
+
+
+def sweep_controls(ctx) -> Optional[SensitivityResult]:
+    """Draw the sweep's controls; return its result when computed (now or earlier)."""
+    view, s = ctx.view, ctx.settings
+    ds = view.data
+    groups = compute.optional_group_labels(view)
+    molecules = ds.modality == "molecules"
+    idx = _capped_indices(groups, ds.n, SWEEP_MAX)
+    sets = 1 if groups is None else len(set(groups.tolist()))
+    largest = ds.n if groups is None else max(int(np.sum(groups == g)) for g in set(groups.tolist()))
+    kind = "radius" if molecules else ("laplacian" if s.kernel == "laplacian" else "rbf")
+    key = (view.key, ctx.featurizer, kind, SWEEP_MAX)
+    result = compute.stored("sensitivity", key)
+    if result is not None:
+        _note(idx.size < ds.n, sets)
+        return result
+    what = ("Morgan fingerprint radii " + ", ".join(map(str, DEFAULT_RADII)) + " under the Tanimoto kernel"
+            if molecules else f"{kind.upper()} bandwidths from 1/8 to 8 times the median distance")
+    auto = min(largest, SWEEP_MAX) <= AUTO_MAX and sets <= 6
+    if not auto and not st.button(f"Run the sweep over {what}", key="run_sweep"):
+        st.caption(f"Not run yet: one dense eigendecomposition per set and value "
+                   f"({sets} set(s) of up to {min(largest, SWEEP_MAX)} items).")
+        return None
+    w = None if ds.weights is None else ds.weights[idx]
+    g = None if groups is None else groups[idx]
+    if molecules:
+        smiles = [ds.items[i] for i in idx]
+        fn = lambda p: fingerprint_radius_sweep(smiles, groups=g, weights=w, progress=p)  # noqa: E731
+    else:
+        X = compute.dense(compute.features(view, ctx.featurizer))[idx]
+        fn = lambda p: bandwidth_sweep(X, kernel=kind, groups=g, weights=w, progress=p)  # noqa: E731
+    result = attempt(lambda: compute.run_stored("sensitivity", key, fn, f"Sweeping {what}"), "Kernel sweep")
+    if result is not None:
+        _note(idx.size < ds.n, sets)
+    return result
+
+
+def _note(sampled: bool, sets: int) -> None:
+    if sampled:
+        st.caption(f"The sweep uses a seeded subsample of at most {SWEEP_MAX} items per set "
+                   f"({sets} set(s)); the scores above use every selected item.")

@@ -1,0 +1,149 @@
+"""The sidebar every page shares: dataset, representation, kernel, q, subsample, groups.
+
+Widgets use the session-state keys of :mod:`ui.state`, so their values survive page changes.
+Choices that depend on the dataset (featurizer, kernel, groups) are checked against it before
+their widgets are drawn and fall back to the dataset's defaults when they no longer apply.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from diversity_core.featurizers import FEATURIZERS, default_kernel, resolve_featurizer
+from diversity_core.figures import format_q
+
+from . import data as uidata
+from .state import BANDWIDTH_KERNELS, KERNEL_CHOICES, SOURCES, q_options
+
+UPLOAD_TYPES = ["npy", "npz", "csv", "tsv", "parquet", "jsonl", "txt", "smi", "smiles", "sdf", "zip"]
+
+
+def _dataset_section() -> None:
+    ss = st.session_state
+    st.sidebar.radio("Data source", SOURCES, key="source", horizontal=True)
+    upload = None
+    if ss["source"] == "Demo":
+        names = uidata.demo_names()
+        titles = uidata.demo_titles()
+        if ss["demo"] not in names:
+            ss["load_error"] = f"Unknown demo {ss['demo']!r}; choose one of: {', '.join(names)}."
+            ss["demo"] = names[0]
+        st.sidebar.selectbox("Demo dataset", names, key="demo", format_func=lambda n: f"{n} — {titles.get(n, '')}")
+    elif ss["source"] == "Upload":
+        upload = st.sidebar.file_uploader(
+            "Upload a dataset", type=UPLOAD_TYPES, key="upload",
+            help="Embeddings (.npy .npz .csv .tsv .parquet .jsonl), images (.zip or .npy), text (.txt or a "
+                 "table with a text column), molecules (.smi .sdf or a table with a SMILES column). Up to the "
+                 "server's upload limit; load larger data from a local path.",
+        )
+    else:
+        st.sidebar.text_input("Local path (file or folder)", key="path", placeholder="/data/embeddings.npy")
+    if ss["source"] != "Demo":
+        with st.sidebar.expander("Column options"):
+            st.text_input("Group column", key="group_column", help="e.g. model; sub-folders are image groups")
+            st.text_input("Weight column", key="weight_column")
+            st.text_input("Text column", key="text_column")
+            st.text_input("SMILES column", key="smiles_column")
+    before = ss.get("dataset")
+    ds = uidata.ensure_dataset(upload)
+    if before is not None and ds is not before and ds.content_hash != before.content_hash:
+        _reset_for_new_dataset()
+    if ss.get("load_error"):
+        st.sidebar.error(f"Loading failed (see the page); still measuring **{ds.name}**.")
+    st.sidebar.caption(f"**{ds.name}** · {ds.modality} · {ds.n} items"
+                       + (f" · {len(ds.group_names())} groups" if ds.groups is not None else ""))
+
+
+def _reset_for_new_dataset() -> None:
+    ss = st.session_state
+    ss["featurizer"] = None
+    ss["kernel"] = None
+    ss["groups"] = None
+    ss.pop("group_select", None)
+
+
+def _representation_section() -> None:
+    from .compute import featurizer_options
+
+    ss = st.session_state
+    ds = ss["dataset"]
+    options = featurizer_options(ds)
+    default = resolve_featurizer(ds, "default")
+    if ss.get("featurizer") not in options:
+        if ss.get("featurizer") is not None:  # a representation of another dataset: its kernel goes too
+            ss["kernel"] = None
+        ss["featurizer"] = default if default in options else options[0]
+    st.sidebar.selectbox(
+        "Representation", options, key="featurizer", on_change=_featurizer_changed,
+        help="How items become vectors: " + "; ".join(f"{n}: {FEATURIZERS[n].description}" for n in options),
+    )
+    if ss.get("kernel") not in KERNEL_CHOICES:
+        ss["kernel"] = default_kernel(ss["featurizer"])
+    st.sidebar.selectbox("Kernel", KERNEL_CHOICES, key="kernel",
+                         help="The similarity k(x, y) between two items (unit diagonal).")
+    if ss["kernel"] in BANDWIDTH_KERNELS:
+        st.sidebar.checkbox("Bandwidth: median distance", key="sigma_auto",
+                            help="The median pairwise distance, the usual default for sigma.")
+        if not ss["sigma_auto"]:
+            st.sidebar.number_input("Bandwidth sigma", min_value=1e-6, key="sigma", format="%.4g")
+    elif ss["kernel"] == "polynomial":
+        st.sidebar.number_input("Degree", min_value=1, max_value=10, step=1, key="degree")
+
+
+def _featurizer_changed() -> None:
+    ss = st.session_state
+    ss["kernel"] = default_kernel(ss["featurizer"])
+
+
+def _q_section() -> None:
+    ss = st.session_state
+    q = float(ss["q"])
+    options = q_options(q)
+    if q not in options:
+        ss["q"] = 1.0
+    st.sidebar.select_slider(
+        "Order q", options=options, key="q", format_func=format_q,
+        help="q = 0 counts the eigenvalues in the support; q = 1 is the Vendi score (Shannon); larger q "
+             "weighs the dominant modes more; q = ∞ is 1 / the largest eigenvalue.",
+    )
+
+
+def _subsample_section() -> None:
+    ss = st.session_state
+    ds = ss["dataset"]
+    st.sidebar.checkbox("Subsample", key="subsample_on",
+                        help="Measure a seeded random subset (faster on large data).")
+    if ss["subsample_on"]:
+        c1, c2 = st.sidebar.columns(2)
+        if ss["subsample_n"] > ds.n:
+            ss["subsample_n"] = ds.n
+        c1.number_input("Items", min_value=2, max_value=max(2, ds.n), step=100, key="subsample_n")
+        c2.number_input("Seed", min_value=0, step=1, key="subsample_seed")
+
+
+def _groups_section() -> None:
+    ss = st.session_state
+    ds = ss["dataset"]
+    names = ds.group_names()
+    if not names:
+        ss["groups"] = None
+        return
+    if "group_select" not in ss:
+        wanted = [g for g in (ss.get("groups") or names) if g in names]
+        ss["group_select"] = wanted or list(names)
+    else:
+        ss["group_select"] = [g for g in ss["group_select"] if g in names]
+    st.sidebar.multiselect("Groups", names, key="group_select",
+                           help="Measure only these groups (empty: all of them).")
+    chosen = ss["group_select"]
+    ss["groups"] = None if not chosen or len(chosen) == len(names) else [g for g in names if g in chosen]
+
+
+def render_sidebar() -> None:
+    """Draw the shared sidebar and settle the settings every page reads."""
+    st.sidebar.header("Settings")
+    _dataset_section()
+    _representation_section()
+    _q_section()
+    _subsample_section()
+    _groups_section()

@@ -1,0 +1,246 @@
+"""Shared settings: ``st.session_state`` keys, their defaults, and the URL query string.
+
+Every setting of the sidebar lives under one session-state key (the sidebar widgets use the
+same keys), so it survives page changes. The settings are mirrored in the query string on
+every run (:func:`write_query_params`), and read back from it once, on a session's first
+run (:func:`init_state`), so a copied link reopens the same dataset, representation, kernel,
+order q, subsample and groups (the page is the URL's path).
+
+Query-string keys: ``demo`` or ``path`` (the source; an upload cannot be restored from a
+link), ``gcol``/``wcol``/``tcol``/``scol`` (column options of a local file), ``feat``,
+``kernel``, ``sigma`` (absent: the median-distance default), ``degree``, ``q`` (a number or
+``inf``), ``n`` and ``seed`` (subsample), ``group`` (repeated; absent: every group).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+import streamlit as st
+
+from diversity_core.figures import format_q
+
+#: The orders the q control offers: 0, fractional values, the integers that matter, and inf.
+Q_GRID: tuple = (
+    0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0,
+    5.0, 6.0, 8.0, 10.0, 15.0, 20.0, 50.0, 100.0, math.inf,
+)
+
+#: Kernels offered in the sidebar (``precomputed`` needs a matrix, not features).
+KERNEL_CHOICES = ("cosine", "linear", "rbf", "laplacian", "polynomial", "tanimoto", "probability_product")
+#: Kernels with a bandwidth.
+BANDWIDTH_KERNELS = ("rbf", "laplacian")
+
+DEFAULT_DEMO = "digits"
+SOURCES = ("Demo", "Upload", "Local path")
+
+#: Session-state keys and defaults of the shared settings (the sidebar widgets' keys).
+DEFAULTS: dict = {
+    "source": "Demo",
+    "demo": DEFAULT_DEMO,
+    "path": "",
+    "group_column": "",
+    "weight_column": "",
+    "text_column": "",
+    "smiles_column": "",
+    "featurizer": None,  # None: the dataset's default, resolved when the dataset is known
+    "kernel": None,  # None: the featurizer's kernel
+    "sigma_auto": True,
+    "sigma": 1.0,
+    "degree": 3,
+    "q": 1.0,
+    "subsample_on": False,
+    "subsample_n": 500,
+    "subsample_seed": 0,
+    "groups": None,  # None: every group
+}
+
+_URL_LOADED = "_url_loaded"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A snapshot of the shared settings, for pages and cached wrappers."""
+
+    featurizer: str
+    kernel: str
+    kernel_params: tuple  # sorted (name, value) pairs, hashable for caches
+    q: float
+    subsample: Optional[int]
+    seed: int
+    groups: Optional[tuple]
+
+    @property
+    def kernel_kwargs(self) -> dict:
+        return dict(self.kernel_params)
+
+    @property
+    def q_label(self) -> str:
+        return format_q(self.q)
+
+
+def parse_q(text) -> Optional[float]:
+    """An order from the URL or a widget: a number >= 0 or ``inf``/``∞``; None when invalid."""
+    if text is None:
+        return None
+    s = str(text).strip().lower()
+    if s in ("inf", "infinity", "∞"):
+        return math.inf
+    try:
+        value = float(s)
+    except ValueError:
+        return None
+    if math.isnan(value) or value < 0:
+        return None
+    return value
+
+
+def q_options(current: float) -> list:
+    """The q grid, with ``current`` inserted when it is not on it (a value from a link)."""
+    grid = list(Q_GRID)
+    if current not in grid:
+        grid.append(current)
+        grid.sort()
+    return grid
+
+
+def _positive_float(text) -> Optional[float]:
+    try:
+        v = float(text)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) and v > 0 else None
+
+
+def _int_at_least(text, lo: int) -> Optional[int]:
+    try:
+        v = int(str(text))
+    except (TypeError, ValueError):
+        return None
+    return v if v >= lo else None
+
+
+def init_state() -> None:
+    """Set every missing default; on a session's first run, apply the URL's settings."""
+    ss = st.session_state
+    for key, value in DEFAULTS.items():
+        ss.setdefault(key, value)
+    if ss.get(_URL_LOADED):
+        return
+    ss[_URL_LOADED] = True
+    read_query_params(st.query_params)
+
+
+def read_query_params(params) -> None:
+    """Apply the settings a URL carries; invalid values are ignored (defaults stay)."""
+    ss = st.session_state
+    if params.get("path"):
+        ss["source"] = "Local path"
+        ss["path"] = params["path"]
+        for short, key in (("gcol", "group_column"), ("wcol", "weight_column"),
+                           ("tcol", "text_column"), ("scol", "smiles_column")):
+            if params.get(short):
+                ss[key] = params[short]
+    elif params.get("demo"):
+        ss["source"] = "Demo"
+        ss["demo"] = params["demo"]
+    elif params.get("source") == "upload":
+        ss["source"] = "Upload"
+    if params.get("feat"):
+        ss["featurizer"] = params["feat"]
+    if params.get("kernel") in KERNEL_CHOICES:
+        ss["kernel"] = params["kernel"]
+    sigma = _positive_float(params.get("sigma"))
+    if sigma is not None:
+        ss["sigma_auto"] = False
+        ss["sigma"] = sigma
+    degree = _int_at_least(params.get("degree"), 1)
+    if degree is not None:
+        ss["degree"] = degree
+    q = parse_q(params.get("q"))
+    if q is not None:
+        ss["q"] = q
+    n = _int_at_least(params.get("n"), 2)
+    if n is not None:
+        ss["subsample_on"] = True
+        ss["subsample_n"] = n
+    seed = _int_at_least(params.get("seed"), 0)
+    if seed is not None:
+        ss["subsample_seed"] = seed
+    groups = params.get_all("group") if hasattr(params, "get_all") else params.get("group")
+    if groups:
+        ss["groups"] = [groups] if isinstance(groups, str) else list(groups)
+
+
+def query_dict() -> dict:
+    """The query string the current settings produce (values are str or list of str)."""
+    ss = st.session_state
+    out: dict = {}
+    if ss["source"] == "Demo":
+        out["demo"] = ss["demo"]
+    elif ss["source"] == "Local path":
+        if ss["path"]:
+            out["path"] = ss["path"]
+            for short, key in (("gcol", "group_column"), ("wcol", "weight_column"),
+                               ("tcol", "text_column"), ("scol", "smiles_column")):
+                if ss[key]:
+                    out[short] = ss[key]
+    else:
+        out["source"] = "upload"
+    if ss.get("featurizer"):
+        out["feat"] = ss["featurizer"]
+    if ss.get("kernel"):
+        out["kernel"] = ss["kernel"]
+        if ss["kernel"] in BANDWIDTH_KERNELS and not ss["sigma_auto"]:
+            out["sigma"] = f"{float(ss['sigma']):g}"
+        if ss["kernel"] == "polynomial":
+            out["degree"] = str(int(ss["degree"]))
+    out["q"] = "inf" if math.isinf(ss["q"]) else f"{float(ss['q']):g}"
+    if ss["subsample_on"]:
+        out["n"] = str(int(ss["subsample_n"]))
+        out["seed"] = str(int(ss["subsample_seed"]))
+    if ss.get("groups") is not None:
+        out["group"] = list(ss["groups"])
+    return out
+
+
+#: Query-string keys this module owns (others, e.g. a page's own, are left alone).
+QUERY_KEYS = ("demo", "path", "source", "gcol", "wcol", "tcol", "scol", "feat", "kernel", "sigma", "degree",
+              "q", "n", "seed", "group")
+
+
+def write_query_params() -> None:
+    """Mirror the settings in the URL, touching only keys that changed."""
+    want = query_dict()
+    qp = st.query_params
+    for key in QUERY_KEYS:
+        if key not in want:
+            if key in qp:
+                del qp[key]
+            continue
+        value = want[key]
+        have = qp.get_all(key) if isinstance(value, list) else qp.get(key)
+        if have != value:
+            qp[key] = value
+
+
+def settings() -> Settings:
+    """The current shared settings (after the sidebar has resolved featurizer and kernel)."""
+    ss = st.session_state
+    kernel = ss["kernel"] or "cosine"
+    params: dict = {}
+    if kernel in BANDWIDTH_KERNELS and not ss["sigma_auto"]:
+        params["sigma"] = float(ss["sigma"])
+    if kernel == "polynomial":
+        params["degree"] = int(ss["degree"])
+    return Settings(
+        featurizer=ss["featurizer"] or "default",
+        kernel=kernel,
+        kernel_params=tuple(sorted(params.items())),
+        q=float(ss["q"]),
+        subsample=int(ss["subsample_n"]) if ss["subsample_on"] else None,
+        seed=int(ss["subsample_seed"]),
+        groups=None if ss.get("groups") is None else tuple(ss["groups"]),
+    )
