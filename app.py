@@ -30,7 +30,7 @@ write_query_params()
 
 PAGES = [
     ("pages/1_dataset.py", "Dataset", ":material/dataset:", "dataset"),
-    ("pages/2_scores.py", "Scores", ":material/leaderboard:", "scores"),
+    ("pages/2_scores.py", "Scores", ":material/leaderboard:", "vendi"),
     ("pages/3_spectrum.py", "Spectrum", ":material/equalizer:", "spectrum"),
     ("pages/4_magnitude.py", "Magnitude", ":material/straighten:", "magnitude"),
     ("pages/5_rnd.py", "RND", ":material/model_training:", "rnd"),
@@ -38,10 +38,18 @@ PAGES = [
     ("pages/7_compare.py", "Compare", ":material/compare_arrows:", "compare"),
 ]
 pages = [
-    st.Page(path, title=title, icon=icon, url_path=url, default=(url == "scores"))
+    st.Page(path, title=title, icon=icon, url_path=url, default=(url == "vendi"))
     for path, title, icon, url in PAGES
     if (HERE / path).exists()  # the Compare page arrives with the comparison issue
 ]
+
+
+def _scores_alias() -> None:
+    """``/scores`` opens the Scores page: the default page lives at ``/`` and its own path is not served."""
+    st.switch_page("pages/2_scores.py")
+
+
+pages.append(st.Page(_scores_alias, title="Scores", url_path="scores", visibility="hidden"))
 current = st.navigation(pages)
 if st.session_state.get("load_error"):
     kept = st.session_state["dataset"]

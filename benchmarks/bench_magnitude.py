@@ -139,7 +139,7 @@ def bench_n2000(d: int, repeats: int, skip_magnipy: bool) -> dict:
     return out
 
 
-def bench_large(n: int, d: int) -> dict:
+def bench_large(n: int, d: int, on_partial=None) -> dict:
     """The n = 20000 pipeline: time, memory, stated accuracy, and a float64 check of the hardest scale."""
     X = gaussian_mixture(n, d, seed=7 + d)
     ticks = []
@@ -157,28 +157,34 @@ def bench_large(n: int, d: int) -> dict:
     func = res.function
     peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     t_conv_seconds = next((tk[0] - start for tk in ticks if tk[1] == 1), None)
-    # check the smallest positive scale (the worst conditioned) against a float64 Cholesky solve
-    from diversity_core.magnitude import _euclidean
-
-    t1 = float(func.ts[1])
-    Z, _ = _euclidean(X)
-    np.multiply(Z, -t1, out=Z)
-    np.exp(Z, out=Z)
-    check_start = time.perf_counter()
-    c = sla.cho_factor(Z.T, lower=True, overwrite_a=True, check_finite=False)  # in place (Z is symmetric)
-    reference = float(sla.cho_solve(c, np.ones(n), check_finite=False).sum())
-    check_seconds = time.perf_counter() - check_start
-    del c, Z
-    return {
+    out = {
         "n": n, "d": d, "seconds": seconds, "t_conv_seconds": t_conv_seconds,
         "peak_rss_gb": peak_gb, "t_conv": res.t_cut, "mag_area": res.area,
         "stated_max_rel_error": func.max_rel_error,
         "stated_rel_errors": [float(e / v) for e, v in zip(func.errors[1:], func.values[1:])],
         "methods": dict(Counter(func.methods)),
         "warnings": [str(w.message) for w in caught],
+    }
+    if on_partial is not None:
+        on_partial(out)
+    # check the smallest positive scale (the worst conditioned) against a float64 Cholesky solve
+    # (blocked above 1 GiB: the bundled OpenBLAS potrf crashed on 2 GB matrices)
+    from diversity_core.magnitude import _cho_apply, _cholesky, _euclidean
+
+    t1 = float(func.ts[1])
+    Z, _ = _euclidean(X)
+    np.multiply(Z, -t1, out=Z)
+    np.exp(Z, out=Z)
+    check_start = time.perf_counter()
+    factor = _cholesky(Z, overwrite=True)
+    reference = float(_cho_apply(factor, np.ones(n)).sum())
+    check_seconds = time.perf_counter() - check_start
+    del factor, Z
+    out.update({
         "check_t": t1, "check_float64_cholesky_value": reference, "check_float64_cholesky_seconds": check_seconds,
         "check_rel_diff": abs(func.values[1] - reference) / reference,
-    }
+    })
+    return out
 
 
 def main(argv=None) -> int:
@@ -204,16 +210,23 @@ def main(argv=None) -> int:
                          f" |dMagArea| {r['rel_diff_mag_area_on_magnipy_grid']:.1e}")
             line += f"  stated err {r['stated_max_rel_error']:.1e}  {r['methods']}"
             print(line, flush=True)
+    def save() -> None:
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+
     if args.large or args.only_large:
-        r = bench_large(args.large_n, 10)
+        def partial(r: dict) -> None:
+            report["large"] = r
+            save()
+
+        r = bench_large(args.large_n, 10, on_partial=partial)
         report["large"] = r
         print(f"n={r['n']} d={r['d']}  pipeline {r['seconds']:.1f}s (t_conv {r['t_conv_seconds']:.1f}s)  "
               f"peak RSS {r['peak_rss_gb']:.1f} GB  stated max rel err {r['stated_max_rel_error']:.1e}  "
               f"check at t={r['check_t']:.4g}: rel diff {r['check_rel_diff']:.1e} vs float64 Cholesky "
               f"({r['check_float64_cholesky_seconds']:.1f}s)  {r['methods']}", flush=True)
     report["machine"]["load_average_at_end"] = os.getloadavg()
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    save()
     print(f"wrote {RESULTS}")
     return 0
 

@@ -313,7 +313,7 @@ def kernel_heatmap(
                 fig.add_shape(**line, line={"color": "white", "width": 1.5})
         mids = [(a + b - 1) / 2 for a, b in zip(starts, ends)]
         names = [lab[a] for a in starts]
-        short = [s if len(s) <= 22 else s[:21] + "…" for s in names]
+        short = [s if len(s) <= 32 else s[:31] + "…" for s in names]
         fig.update_xaxes(tickvals=mids, ticktext=short, tickangle=-30)
         fig.update_yaxes(tickvals=mids, ticktext=short)
     fig.update_yaxes(autorange="reversed", scaleanchor="x", constrain="domain")

@@ -32,6 +32,11 @@ whose error is :math:`r^\\top Z^{-1} r`. Solvers, cheapest first:
    whose residuals are formed in float64, so the result has float64 accuracy);
 4. a float64 Cholesky factor (``scipy.linalg.cho_factor``/``cho_solve``).
 
+Matrices above 1 GiB (n > ~16000 in float32) are factorised by a blocked Cholesky built on
+LAPACK blocks and matrix products: the OpenBLAS ``potrf`` bundled with NumPy/SciPy crashed
+(segmentation fault) on 2 GB matrices. Peak memory is about 20 n^2 bytes (D, Z_t and one
+float32 factor): 8 GB at n = 20000.
+
 When even the float64 factorisation fails (numerically singular :math:`Z_t`: tiny ``t``,
 near-duplicates, or a metric that is not positive definite such as the cosine distance at
 small scales) the value is NaN and flagged; values whose estimated relative error exceeds
@@ -545,6 +550,91 @@ def _theta_min(alphas: list, betas: list) -> float:
     return float(d[0])
 
 
+#: Matrices larger than this are factorised by :func:`_blocked_cholesky` (LAPACK ``potrf`` of
+#: the OpenBLAS bundled with NumPy/SciPy crashed on 2 GB matrices on the reference machine).
+_LAPACK_MAX_BYTES = 1 << 30
+#: Block size of :func:`_blocked_cholesky` and its triangular solves.
+_CHOL_BLOCK = 1024
+
+
+def _blocked_cholesky(A: np.ndarray) -> bool:
+    """In-place lower Cholesky factor of a C-ordered symmetric matrix (right-looking, blocked).
+
+    Only the lower triangle of ``A`` is read and written (the upper one is left as it was).
+    Diagonal blocks go to LAPACK (``scipy.linalg.cholesky``), panels to ``solve_triangular`` and
+    the trailing updates to matrix products, all on operands of at most ``_CHOL_BLOCK`` x n
+    entries. Returns False when a diagonal block is not positive definite.
+    """
+    n = A.shape[0]
+    b = _CHOL_BLOCK
+    for k0 in range(0, n, b):
+        k1 = min(n, k0 + b)
+        try:
+            L11 = sla.cholesky(A[k0:k1, k0:k1], lower=True, check_finite=False)
+        except np.linalg.LinAlgError:
+            return False
+        if not np.isfinite(L11[-1, -1]):
+            return False
+        A[k0:k1, k0:k1] = L11
+        if k1 == n:
+            break
+        # L21 = A21 L11^{-T}, i.e. L11 L21^T = A21^T
+        L21 = sla.solve_triangular(L11, A[k1:, k0:k1].T, lower=True, check_finite=False).T
+        A[k1:, k0:k1] = L21
+        for j0 in range(k1, n, b):  # A22 -= L21 L21^T on and below the diagonal blocks
+            j1 = min(n, j0 + b)
+            A[j0:, j0:j1] -= L21[j0 - k1:] @ L21[j0 - k1 : j1 - k1].T
+    return True
+
+
+def _blocked_cho_solve(L: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Solve (L L^T) x = r with the lower factor from :func:`_blocked_cholesky`."""
+    n = L.shape[0]
+    b = _CHOL_BLOCK
+    y = np.array(r, dtype=L.dtype)
+    for k0 in range(0, n, b):  # forward: L y = r
+        k1 = min(n, k0 + b)
+        if k0:
+            y[k0:k1] -= L[k0:k1, :k0] @ y[:k0]
+        y[k0:k1] = sla.solve_triangular(L[k0:k1, k0:k1], y[k0:k1], lower=True, check_finite=False)
+    starts = list(range(0, n, b))
+    for k0 in reversed(starts):  # backward: L^T x = y
+        k1 = min(n, k0 + b)
+        if k1 < n:
+            y[k0:k1] -= L[k1:, k0:k1].T @ y[k1:]
+        y[k0:k1] = sla.solve_triangular(L[k0:k1, k0:k1], y[k0:k1], lower=True, trans="T", check_finite=False)
+    return y
+
+
+def _cholesky(A: np.ndarray, *, overwrite: bool) -> Optional[tuple]:
+    """Cholesky factor of symmetric ``A`` as ``(kind, factor, lower)``; None if not PD.
+
+    LAPACK through ``cho_factor`` up to ``_LAPACK_MAX_BYTES``, the blocked version above it.
+    """
+    if A.nbytes <= _LAPACK_MAX_BYTES:
+        try:
+            # A.T is the Fortran-ordered view of the symmetric A: factorised in place when allowed
+            c, lower = sla.cho_factor(A.T if overwrite else A, lower=True, overwrite_a=overwrite,
+                                      check_finite=False)
+        except np.linalg.LinAlgError:
+            return None
+        if not np.isfinite(c[-1, -1]):
+            return None
+        return ("lapack", c, lower)
+    L = A if overwrite else A.copy()
+    if not _blocked_cholesky(L):
+        return None
+    return ("blocked", L, True)
+
+
+def _cho_apply(factor: tuple, r: np.ndarray) -> np.ndarray:
+    """Solve with a factor from :func:`_cholesky` (in the factor's precision)."""
+    kind, c, lower = factor
+    if kind == "lapack":
+        return sla.cho_solve((c, lower), r, check_finite=False)
+    return _blocked_cho_solve(c, r)
+
+
 class _Engine:
     """Holds D, the current Z_t and at most one factor; solves Z_t w = 1 at increasing scales.
 
@@ -560,7 +650,7 @@ class _Engine:
         self.t: Optional[float] = None
         self.ones = np.ones(self.n)
         self._f32: Optional[np.ndarray] = None
-        self._factor = None  # (c, lower, dtype) of the last factorisation
+        self._factor = None  # ((kind, factor, lower), dtype) of the last factorisation
         self._factor_t: Optional[float] = None
         self.last_cg_need: Optional[float] = None  # predicted CG steps of the last failed trial
         # iteration budgets. A float32 Cholesky costs n^3 / 3 flops at a high rate, a CG step one
@@ -620,13 +710,10 @@ class _Engine:
             # and moves the others by at most ulp(f): harmless in a preconditioner
             np.add(blk, flush, out=blk)
             np.subtract(blk, flush, out=blk)
-        try:
-            c, lower = sla.cho_factor(F.T, lower=True, overwrite_a=True, check_finite=False)
-        except np.linalg.LinAlgError:
+        factor = _cholesky(F, overwrite=True)
+        if factor is None:
             return False
-        if not np.isfinite(c[-1, -1]):
-            return False
-        self._factor = (c, lower, np.float32)
+        self._factor = (factor, np.float32)
         self._factor_t = self.t
         return True
 
@@ -634,23 +721,22 @@ class _Engine:
         """Float64 Cholesky factor of the current Z (frees the float32 buffer). False if not PD."""
         self._factor = None
         self._f32 = None
-        try:
-            c, lower = sla.cho_factor(self.Z, lower=True, overwrite_a=False, check_finite=False)
-        except np.linalg.LinAlgError:
+        factor = _cholesky(self.Z, overwrite=False)
+        if factor is None:
             return False
-        self._factor = (c, lower, np.float64)
+        self._factor = (factor, np.float64)
         self._factor_t = self.t
         return True
 
     def _apply(self, r: np.ndarray) -> np.ndarray:
         """z = M^{-1} r with the current factor (scaled so that float32 never underflows)."""
-        c, lower, dtype = self._factor
+        factor, dtype = self._factor
         if dtype is np.float64:
-            return sla.cho_solve((c, lower), r, check_finite=False)
+            return _cho_apply(factor, r)
         s = float(np.max(np.abs(r)))
         if s == 0.0 or not np.isfinite(s):
             return np.zeros_like(r)
-        y = sla.cho_solve((c, lower), (r / s).astype(np.float32), check_finite=False)
+        y = _cho_apply(factor, (r / s).astype(np.float32))
         return y.astype(np.float64) * s
 
     # -- (preconditioned) conjugate gradients ---------------------------------------------
@@ -766,7 +852,7 @@ class _Engine:
             if res.converged:
                 return res
             self.last_cg_need = res.need or math.inf
-        if (self.budget_stale and self._factor is not None and self._factor[2] is np.float32
+        if (self.budget_stale and self._factor is not None and self._factor[1] is np.float32
                 and self._factor_t != self.t):
             res = self._pcg(True, x_prev, self.budget_stale, "pcg-float32", rt)
             if res.converged:

@@ -16,6 +16,7 @@ Moving q never reaches any of these: every VS_q comes from the cached spectrum i
 from __future__ import annotations
 
 import threading
+import warnings
 from collections import OrderedDict
 from typing import Any, Callable, Optional
 
@@ -130,12 +131,25 @@ def dense(X) -> np.ndarray:
 # spectra and scores
 # ------------------------------------------------------------------------------------------
 @st.cache_data(max_entries=32, show_spinner="Computing the eigenvalue spectrum…", hash_funcs=HASH)
-def spectrum(view: View, featurizer: str, kernel: str, kernel_params: tuple) -> dc.Spectrum:
-    """The spectrum of the whole view, with its top eigenvectors (cached)."""
+def _spectrum_and_notes(view: View, featurizer: str, kernel: str, kernel_params: tuple) -> tuple:
     X = features(view, featurizer, show_progress=False)
     k = min(MAX_EIGENVECTORS, view.n)
-    return dc.compute_spectrum(X, kernel=kernel, weights=view.data.weights, n_eigenvectors=k,
-                               **dict(kernel_params))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        spec = dc.compute_spectrum(X, kernel=kernel, weights=view.data.weights, n_eigenvectors=k,
+                                   **dict(kernel_params))
+    notes = list(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, dc.DiversityWarning)))
+    return spec, notes
+
+
+def spectrum(view: View, featurizer: str, kernel: str, kernel_params: tuple) -> dc.Spectrum:
+    """The spectrum of the whole view, with its top eigenvectors (cached)."""
+    return _spectrum_and_notes(view, featurizer, kernel, kernel_params)[0]
+
+
+def spectrum_notes(view: View, featurizer: str, kernel: str, kernel_params: tuple) -> list:
+    """The core's warnings while computing that spectrum (e.g. a renormalised diagonal)."""
+    return _spectrum_and_notes(view, featurizer, kernel, kernel_params)[1]
 
 
 def resolved_kernel_params(spec: dc.Spectrum) -> dict:
@@ -236,11 +250,12 @@ def heatmap(view: View, featurizer: str, kernel: str, kernel_params: tuple, sort
     sampled = ds.n > max_items
     if sampled:
         idx = np.sort(np.random.default_rng(seed).choice(ds.n, size=max_items, replace=False))
-    if sort == "group" and ds.groups is not None:
+    top = spec.eigenvectors[idx, 0] if spec.eigenvectors is not None else np.zeros(idx.size)
+    if sort == "group" and ds.groups is not None:  # groups in order, each sorted by the top eigenvector
         rank = {g: i for i, g in enumerate(ds.group_names())}
-        idx = idx[np.argsort([rank[str(g)] for g in ds.groups[idx]], kind="stable")]
-    elif spec.eigenvectors is not None:
-        idx = idx[np.argsort(-spec.eigenvectors[idx, 0], kind="stable")]
+        idx = idx[np.lexsort((-top, [rank[str(g)] for g in ds.groups[idx]]))]
+    else:
+        idx = idx[np.argsort(-top, kind="stable")]
     K = dc.kernel_matrix(X[idx], kernel=kernel, **resolved_kernel_params(spec))
     labels = None if ds.groups is None or sort != "group" else [str(g) for g in ds.groups[idx]]
     return {"K": K.astype(np.float32), "indices": idx, "labels": labels, "sampled": sampled}

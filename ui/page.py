@@ -11,7 +11,6 @@ from .data import View, current_view
 from .feedback import require
 from .state import Settings, settings
 
-
 #: Above this many items, pages mention that a kernel without a feature map is slow.
 DENSE_HINT = 4000
 
@@ -37,7 +36,10 @@ class Context:
         if n > DENSE_HINT and not get_kernel(self.settings.kernel).has_feature_map:
             st.caption(f"The {self.settings.kernel} kernel has no finite feature map, so the spectrum needs a dense "
                        f"{n} × {n} eigendecomposition (O(n³)); a subsample in the sidebar makes it faster.")
-        return require(lambda: compute.spectrum(*self.kernel_args), "Computing the spectrum")
+        spec = require(lambda: compute.spectrum(*self.kernel_args), "Computing the spectrum")
+        for note in compute.spectrum_notes(*self.kernel_args):
+            st.caption(f"Note from the computation: {note}")
+        return spec
 
 
 def ensure_entrypoint() -> None:
@@ -50,7 +52,7 @@ def ensure_entrypoint() -> None:
     """
     from streamlit.runtime.pages_manager import PagesManager
 
-    if PagesManager.uses_pages_directory:
+    if getattr(PagesManager, "uses_pages_directory", False):
         PagesManager.uses_pages_directory = False
         st.rerun()
 

@@ -46,6 +46,9 @@ def _dataset_section() -> None:
             st.text_input("SMILES column", key="smiles_column")
     before = ss.get("dataset")
     ds = uidata.ensure_dataset(upload)
+    if ss["source"] == "Upload" and upload is None and not ds.source.startswith("upload:"):
+        st.sidebar.info(f"Choose a file to upload; until then the app measures **{ds.name}** "
+                        "(a link cannot carry an uploaded file).")
     if before is not None and ds is not before and ds.content_hash != before.content_hash:
         _reset_for_new_dataset()
     if ss.get("load_error"):

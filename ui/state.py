@@ -126,7 +126,10 @@ def init_state() -> None:
     """Set every missing default; on a session's first run, apply the URL's settings."""
     ss = st.session_state
     for key, value in DEFAULTS.items():
-        ss.setdefault(key, value)
+        # Re-assigning a widget's key each run detaches it from Streamlit's widget cleanup, which
+        # otherwise resets a sidebar widget (seen: the q slider fell back to its first option)
+        # when st.navigation switches pages.
+        ss[key] = ss[key] if key in ss else value
     if ss.get(_URL_LOADED):
         return
     ss[_URL_LOADED] = True

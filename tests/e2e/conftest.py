@@ -38,6 +38,13 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="session")
+def artifacts() -> Path:
+    """Folder for screenshots (kept as CI artifacts)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
+
+
+@pytest.fixture(scope="session")
 def app_url():
     """Start ``streamlit run app.py`` on a free loopback port and wait until it answers."""
     port = _free_port()

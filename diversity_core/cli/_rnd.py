@@ -1,0 +1,177 @@
+"""``diversity rnd FILE``: the RND score (random network distillation), per group."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+
+import numpy as np
+
+from ..exceptions import DiversityInputError
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register ``diversity rnd``."""
+    from ..rnd import ARCHITECTURES, DEVICES, OPTIMIZERS
+
+    p = subparsers.add_parser(
+        "rnd",
+        help="RND score: diversity by random network distillation",
+        description=(
+            "RND score of FILE: a predictor network learns to imitate a frozen random network on "
+            "a random training split; the normalised gap between its validation and training errors, "
+            "averaged over the last epochs and over runs, is the score (higher = more diverse). "
+            "With --group-column every group is scored under the same settings and seed. Scores are "
+            "comparable only under one setting (architecture, train size, epochs)."
+        ),
+    )
+    p.add_argument("file", help="data file or folder (.npy .npz .csv .tsv .parquet, images, text, molecules)")
+    p.add_argument("--train-size", type=int, default=200, help="training items per run (default 200)")
+    p.add_argument("--epochs", type=int, default=50, help="training epochs per run (default 50)")
+    p.add_argument(
+        "--average-last", type=int, default=10, help="average RND_i over this many final epochs (default 10)"
+    )
+    p.add_argument(
+        "--runs", type=int, default=40, help="runs, each with a fresh split and networks (default 40)"
+    )
+    p.add_argument("--lr", type=float, default=0.01, help="learning rate (default 0.01)")
+    p.add_argument("--momentum", type=float, default=0.9, help="SGD momentum (default 0.9)")
+    p.add_argument("--optimizer", choices=OPTIMIZERS, default="sgd", help="optimizer (default sgd)")
+    p.add_argument(
+        "--architecture",
+        choices=ARCHITECTURES,
+        default="auto",
+        help="network: mlp for features, cnn or resnet18 for images (default auto)",
+    )
+    p.add_argument("--batch-size", type=int, default=50, help="mini-batch size (default 50)")
+    p.add_argument("--device", choices=DEVICES, default="auto", help="cpu, cuda, or auto (default)")
+    p.add_argument("--seed", type=int, default=0, help="random seed of splits and networks (default 0)")
+    p.add_argument("--group-column", default=None, help="column (or npz array) naming each item's group")
+    p.add_argument(
+        "--featurizer",
+        default="default",
+        help="featurizer for non-embedding data with the mlp (see `diversity inspect`)",
+    )
+    p.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    return p
+
+
+class _Progress:
+    """Progress on stderr: redrawn in place on a terminal, else a line every tenth of the work."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.tty = sys.stderr.isatty()
+        self.next_tenth = 1
+
+    def __call__(self, done: int, total: int, message: str) -> None:
+        if total <= 0:
+            return
+        if self.tty:
+            end = "\n" if done >= total else ""
+            print(f"\r{self.label}: {message} [{done}/{total}]\033[K", end=end, file=sys.stderr, flush=True)
+        elif done * 10 >= self.next_tenth * total:
+            print(f"{self.label}: {message} [{done}/{total}]", file=sys.stderr, flush=True)
+            self.next_tenth = done * 10 // total + 1
+
+
+def _inputs(dataset, architecture: str, featurizer: str):
+    """What to hand to :func:`rnd_score`: the Dataset itself, or features from a named featurizer."""
+    if featurizer == "default" or architecture in ("cnn", "resnet18"):
+        return dataset
+    from ..featurizers import featurize
+
+    X = featurize(dataset, featurizer)
+    if hasattr(X, "toarray"):
+        X = X.toarray()
+    return np.asarray(X)
+
+
+def _num(v):
+    """JSON number or null."""
+    f = float(v)
+    return None if math.isnan(f) or math.isinf(f) else f
+
+
+def _sets(dataset) -> dict:
+    names = dataset.group_names()
+    if not names:
+        return {"all": dataset}
+    return {name: dataset.select_group(name) for name in names}
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``diversity rnd``."""
+    from ..data import load_dataset
+    from ..rnd import rnd_score
+
+    dataset = load_dataset(args.file, group_column=args.group_column)
+    for item in dataset.skipped[:5]:
+        print(f"warning: skipped {item.where}: {item.reason}", file=sys.stderr)
+    arch = args.architecture
+    if args.featurizer != "default" and arch == "auto":
+        arch = "mlp"
+    rows = []
+    for name, subset in _sets(dataset).items():
+        start = time.perf_counter()
+        data = _inputs(subset, arch, args.featurizer)
+        try:
+            res = rnd_score(
+                data,
+                train_size=args.train_size,
+                epochs=args.epochs,
+                average_last=args.average_last,
+                runs=args.runs,
+                lr=args.lr,
+                momentum=args.momentum,
+                optimizer=args.optimizer,
+                architecture=arch,
+                batch_size=args.batch_size,
+                device=args.device,
+                rng=args.seed,
+                progress=_Progress(name),
+            )
+        except DiversityInputError as exc:
+            if name == "all":
+                raise
+            raise DiversityInputError(f"group {name!r}: {exc}") from None
+        rows.append((name, len(subset), res, time.perf_counter() - start))
+
+    if args.format == "json":
+        out = {
+            "file": str(args.file),
+            "group_column": args.group_column,
+            "featurizer": args.featurizer,
+            "sets": [
+                {
+                    "name": name,
+                    "n": int(n),
+                    "seconds": float(seconds),
+                    **{k: (_num(v) if isinstance(v, float) else v) for k, v in res.to_dict().items()},
+                }
+                for name, n, res, seconds in rows
+            ],
+        }
+        print(json.dumps(out, indent=2))
+        return 0
+
+    s = rows[0][2].settings
+    print(
+        f"# {args.file}: RND score, {s['architecture']} on {s['device']}, {s['runs']} runs x {s['epochs']} "
+        f"epochs (mean of the last {s['average_last']}), train {s['train_size']}, batch {s['batch_size']}, "
+        f"{s['optimizer']} lr {s['lr']:g}, seed {args.seed}"
+    )
+    header = ["set", "n", "RND", "95% CI", "std", "seconds"]
+    table = []
+    for name, n, res, seconds in rows:
+        ci = "-" if math.isnan(res.ci_low) else f"[{res.ci_low:.4f}, {res.ci_high:.4f}]"
+        std = "-" if math.isnan(res.std) else f"{res.std:.4f}"
+        table.append([str(name), str(n), f"{res.score:.4f}", ci, std, f"{seconds:.1f}"])
+    widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(header)]
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
+    for row in table:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+    return 0

@@ -1,0 +1,388 @@
+"""Tests of :mod:`diversity_core.rnd`: the paper's findings as tests that can fail, plus the API.
+
+Faithfulness cases follow "A Flexible Measurement of Diversity in Datasets with Random Network
+Distillation": noise versus structure (Fig. 7), latent truncation (Fig. 1, here on a synthetic
+generator), scale invariance of the normalised gap (Sec. 3.2) and mode dropping. They use fewer
+runs or epochs than the paper where the finding is robust, so the file stays fast on 2 cores.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from diversity_core.exceptions import DiversityInputError  # noqa: E402
+from diversity_core.rnd import PAPER_PRESET, RNDResult, rnd_score  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def digits():
+    """sklearn's digits: (1797, 8, 8) images in [0, 16] and their labels."""
+    from sklearn.datasets import load_digits
+
+    bunch = load_digits()
+    return bunch.images, bunch.target
+
+
+def truncated_mixture(tau: float, *, n: int = 600, seed: int = 3) -> np.ndarray:
+    """Samples of a fixed random generator fed a 10-component Gaussian-mixture latent.
+
+    The component (the "class") is drawn uniformly; the continuous latent is a standard normal
+    truncated to [-2, 2] (resampled outside) and multiplied by ``tau``, BigGAN's truncation
+    trick. The generator is a fixed random 8 -> 32 -> 32 tanh network. The generator and the
+    class means depend only on ``seed``, so the three settings differ only in ``tau``.
+    """
+    g = np.random.default_rng(seed)
+    A = g.normal(size=(8, 32))
+    B = g.normal(size=(32, 32)) / np.sqrt(32)
+    means = g.normal(scale=2.0, size=(10, 8))
+    draw = np.random.default_rng(seed + 1)
+    z = draw.standard_normal((n, 8))
+    while (outside := np.abs(z) > 2).any():
+        z[outside] = draw.standard_normal(int(outside.sum()))
+    c = draw.integers(10, size=n)
+    return np.tanh((means[c] + tau * z) @ A) @ B
+
+
+def separated(high: RNDResult, low: RNDResult) -> bool:
+    """True when the two 95 % intervals do not overlap and ``high`` is above ``low``."""
+    return high.ci_low > low.ci_high
+
+
+# --------------------------------------------------------------------------------------------
+# Faithfulness: the paper's findings
+# --------------------------------------------------------------------------------------------
+
+
+def test_structure_scores_above_uniform_noise_of_the_same_shape(digits):
+    """Fig. 7 of the paper: structured images are more diverse than uniform noise images."""
+    images, _ = digits
+    noise = np.random.default_rng(7).uniform(0.0, 16.0, size=images.shape)
+    kw = dict(architecture="mlp", runs=10, epochs=30, rng=0)
+    structured = rnd_score(images, **kw)
+    random = rnd_score(noise, **kw)
+    assert separated(structured, random), (structured, random)
+
+
+def test_truncation_ordering():
+    """Fig. 1 of the paper: a smaller latent truncation gives a lower score, in order."""
+    kw = dict(runs=20, epochs=50, rng=1)
+    r002, r05, r1 = (rnd_score(truncated_mixture(tau), **kw) for tau in (0.02, 0.5, 1.0))
+    assert separated(r05, r002), (r002, r05)
+    assert separated(r1, r05), (r05, r1)
+
+
+def test_scale_invariance(digits):
+    """Sec. 3.2: multiplying the data by 2 leaves the score unchanged within its interval."""
+    images, _ = digits
+    X = images.reshape(len(images), -1)[:600]
+    kw = dict(runs=8, epochs=20, rng=2)
+    base = rnd_score(X, **kw)
+    doubled = rnd_score(2.0 * X, **kw)
+    assert base.ci_low <= doubled.score <= base.ci_high
+    # Doubling is exact in floating point, and so is the per-feature standardisation after it.
+    np.testing.assert_array_equal(base.curves, doubled.curves)
+    # An affine change of units per feature is absorbed by the standardisation up to round-off.
+    scale = np.random.default_rng(0).uniform(0.5, 3.0, size=X.shape[1])
+    affine = rnd_score(X * scale + 5.0, **kw)
+    assert base.ci_low <= affine.score <= base.ci_high
+    np.testing.assert_allclose(affine.run_scores, base.run_scores, atol=1e-3)
+
+
+def test_mode_dropping_ten_classes_above_two(digits):
+    """Digits of all 10 classes are more diverse than digits of 2 classes, at equal n."""
+    images, labels = digits
+    two = np.flatnonzero(np.isin(labels, [0, 1]))
+    ten = np.random.default_rng(4).choice(len(labels), two.size, replace=False)
+    kw = dict(architecture="mlp", train_size=100, runs=40, epochs=50, rng=3)
+    r10 = rnd_score(images[ten], **kw)
+    r2 = rnd_score(images[two], **kw)
+    # Each mean lies outside the other's 95 % interval, on the right side.
+    assert r10.score > r2.ci_high and r10.ci_low > r2.score, (r10, r2)
+
+
+# --------------------------------------------------------------------------------------------
+# Determinism and randomness
+# --------------------------------------------------------------------------------------------
+
+
+def test_deterministic_for_a_fixed_seed_and_global_rngs_untouched(digits):
+    images, _ = digits
+    X = images.reshape(len(images), -1)[:400]
+    torch_state = torch.random.get_rng_state()
+    np_state = np.random.get_state()[1].copy()  # noqa: NPY002 - checking the legacy global state
+    a = rnd_score(X, runs=3, epochs=4, average_last=2, rng=11)
+    b = rnd_score(X, runs=3, epochs=4, average_last=2, rng=np.random.default_rng(11))
+    c = rnd_score(X, runs=3, epochs=4, average_last=2, rng=12)
+    np.testing.assert_array_equal(a.curves, b.curves)
+    np.testing.assert_array_equal(a.mse_val, b.mse_val)
+    assert a.score == b.score
+    assert not np.array_equal(a.curves, c.curves)
+    assert torch.equal(torch.random.get_rng_state(), torch_state)
+    np.testing.assert_array_equal(np.random.get_state()[1], np_state)  # noqa: NPY002
+
+
+def test_run_j_does_not_depend_on_the_number_of_runs(digits):
+    images, _ = digits
+    X = images.reshape(len(images), -1)[:400]
+    few = rnd_score(X, runs=2, epochs=3, average_last=1, rng=5)
+    more = rnd_score(X, runs=4, epochs=3, average_last=1, rng=5)
+    np.testing.assert_allclose(more.curves[:2], few.curves, rtol=1e-5, atol=1e-6)
+
+
+# --------------------------------------------------------------------------------------------
+# The result object and the formula
+# --------------------------------------------------------------------------------------------
+
+
+def test_result_follows_equations_2_and_3(rng):
+    X = rng.normal(size=(300, 6))
+    res = rnd_score(X, runs=4, epochs=6, average_last=3, rng=0)
+    assert isinstance(res, RNDResult)
+    assert res.curves.shape == res.mse_train.shape == res.mse_val.shape == (4, 6)
+    eq2 = (res.mse_val - res.mse_train) / (res.mse_val + res.mse_train)
+    np.testing.assert_allclose(res.curves, eq2, rtol=0, atol=8 * np.finfo(np.float64).eps)
+    np.testing.assert_allclose(res.run_scores, res.curves[:, 3:].mean(axis=1))
+    assert res.score == pytest.approx(res.run_scores.mean(), abs=8 * np.finfo(np.float64).eps)
+    assert np.all(np.abs(res.curves) < 1)
+    assert res.ci_low < res.score < res.ci_high
+    half = 3.182446305284263 * res.run_scores.std(ddof=1) / 2.0  # t_{0.975, 3} s / sqrt(4)
+    assert res.ci_high - res.score == pytest.approx(half, rel=1e-9)
+    assert res.settings["n0"] == 4 and res.settings["architecture"] == "mlp"
+    assert res.settings["device"] in ("cpu", "cuda")
+    with pytest.raises(AttributeError):
+        res.score = 0.0
+    with pytest.raises(ValueError, match="read-only"):
+        res.curves[0, 0] = 0.0
+    d = json.loads(json.dumps(res.to_dict()))
+    assert set(d) >= {
+        "score",
+        "ci_low",
+        "ci_high",
+        "std",
+        "run_scores",
+        "curves",
+        "mse_train",
+        "mse_val",
+        "settings",
+    }
+    assert len(d["curves"]) == 4 and len(d["curves"][0]) == 6
+
+
+def test_one_run_has_no_interval(rng):
+    res = rnd_score(rng.normal(size=(260, 5)), runs=1, epochs=2, average_last=1, rng=0)
+    assert math.isnan(res.ci_low) and math.isnan(res.ci_high) and math.isnan(res.std)
+    assert res.score == res.run_scores[0]
+
+
+def test_progress_reports_every_epoch_of_every_run(rng):
+    calls = []
+    rnd_score(
+        rng.normal(size=(260, 5)),
+        runs=3,
+        epochs=4,
+        average_last=2,
+        rng=0,
+        progress=lambda done, total, msg: calls.append((done, total, msg)),
+    )
+    assert calls[0][0] == 0 and calls[-1][0] == calls[-1][1] == 12
+    assert all(t == 12 for _, t, _ in calls)
+    assert [d for d, _, _ in calls] == sorted(d for d, _, _ in calls)
+
+
+def test_paper_preset_matches_appendix_a3():
+    assert PAPER_PRESET == {
+        "architecture": "resnet18",
+        "train_size": 200,
+        "epochs": 50,
+        "average_last": 10,
+        "runs": 40,
+        "lr": 0.01,
+        "momentum": 0.9,
+        "optimizer": "sgd",
+    }
+
+
+def test_adam_runs(rng):
+    res = rnd_score(
+        rng.normal(size=(260, 5)), optimizer="adam", lr=1e-3, runs=2, epochs=3, average_last=1, rng=0
+    )
+    assert np.isfinite(res.score) and res.settings["optimizer"] == "adam"
+
+
+# --------------------------------------------------------------------------------------------
+# Images: the small CNN, ResNet-18, and Dataset input
+# --------------------------------------------------------------------------------------------
+
+
+def test_images_use_the_small_cnn_on_cpu_and_are_deterministic(digits):
+    images, _ = digits
+    rgb = np.repeat((images[:150] * 15).astype(np.uint8)[..., None], 3, axis=-1)  # N x H x W x C
+    kw = dict(train_size=80, batch_size=20, runs=2, epochs=3, average_last=2, device="cpu", rng=0)
+    a = rnd_score(rgb, **kw)
+    b = rnd_score(rgb, **kw)
+    assert a.settings["architecture"] == "cnn" and a.settings["input_shape"] == [8, 8, 3]
+    assert a.settings["normalisation"] == "per channel"
+    np.testing.assert_array_equal(a.curves, b.curves)
+    assert np.all(np.isfinite(a.curves))
+
+
+def test_resnet18_paper_network_runs_and_leaves_global_rng_alone(rng):
+    images = rng.integers(0, 256, size=(36, 16, 16, 3), dtype=np.uint8)
+    state = torch.random.get_rng_state()
+    res = rnd_score(
+        images,
+        architecture="resnet18",
+        train_size=20,
+        batch_size=8,
+        runs=1,
+        epochs=2,
+        average_last=1,
+        device="cpu",
+        rng=0,
+    )
+    assert res.settings["architecture"] == "resnet18" and res.curves.shape == (1, 2)
+    assert np.all(np.isfinite(res.mse_val))
+    assert torch.equal(torch.random.get_rng_state(), state)
+
+
+def test_resnet18_has_the_resnet18_parameter_count():
+    from diversity_core.rnd import _build_network
+
+    net = _build_network("resnet18", 3, torch.Generator().manual_seed(0), "cpu")
+    assert sum(p.numel() for p in net.parameters()) == 11_689_512  # torchvision's resnet18()
+
+
+def test_dataset_input_picks_pixels_or_flattened_pixels():
+    from diversity_core.data import load_demo
+
+    dataset = load_demo("digits")
+    one = dataset.select_group(dataset.group_names()[0])
+    kw = dict(train_size=100, runs=1, epochs=1, average_last=1, device="cpu", rng=0)
+    assert rnd_score(one, **kw).settings["architecture"] == "cnn"
+    flat = rnd_score(one, architecture="mlp", **kw)
+    assert flat.settings["architecture"] == "mlp" and flat.settings["input_shape"] == [8, 8, 1]
+
+
+# --------------------------------------------------------------------------------------------
+# Errors
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        (dict(train_size=0), "train_size must be a whole number >= 1"),
+        (dict(epochs=2.5), "epochs must be a whole number"),
+        (dict(epochs=5, average_last=6), "average_last must be at most epochs"),
+        (dict(runs=0), "runs must be a whole number >= 1"),
+        (dict(lr=-0.1), "lr must be a finite number > 0"),
+        (dict(momentum=1.0), r"momentum must be in \[0, 1\)"),
+        (dict(optimizer="rmsprop"), "unknown optimizer 'rmsprop'; choose one of: 'sgd', 'adam'"),
+        (dict(architecture="vit"), "unknown architecture 'vit'"),
+        (dict(device="tpu"), "unknown device 'tpu'"),
+        (dict(architecture="cnn"), "needs images"),
+    ],
+)
+def test_bad_parameters(rng, kwargs, match):
+    with pytest.raises(DiversityInputError, match=match):
+        rnd_score(rng.normal(size=(300, 4)), **kwargs)
+
+
+def test_too_few_items_for_the_split_plus_one_validation_batch(rng):
+    with pytest.raises(DiversityInputError, match=r"train_size=200 \+ batch_size=50 = 250, got 249 items"):
+        rnd_score(rng.normal(size=(249, 4)))
+    rnd_score(rng.normal(size=(250, 4)), runs=1, epochs=1, average_last=1)  # exactly enough
+
+
+def test_constant_data(rng):
+    with pytest.raises(DiversityInputError, match="data is constant: all items are identical"):
+        rnd_score(np.ones((300, 4)))
+    image = rng.uniform(size=(8, 8))
+    with pytest.raises(DiversityInputError, match="data is constant"):
+        rnd_score(np.repeat(image[None], 300, axis=0))
+
+
+def test_bad_data(rng):
+    X = rng.normal(size=(300, 4))
+    X[7, 1] = np.nan
+    with pytest.raises(DiversityInputError, match="NaN or infinite values .* rows 7"):
+        rnd_score(X)
+    with pytest.raises(DiversityInputError, match="must be items x features"):
+        rnd_score(rng.normal(size=300))
+    with pytest.raises(DiversityInputError, match="looks channels-first"):
+        rnd_score(rng.normal(size=(300, 3, 8, 8)))
+    with pytest.raises(DiversityInputError, match="must be numeric"):
+        rnd_score(np.array([["a", "b"]] * 300))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_cuda_asked_without_a_gpu(rng):
+    with pytest.raises(DiversityInputError, match="device='cuda' was asked for"):
+        rnd_score(rng.normal(size=(300, 4)), device="cuda")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_matches_the_cpu_closely(digits):
+    images, _ = digits
+    X = images.reshape(len(images), -1)
+    kw = dict(runs=4, epochs=10, average_last=5, rng=0)
+    cpu = rnd_score(X, device="cpu", **kw)
+    gpu = rnd_score(X, device="cuda", **kw)
+    assert gpu.settings["device"] == "cuda"
+    np.testing.assert_allclose(gpu.run_scores, cpu.run_scores, atol=2e-2)
+
+
+# --------------------------------------------------------------------------------------------
+# CLI
+# --------------------------------------------------------------------------------------------
+
+
+def _cli(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "diversity_core.cli", "rnd", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+
+
+def test_cli_json_and_table(tmp_path, digits):
+    images, _ = digits
+    path = tmp_path / "digits.npy"
+    np.save(path, images.reshape(len(images), -1)[:400])
+    out = _cli(path, "--runs", 2, "--epochs", 3, "--average-last", 2, "--seed", 3, "--format", "json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    (entry,) = data["sets"]
+    assert entry["name"] == "all" and entry["n"] == 400
+    assert np.array(entry["curves"]).shape == (2, 3)
+    assert entry["settings"]["architecture"] == "mlp" and entry["settings"]["runs"] == 2
+    direct = rnd_score(images.reshape(len(images), -1)[:400], runs=2, epochs=3, average_last=2, rng=3)
+    assert entry["score"] == pytest.approx(direct.score, abs=1e-12)
+    assert "epoch 3/3" in out.stderr  # progress on stderr, results alone on stdout
+
+    table = _cli(path, "--runs", 2, "--epochs", 2, "--average-last", 1)
+    assert table.returncode == 0, table.stderr
+    assert "RND" in table.stdout and "95% CI" in table.stdout and "all  400" in table.stdout
+
+
+def test_cli_bad_input_exits_2_with_one_line(tmp_path, rng):
+    path = tmp_path / "small.npy"
+    np.save(path, rng.normal(size=(100, 3)))
+    out = _cli(path, "--runs", 1)
+    assert out.returncode == 2
+    assert out.stdout == ""
+    assert "train_size=200 + batch_size=50 = 250, got 100 items" in out.stderr
+    assert "Traceback" not in out.stderr
