@@ -9,6 +9,7 @@ plain scores when a group has exactly n items, magnitude and RND roles, validati
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import subprocess
@@ -174,7 +175,7 @@ def test_rbf_bandwidth_is_shared_by_the_groups(rng):
 
 
 def test_large_groups_without_feature_map_compute_blocks_on_demand(rng, monkeypatch):
-    import diversity_core.compare as cmp_mod
+    cmp_mod = importlib.import_module("diversity_core.compare")  # the package exports a function of that name
 
     groups = {"x": rng.normal(size=(40, 3)), "y": rng.normal(size=(90, 3))}
     whole = compare(groups, kernel="rbf", sigma=1.0, rng=0, magnitude=False)

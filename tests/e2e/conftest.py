@@ -79,9 +79,13 @@ def app_url():
         proc.kill()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
-    """Debian's chromium driven by Playwright (fails, does not skip, when missing)."""
+    """Debian's chromium driven by Playwright (fails, does not skip, when missing).
+
+    Module-scoped: Playwright's sync API runs an event loop while open, and other test modules
+    (the report's browser test) start their own.
+    """
     if not Path(CHROMIUM).exists():
         pytest.fail(f"Chromium not found at {CHROMIUM}; install Debian's 'chromium' package (dev.py test does).")
     try:
