@@ -12,6 +12,8 @@ import os
 # A Hugging Face hub lookup retries for ~24 s before failing offline; the models ship as packages.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# torch's OpenMP threads spin while waiting; on a busy small machine that made RND 2-5x slower.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from pathlib import Path  # noqa: E402
 

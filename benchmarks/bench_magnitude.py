@@ -3,10 +3,12 @@
 For n = 2000 Gaussian mixtures with d = 10 and d = 128, in one run on the same data:
 
 - ours: the whole pipeline from the points, ``mag_area(X)`` = distances + t_conv + the 30-scale
-  magnitude function + MagArea (best of ``--repeats``);
+  magnitude function + MagArea;
 - floor: 30 float64 Cholesky factorisations (``scipy.linalg.cho_factor``) of a 2000 x 2000 Z_t,
-  the cost of the 30 solves alone (best of ``--repeats``, interleaved with ours);
+  the cost of the 30 solves alone;
 - magnipy 1.0.0: ``Magnipy(X).MagArea()`` from scratch, in its own venv (see ``magnipy_env.py``);
+
+the three interleaved, best time of each (the machine may be shared);
 - agreement: t_conv, MagArea, and Mag(t) on magnipy's own grid.
 
 Targets: ours <= floor (ratio ours / floor <= 1), magnipy / ours >= 3, results equal to 1e-8.
@@ -16,7 +18,7 @@ error estimates) and a check of the hardest scale against a float64 Cholesky sol
 
 Writes ``benchmarks/results/magnitude.json``. Usage::
 
-    python benchmarks/bench_magnitude.py [--repeats 3] [--large] [--skip-magnipy]
+    python benchmarks/bench_magnitude.py [--repeats 4] [--magnipy-repeats 2] [--large | --only-large]
 """
 
 from __future__ import annotations
@@ -104,14 +106,22 @@ def run_magnipy(X: np.ndarray) -> dict:
         return json.loads(op.read_text())
 
 
-def bench_n2000(d: int, repeats: int, skip_magnipy: bool) -> dict:
+def bench_n2000(d: int, repeats: int, magnipy_repeats: int) -> dict:
+    """Ours, the floor and magnipy interleaved ``repeats`` times (magnipy ``magnipy_repeats``); best of each.
+
+    The machine may be shared: interleaving and taking the best time of each measures all three
+    under comparable load.
+    """
     X = gaussian_mixture(2000, d, seed=1000 + d)
-    ours_times, floor_times = [], []
-    res = None
-    for _ in range(repeats):  # interleaved, best of each: the machine may be shared
+    ours_times, floor_times, mp_times = [], [], []
+    res = mp = None
+    for rep in range(repeats):
         t, res = time_ours(X)
         ours_times.append(t)
         floor_times.append(time_floor(X, res.t_cut / 2))
+        if rep < magnipy_repeats:
+            mp = run_magnipy(X)
+            mp_times.append(mp["seconds"])
     func = res.function
     out = {
         "n": 2000, "d": d,
@@ -121,12 +131,12 @@ def bench_n2000(d: int, repeats: int, skip_magnipy: bool) -> dict:
         "t_conv": res.t_cut, "mag_area": res.area, "stated_max_rel_error": func.max_rel_error,
         "methods": dict(Counter(func.methods)),
     }
-    if not skip_magnipy:
-        mp = run_magnipy(X)
+    if mp is not None:
         mine = magnitude_function(X, mp["ts"])
         out.update({
-            "magnipy_seconds": mp["seconds"],
-            "ratio_magnipy_over_ours": mp["seconds"] / min(ours_times),
+            "magnipy_seconds": min(mp_times), "magnipy_all": mp_times,
+            "ratio_magnipy_over_ours": min(mp_times) / min(ours_times),
+            "ratio_magnipy_over_floor": min(mp_times) / min(floor_times),
             "magnipy_t_conv": mp["t_conv"], "magnipy_mag_area": mp["mag_area"], "magnipy_jittered": mp["jittered"],
             "rel_diff_t_conv": abs(res.t_cut - mp["t_conv"]) / mp["t_conv"],
             "rel_diff_mag_area": abs(res.area - mp["mag_area"]) / mp["mag_area"],
@@ -189,17 +199,26 @@ def bench_large(n: int, d: int, on_partial=None) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=4)
     parser.add_argument("--large", action="store_true", help="also run n = 20000 (several minutes)")
     parser.add_argument("--large-n", type=int, default=20000)
-    parser.add_argument("--skip-magnipy", action="store_true")
+    parser.add_argument("--magnipy-repeats", type=int, default=2, help="0 skips magnipy")
     parser.add_argument("--only-large", action="store_true")
     args = parser.parse_args(argv)
 
     report = {"machine": machine(), "n2000": [], "large": None}
+    if RESULTS.exists():  # keep the part of an earlier run that is not repeated now
+        try:
+            previous = json.loads(RESULTS.read_text())
+        except ValueError:
+            previous = {}
+        if args.only_large:
+            report["n2000"] = previous.get("n2000", [])
+        elif not args.large:
+            report["large"] = previous.get("large")
     if not args.only_large:
         for d in (10, 128):
-            r = bench_n2000(d, args.repeats, args.skip_magnipy)
+            r = bench_n2000(d, args.repeats, min(args.magnipy_repeats, args.repeats))
             report["n2000"].append(r)
             line = (f"n=2000 d={d:<3}  ours {r['ours_seconds']:.2f}s  floor(30 chol64) "
                     f"{r['floor_30_cholesky_seconds']:.2f}s  ours/floor {r['ratio_ours_over_floor']:.2f}")

@@ -3,7 +3,11 @@
 Data: sklearn's digits (n = 1797, 64 features). Settings: ``rnd_score`` defaults (MLP 64 -> 256
 -> 256 -> 64, 200 training items, batch 50, SGD lr 0.01 momentum 0.9) with 10 runs x 50 epochs.
 
-For torch's default thread count, then ``torch.set_num_threads(1)`` and ``(2)``:
+Each configuration runs in a fresh Python process (OpenMP reads its environment when torch is
+imported): torch's default thread count, ``torch.set_num_threads(1)`` and ``(2)``, each with
+OpenMP's default wait policy and with ``OMP_WAIT_POLICY=PASSIVE``. GNU OpenMP's default spins
+while waiting at barriers, which on a machine shared with other processes makes two threads
+several times slower; passive waiting avoids that. For each configuration:
 
 - cold: the first call in the process (one-time costs such as lazy imports, not torch's import);
 - warm: the best and the median of ``--repeats`` further calls;
@@ -23,70 +27,80 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-
-import torch  # noqa: E402
-
-from diversity_core.rnd import rnd_score  # noqa: E402
-
 RESULTS = HERE / "results" / "rnd.json"
 TARGET_S = 20.0
 
 
-def machine() -> dict:
-    """What the numbers were measured on."""
-    return {
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "torch": torch.__version__,
-        "cpu_count": os.cpu_count(),
-        "processor": platform.processor() or platform.machine(),
-        "torch_default_threads": torch.get_num_threads(),
-    }
+def worker(threads: int, repeats: int, runs: int, epochs: int) -> dict:
+    """Time ``rnd_score`` in this process (torch imported here, after the environment is set)."""
+    sys.path.insert(0, str(HERE.parent))
+    import numpy as np
+    import torch
+    from sklearn.datasets import load_digits
 
+    from diversity_core.rnd import rnd_score
 
-def timed(X: np.ndarray, runs: int, epochs: int) -> dict:
-    """One call: wall and CPU seconds, and the score."""
-    wall, cpu = time.perf_counter(), time.process_time()
-    res = rnd_score(X, runs=runs, epochs=epochs, rng=0, device="cpu")
-    return {
-        "wall_s": time.perf_counter() - wall,
-        "cpu_s": time.process_time() - cpu,
-        "score": res.score,
-        "ci": [res.ci_low, res.ci_high],
-    }
-
-
-def bench(X: np.ndarray, threads, repeats: int, runs: int, epochs: int, first: bool) -> dict:
-    if threads is not None:
+    if threads > 0:
         torch.set_num_threads(threads)
+    X = load_digits().data
+
+    def timed() -> dict:
+        wall, cpu = time.perf_counter(), time.process_time()
+        res = rnd_score(X, runs=runs, epochs=epochs, rng=0, device="cpu")
+        return {"wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu, "res": res}
+
     load_before = os.getloadavg()[0]
-    cold = timed(X, runs, epochs) if first else None
-    warm = [timed(X, runs, epochs) for _ in range(repeats)]
+    cold = timed()
+    warm = [timed() for _ in range(repeats)]
     walls = [w["wall_s"] for w in warm]
     median = statistics.median(walls)
+    res = warm[-1]["res"]
     return {
         "threads": torch.get_num_threads(),
-        "cold_s": None if cold is None else cold["wall_s"],
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default"),
+        "cold_s": cold["wall_s"],
         "warm_best_s": min(walls),
         "warm_median_s": median,
         "warm_all_s": walls,
         "warm_cpu_s": [w["cpu_s"] for w in warm],
         "per_epoch_ms": 1e3 * median / epochs,
         "per_run_epoch_ms": 1e3 * median / (epochs * runs),
-        "score": warm[-1]["score"],
-        "ci": warm[-1]["ci"],
+        "score": res.score,
+        "ci": [res.ci_low, res.ci_high],
         "meets_target": median < TARGET_S,
         "load_average_before": load_before,
         "load_average_after": os.getloadavg()[0],
+        "torch": torch.__version__,
+        "numpy": np.__version__,
     }
+
+
+def run_config(threads: int, passive: bool, args) -> dict:
+    env = dict(os.environ)
+    env.pop("OMP_WAIT_POLICY", None)
+    if passive:
+        env["OMP_WAIT_POLICY"] = "PASSIVE"
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--worker",
+        "--threads",
+        str(threads),
+        "--repeats",
+        str(args.repeats),
+        "--runs",
+        str(args.runs),
+        "--epochs",
+        str(args.epochs),
+    ]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> int:
@@ -94,37 +108,43 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--epochs", type=int, default=50)
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--threads", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker:
+        print(json.dumps(worker(args.threads, args.repeats, args.runs, args.epochs)))
+        return 0
 
-    from sklearn.datasets import load_digits
-
-    X = load_digits().data
-    info = machine()
-    rows = {
-        "default": bench(X, None, args.repeats, args.runs, args.epochs, first=True),
-        "threads_1": bench(X, 1, args.repeats, args.runs, args.epochs, first=False),
-        "threads_2": bench(X, 2, args.repeats, args.runs, args.epochs, first=False),
-    }
+    rows = {}
+    for passive in (False, True):
+        for threads, name in ((0, "default"), (1, "threads_1"), (2, "threads_2")):
+            key = f"{name}{'_passive' if passive else ''}"
+            rows[key] = run_config(threads, passive, args)
+            print(f"  done {key}", file=sys.stderr, flush=True)
     out = {
         "benchmark": "rnd_score on sklearn digits (1797 x 64), default MLP preset",
         "runs": args.runs,
         "epochs": args.epochs,
         "repeats": args.repeats,
         "target_s": TARGET_S,
-        "machine": info,
+        "machine": {
+            "python": platform.python_version(),
+            "cpu_count": os.cpu_count(),
+            "processor": platform.processor() or platform.machine(),
+        },
         "results": rows,
     }
-    print(f"RND score, digits {X.shape[0]} x {X.shape[1]}, MLP, {args.runs} runs x {args.epochs} epochs")
+    print(f"RND score, digits 1797 x 64, MLP, {args.runs} runs x {args.epochs} epochs (seconds)")
     print(
-        f"{'threads':>8} {'cold s':>8} {'best s':>8} {'median s':>9} {'ms/epoch':>9} {'ms/run-epoch':>13} "
-        f"{'cpu s':>7} {'load':>5} {'< 20 s':>7}  score"
+        f"{'config':<20} {'threads':>7} {'cold':>6} {'best':>6} {'median':>7} {'ms/epoch':>9} "
+        f"{'ms/run-epoch':>12} {'cpu':>6} {'load':>5} {'<20 s':>6}  score"
     )
-    for row in rows.values():
-        cold = "-" if row["cold_s"] is None else f"{row['cold_s']:.2f}"
+    for key, row in rows.items():
         print(
-            f"{row['threads']:>8} {cold:>8} {row['warm_best_s']:>8.2f} {row['warm_median_s']:>9.2f} "
-            f"{row['per_epoch_ms']:>9.1f} {row['per_run_epoch_ms']:>13.2f} {statistics.median(row['warm_cpu_s']):>7.2f} "
-            f"{row['load_average_before']:>5.1f} {str(row['meets_target']):>7}  {row['score']:.4f}"
+            f"{key:<20} {row['threads']:>7} {row['cold_s']:>6.2f} {row['warm_best_s']:>6.2f} "
+            f"{row['warm_median_s']:>7.2f} {row['per_epoch_ms']:>9.1f} {row['per_run_epoch_ms']:>12.2f} "
+            f"{statistics.median(row['warm_cpu_s']):>6.2f} {row['load_average_before']:>5.1f} "
+            f"{str(row['meets_target']):>6}  {row['score']:.4f}"
         )
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(out, indent=2) + "\n")

@@ -9,6 +9,7 @@ spectrum      the eigenvalue spectrum of the density matrix, dense O(n^3) or dua
 vendi         Vendi scores of every order q from a spectrum; drop-ins for the ``vendi_score`` package
 baselines     IntDiv, average similarity, GMStds
 data          loading embeddings, images, text and molecules into a Dataset; the demo datasets
+rnd           the RND score (random network distillation, torch)
 compare       comparisons of groups at equal n, with intervals and pairwise verdicts
 report        the self-contained HTML report and figure export (imports plotly)
 featurizers   features for each modality (pixels, EfficientNet-Lite0, n-grams, MiniLM, Morgan) and a registry
@@ -38,6 +39,7 @@ from .exceptions import (
 )
 from .featurizers import FEATURIZERS, default_kernel, featurize, list_featurizers
 from .kernels import KERNELS, Kernel, combine_kernel_matrices, get_kernel, kernel_matrix, median_distance
+from .rnd import PAPER_PRESET, RNDResult, rnd_score
 from .spectrum import Spectrum, compute_spectrum, spectrum_from_eigenvalues, spectrum_from_kernel
 from .vendi import (
     default_q_grid,
@@ -79,6 +81,10 @@ __all__ = [
     "average_similarity",
     "gmstds",
     "baseline_scores",
+    # RND
+    "rnd_score",
+    "RNDResult",
+    "PAPER_PRESET",
     # comparisons
     "compare",
     "Comparison",

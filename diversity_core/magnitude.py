@@ -100,6 +100,8 @@ _TCONV_XTOL = 1e-12
 _F32_FLUSH = 1e-30
 #: Rows per block in the blocked O(n^2) passes (bounds temporaries to ~_BLOCK * n entries).
 _BLOCK = 512
+#: Smallest n for which a stale float32 factor is tried as a preconditioner before a new one.
+_STALE_MIN_N = 4000
 #: Per grid step, the CG steps predicted by a failed trial shrink by about this factor (the
 #: conditioning of Z_t improves with t); CG is tried again once the prediction fits the budget.
 _CG_NEED_DECAY = 0.85
@@ -659,7 +661,7 @@ class _Engine:
         # preconditioned by a stale factor costs about two products, and beats a fresh
         # factorisation only for larger n.
         self.budget_cg = int(np.clip(self.n // 300 + 5, 10, 300))
-        self.budget_stale = int(np.clip(self.budget_cg // 2, 4, 150)) if self.n >= 4000 else 0
+        self.budget_stale = int(np.clip(self.budget_cg // 2, 4, 150)) if self.n >= _STALE_MIN_N else 0
 
     # -- forming Z ------------------------------------------------------------------------
     def form(self, t: float) -> None:
@@ -830,7 +832,11 @@ class _Engine:
         return _Solve(value, x, err, method, k, converged=False)
 
     def _finish(self, x: np.ndarray, value: float, err: float, method: str, k: int) -> _Solve:
-        """Add the rounding floor n eps |x|^T Z |x| of the float64 residuals.
+        """Add the rounding floor sqrt(n) eps |x|^T Z |x| of the float64 residuals.
+
+        (The probabilistic rounding-error bound of an n-term sum; the worst case n eps is
+        orders of magnitude pessimistic: at n = 20000 the solves agreed with a float64 Cholesky
+        solve to 2e-16 where n eps |x|^T Z |x| / Mag was 1e-8.)
 
         With x = x+ - x- and Z x ~ 1 (Z >= 0 elementwise, entries <= 1):
         |x|^T Z |x| = x^T Z x + 4 x-^T Z x + 4 x-^T Z x- <= |value| + 4 s (1 + tol) + 4 s^2,
@@ -838,7 +844,7 @@ class _Engine:
         """
         neg = float(-x[x < 0].sum())
         absq = abs(value) + 4.0 * neg * (1.0 + 1e-6) + 4.0 * neg * neg
-        floor = self.n * _EPS * absq
+        floor = math.sqrt(self.n) * _EPS * absq
         return _Solve(value, x, err + floor, method, k, converged=True)
 
     # -- strategy -------------------------------------------------------------------------
@@ -1032,8 +1038,8 @@ def _solve_grid(engine: _Engine, ts: np.ndarray, progress: Optional[ProgressCall
                 cg_need *= _CG_NEED_DECAY
             try_cg = use_cg or (_cg_promising(engine, x_prev) and (cg_need is None or cg_need <= engine.budget_cg))
             res = engine.solve(guess, try_cg=try_cg)
-            if engine.last_cg_need is not None:
-                cg_need = engine.last_cg_need
+            if engine.last_cg_need is not None:  # capped: CG is tried again within ~8 scales
+                cg_need = min(engine.last_cg_need, 4.0 * engine.budget_cg)
             if res.singular:
                 values[i], errors[i], singular[i], methods[i] = math.nan, math.nan, True, "singular"
                 x_prev = x_prev2 = None

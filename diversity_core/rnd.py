@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -256,13 +256,13 @@ def _normalise(X: np.ndarray, architecture: str) -> np.ndarray:
     return np.ascontiguousarray((X - mean) / std, dtype=np.float32)
 
 
-def _batches(perm: np.ndarray, batch_size: int):
-    """Split a permutation of the training items into mini-batches (a lone last item joins the previous)."""
-    cuts = list(range(0, perm.shape[-1], batch_size))
-    if len(cuts) > 1 and perm.shape[-1] - cuts[-1] == 1:
+def _batch_bounds(train_size: int, batch_size: int):
+    """(start, stop) of each mini-batch of an epoch; a lone last item joins the previous batch."""
+    cuts = list(range(0, train_size, batch_size))
+    if len(cuts) > 1 and train_size - cuts[-1] == 1:
         cuts.pop()
-    cuts.append(perm.shape[-1])
-    return [perm[..., a:b] for a, b in zip(cuts[:-1], cuts[1:])]
+    cuts.append(train_size)
+    return list(zip(cuts[:-1], cuts[1:]))
 
 
 # --------------------------------------------------------------------------------------------
@@ -304,7 +304,16 @@ def _mlp_forward(params, X):
     return h
 
 
-def _run_mlp(X, splits, batch_orders, init_gens, *, lr, momentum, optimizer, batch_size, device, progress):
+def _emit_curves(on_epoch, mse_t: np.ndarray, mse_v: np.ndarray) -> None:
+    """Call ``on_epoch`` with the RND_i curves so far (NaN where an epoch has not run yet)."""
+    if on_epoch is not None:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            on_epoch((mse_v - mse_t) / (mse_v + mse_t))
+
+
+def _run_mlp(
+    X, splits, batch_orders, init_gens, *, lr, momentum, optimizer, batch_size, device, progress, on_epoch
+):
     import torch
 
     runs, n = len(splits), X.shape[0]
@@ -319,28 +328,31 @@ def _run_mlp(X, splits, batch_orders, init_gens, *, lr, momentum, optimizer, bat
         Y = torch.cat(
             [_mlp_forward(target, Xd[a : a + chunk].expand(runs, -1, -1)) for a in range(0, n, chunk)], 1
         )
-    Y = Y.clone()  # a normal tensor, usable under autograd
     is_train = torch.zeros(runs, n, dtype=torch.bool)
     for j, (tr, _) in enumerate(splits):
         is_train[j, torch.from_numpy(tr)] = True
     is_train = is_train.to(device)
     n_val = n - train_size
     train_idx = torch.from_numpy(np.stack([tr for tr, _ in splits])).to(device)  # (runs, k)
-    run_axis = torch.arange(runs, device=device)[:, None]
+    X_train = Xd[train_idx]  # (runs, k, d), each run's own training items
+    Y_train = Y[torch.arange(runs, device=device)[:, None], train_idx]  # (runs, k, out)
     opt = _make_optimizer(predictor, optimizer, lr, momentum)
-    mse_t = torch.empty(runs, epochs, dtype=torch.float64, device=device)
-    mse_v = torch.empty(runs, epochs, dtype=torch.float64, device=device)
+    mse_t = torch.full((runs, epochs), math.nan, dtype=torch.float64, device=device)
+    mse_v = torch.full((runs, epochs), math.nan, dtype=torch.float64, device=device)
+    bounds = _batch_bounds(train_size, batch_size)
     total = runs * epochs
     for epoch in range(epochs):
-        order = torch.from_numpy(np.stack([o[epoch] for o in batch_orders])).to(device)  # (runs, k)
-        for cols in _batches(order, batch_size):
-            idx = torch.gather(train_idx, 1, cols)  # (runs, b) item indices
-            xb = Xd[idx]  # (runs, b, d)
-            yb = Y[run_axis, idx]  # (runs, b, out)
-            # Each run's loss is its own batch's MSELoss (mean over items and outputs); summing
-            # over runs keeps the runs' gradients separate (each parameter slice sees only its
-            # own run's loss).
-            loss = (_mlp_forward(predictor, xb) - yb).square().mean(dim=(1, 2)).sum()
+        # Shuffle once per epoch (one gather), then the mini-batches are contiguous slices:
+        # few, large operations keep the per-step overhead low.
+        order = torch.from_numpy(np.stack([o[epoch] for o in batch_orders])).to(device)[..., None]
+        xs = torch.gather(X_train, 1, order.expand(-1, -1, X_train.shape[2]))
+        ys = torch.gather(Y_train, 1, order.expand(-1, -1, Y_train.shape[2]))
+        for a, b in bounds:
+            # Each run's loss is its own batch's MSELoss (mean over items and outputs). All runs
+            # share the batch size, so the sum over runs is one summed squared error divided
+            # by (batch x outputs); each parameter slice sees only its own run's loss.
+            pred = _mlp_forward(predictor, xs[:, a:b])
+            loss = torch.nn.functional.mse_loss(pred, ys[:, a:b], reduction="sum") / ((b - a) * ys.shape[2])
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -356,6 +368,8 @@ def _run_mlp(X, splits, batch_orders, init_gens, *, lr, momentum, optimizer, bat
             mse_t[:, epoch] = sq_t / train_size
             mse_v[:, epoch] = sq_v / n_val
         report(progress, (epoch + 1) * runs, total, f"epoch {epoch + 1}/{epochs} of all {runs} runs")
+        if on_epoch is not None:
+            _emit_curves(on_epoch, mse_t.cpu().numpy(), mse_v.cpu().numpy())
     return mse_t.cpu().numpy(), mse_v.cpu().numpy()
 
 
@@ -363,8 +377,8 @@ def _make_optimizer(params, optimizer: str, lr: float, momentum: float):
     import torch
 
     if optimizer == "sgd":
-        return torch.optim.SGD(params, lr=lr, momentum=momentum)
-    return torch.optim.Adam(params, lr=lr)
+        return torch.optim.SGD(params, lr=lr, momentum=momentum, foreach=True)
+    return torch.optim.Adam(params, lr=lr, foreach=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -503,7 +517,8 @@ def _calibrate_batchnorm(net, X, chunk: int) -> None:
 
 
 def _run_modules(
-    X, splits, batch_orders, init_gens, *, architecture, lr, momentum, optimizer, batch_size, device, progress
+    X, splits, batch_orders, init_gens, *, architecture, lr, momentum, optimizer, batch_size, device, progress,
+    on_epoch,
 ):
     import torch
 
@@ -512,8 +527,9 @@ def _run_modules(
     Xd = torch.from_numpy(X).to(device)
     per_item = int(np.prod(X.shape[1:])) * 16  # rough activation floats alive per image
     chunk = int(np.clip(_EVAL_FLOATS // per_item, 2, 1024))
-    mse_t = np.empty((runs, epochs))
-    mse_v = np.empty((runs, epochs))
+    mse_t = np.full((runs, epochs), np.nan)
+    mse_v = np.full((runs, epochs), np.nan)
+    bounds = _batch_bounds(splits[0][0].size, batch_size)
     total = runs * epochs
     for j in range(runs):
         target = _build_network(architecture, X.shape[1], init_gens[j], device)
@@ -532,8 +548,8 @@ def _run_modules(
         for epoch in range(epochs):
             predictor.train()
             order = torch.from_numpy(batch_orders[j][epoch]).to(device)
-            for cols in _batches(order, batch_size):
-                idx = train[cols]
+            for a, b in bounds:
+                idx = train[order[a:b]]
                 loss = (predictor(Xd[idx]) - Y[idx]).square().mean()  # torch.nn.MSELoss
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
@@ -544,6 +560,7 @@ def _run_modules(
                 mse_t[j, epoch] = float(err[is_train].mean())
                 mse_v[j, epoch] = float(err[~is_train].mean())
             report(progress, j * epochs + epoch + 1, total, f"run {j + 1}/{runs}, epoch {epoch + 1}/{epochs}")
+            _emit_curves(on_epoch, mse_t, mse_v)
     return mse_t, mse_v
 
 
@@ -567,6 +584,7 @@ def rnd_score(
     device: str = "auto",
     rng: RandomLike = None,
     progress: Optional[ProgressCallback] = None,
+    on_epoch: Optional[Callable[[np.ndarray], None]] = None,
 ) -> RNDResult:
     r"""RND score: the normalised generalisation gap of a predictor distilling a random network.
 
@@ -631,6 +649,9 @@ def rnd_score(
         Seed of the splits, batch orders and network initialisations.
     progress : callable, optional
         ``progress(done, total, message)`` with ``total = runs * epochs`` run-epochs.
+    on_epoch : callable, optional
+        ``on_epoch(curves)`` after every epoch, with the ``RND_i`` curves so far as an array
+        of shape (runs, epochs), NaN where an epoch has not run yet (for live plots).
 
     Returns
     -------
@@ -693,7 +714,11 @@ def rnd_score(
     forward pass over all items under ``torch.inference_mode``, and no ``DataLoader`` is used.
     Cost per epoch is about ``runs * N`` forward passes plus ``runs * train_size`` training
     passes; memory is bounded by evaluating in chunks. Runs of the convolutional networks train
-    one after the other. On a CPU, results are deterministic for a fixed seed (explicit
+    one after the other. Torch's thread settings are left alone. On a machine shared with
+    other busy processes, GNU OpenMP's default spin-waiting at barriers makes two threads
+    several times slower than one; set ``OMP_WAIT_POLICY=PASSIVE`` in the environment before
+    torch is imported (the ``diversity rnd`` command does), or use ``torch.set_num_threads(1)``.
+    ``benchmarks/bench_rnd.py`` measures both. On a CPU, results are deterministic for a fixed seed (explicit
     ``torch.Generator`` and numpy generators; global seeds are never touched). CUDA kernels may
     differ in the last bits from one run to the next.
 
@@ -767,7 +792,8 @@ def rnd_score(
 
     report(progress, 0, runs * epochs, "starting")
     common = dict(
-        lr=lr, momentum=momentum, optimizer=optimizer, batch_size=batch_size, device=dev, progress=progress
+        lr=lr, momentum=momentum, optimizer=optimizer, batch_size=batch_size, device=dev, progress=progress,
+        on_epoch=on_epoch,
     )
     if arch == "mlp":
         mse_t, mse_v = _run_mlp(Xn, splits, orders, init_gens, **common)
@@ -806,7 +832,6 @@ def rnd_score(
         "input_shape": list(X.shape[1:]),
         "normalisation": "per feature" if arch == "mlp" else "per channel",
         "confidence": 0.95,
-        "seed": base,
     }
     arrays = []
     for a in (run_scores, curves, mse_t, mse_v):

@@ -170,6 +170,27 @@ def test_function_is_monotone_on_a_cloud(rng):
     assert f.t_conv == f.ts[-1]
 
 
+def test_large_n_code_paths_on_small_data(monkeypatch, rng):
+    """The blocked Cholesky (used above 1 GiB) and stale-factor preconditioning give the same curve."""
+    import diversity_core.magnitude as mod
+
+    X = _mixture(rng, 300, 4)
+    ref = magnitude_function(X, n_scales=12)
+    monkeypatch.setattr(mod, "_LAPACK_MAX_BYTES", 1000)
+    monkeypatch.setattr(mod, "_CHOL_BLOCK", 64)
+    monkeypatch.setattr(mod, "_STALE_MIN_N", 0)
+    f = magnitude_function(X, ref.ts)
+    np.testing.assert_allclose(f.values, ref.values, rtol=1e-10)
+    assert f.max_rel_error < ACCURACY_RTOL
+    A = np.exp(-0.3 * cdist(X, X)).astype(np.float32)
+    L = A.copy()
+    assert mod._blocked_cholesky(L)
+    np.testing.assert_allclose(np.tril(L).astype(np.float64), np.linalg.cholesky(A.astype(np.float64)), atol=1e-4)
+    bad = np.eye(100)
+    bad[50, 50] = -1.0
+    assert not mod._blocked_cholesky(bad)
+
+
 # ------------------------------------------------------------------------------------------
 # Duplicates (twin property)
 # ------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +24,16 @@ from diversity_core.exceptions import DiversityInputError  # noqa: E402
 from diversity_core.rnd import PAPER_PRESET, RNDResult, rnd_score  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread():
+    """Run this module single-threaded: the small batched ops gain nothing from a second thread,
+    and on a busy machine OpenMP's barriers make two threads several times slower."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +87,7 @@ def test_structure_scores_above_uniform_noise_of_the_same_shape(digits):
 
 def test_truncation_ordering():
     """Fig. 1 of the paper: a smaller latent truncation gives a lower score, in order."""
-    kw = dict(runs=20, epochs=50, rng=1)
+    kw = dict(runs=15, epochs=50, rng=1)
     r002, r05, r1 = (rnd_score(truncated_mixture(tau), **kw) for tau in (0.02, 0.5, 1.0))
     assert separated(r05, r002), (r002, r05)
     assert separated(r1, r05), (r05, r1)
@@ -355,6 +366,7 @@ def _cli(*args):
         text=True,
         cwd=ROOT,
         timeout=300,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
     )
 
 
@@ -386,3 +398,14 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path, rng):
     assert out.stdout == ""
     assert "train_size=200 + batch_size=50 = 250, got 100 items" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_on_epoch_reports_growing_curves():
+    from sklearn.datasets import load_digits
+
+    X = load_digits().data[:300]
+    seen = []
+    res = rnd_score(X, train_size=100, epochs=4, average_last=2, runs=3, rng=0, on_epoch=lambda c: seen.append(c.copy()))
+    assert len(seen) == 4
+    assert np.isnan(seen[0][:, 1:]).all() and np.isfinite(seen[0][:, 0]).all()
+    np.testing.assert_allclose(seen[-1], res.curves, rtol=1e-12)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Optional
 
@@ -78,6 +79,22 @@ def result_key(view, featurizer: str, s: RNDSettings) -> tuple:
     return (view.key, featurizer, s)
 
 
+class _LiveCurves:
+    """``on_epoch`` callback: redraws the RND_i curves as they grow (at most every 0.4 s)."""
+
+    def __init__(self, chart, finished: dict, name: str, s: RNDSettings):
+        self.chart, self.finished, self.name, self.s = chart, finished, name, s
+        self.last = 0.0
+
+    def __call__(self, curves) -> None:
+        now = time.monotonic()
+        if now - self.last < 0.4:
+            return
+        self.last = now
+        self.chart.plotly_chart(rnd_figure({**self.finished, self.name: curves}, average_last=self.s.average_last,
+                                           total_epochs=self.s.epochs))
+
+
 def run(view, featurizer: str, s: RNDSettings) -> Optional[dict]:
     """Train under a progress bar; the curves of finished sets appear as they finish."""
     ds = view.data
@@ -87,8 +104,9 @@ def run(view, featurizer: str, s: RNDSettings) -> Optional[dict]:
     chart = st.empty()
     for i, (name, idx) in enumerate(sets.items()):
         bar = ProgressBar(f"RND on {name} ({i + 1} of {len(sets)})")
+        live = _LiveCurves(chart, {k: r.curves for k, r in results.items()}, name, s)
         try:
-            results[name] = rnd_score(X[idx], progress=bar, **s.kwargs(arch))
+            results[name] = rnd_score(X[idx], progress=bar, on_epoch=live, **s.kwargs(arch))
         except Exception as exc:  # noqa: BLE001 - shown to the user, the other sets still run
             st.error(error_message(f"RND on {name}", exc))
         finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 
@@ -49,6 +50,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=50, help="mini-batch size (default 50)")
     p.add_argument("--device", choices=DEVICES, default="auto", help="cpu, cuda, or auto (default)")
     p.add_argument("--seed", type=int, default=0, help="random seed of splits and networks (default 0)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        help="torch CPU threads (default 0: torch's own choice); 1 is often fastest on a busy machine",
+    )
     p.add_argument("--group-column", default=None, help="column (or npz array) naming each item's group")
     p.add_argument(
         "--featurizer",
@@ -105,8 +112,23 @@ def _sets(dataset) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``diversity rnd``."""
+    # GNU OpenMP spins at barriers by default; with other processes on the cores that makes
+    # torch's many small parallel operations several times slower. It reads this variable when
+    # torch is imported, so it only takes effect when nothing has imported torch yet; an
+    # explicit setting in the environment wins.
+    if "torch" not in sys.modules:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if args.threads < 0:
+        raise DiversityInputError(
+            f"--threads must be 0 (torch's default) or a positive number; got {args.threads}."
+        )
     from ..data import load_dataset
     from ..rnd import rnd_score
+
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
 
     dataset = load_dataset(args.file, group_column=args.group_column)
     for item in dataset.skipped[:5]:
