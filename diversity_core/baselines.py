@@ -30,7 +30,7 @@ def _weighted_sums(X, kernel, weights, kernel_params):
     kern = kern.resolve(X)
     if kern.has_feature_map:
         # p^T K p = ||Phi^T p||^2: O(n d) instead of O(n^2 d)
-        Phi = kern.feature_map(X)
+        Phi = kern._feature_map(X)
         v = Phi.T @ p
         v = np.asarray(v, dtype=np.float64).ravel()
         quad = float(v @ v)
