@@ -9,6 +9,7 @@ spectrum      the eigenvalue spectrum of the density matrix, dense O(n^3) or dua
 vendi         Vendi scores of every order q from a spectrum; drop-ins for the ``vendi_score`` package
 baselines     IntDiv, average similarity, GMStds
 data          loading embeddings, images, text and molecules into a Dataset; the demo datasets
+magnitude     metric-space magnitude: Mag(t), t_conv, MagArea, MagDiff
 rnd           the RND score (random network distillation, torch)
 compare       comparisons of groups at equal n, with intervals and pairwise verdicts
 report        the self-contained HTML report and figure export (imports plotly)
@@ -39,6 +40,20 @@ from .exceptions import (
 )
 from .featurizers import FEATURIZERS, default_kernel, featurize, list_featurizers
 from .kernels import KERNELS, Kernel, combine_kernel_matrices, get_kernel, kernel_matrix, median_distance
+from .magnitude import (
+    MagAreaResult,
+    MagDiffResult,
+    MagnitudeComparison,
+    MagnitudeFunction,
+    MagnitudeResult,
+    compare_magnitude,
+    convergence_scale,
+    mag_area,
+    mag_diff,
+    magnitude,
+    magnitude_function,
+    magnitude_weights,
+)
 from .rnd import PAPER_PRESET, RNDResult, rnd_score
 from .spectrum import Spectrum, compute_spectrum, spectrum_from_eigenvalues, spectrum_from_kernel
 from .vendi import (
@@ -81,6 +96,19 @@ __all__ = [
     "average_similarity",
     "gmstds",
     "baseline_scores",
+    # magnitude
+    "magnitude",
+    "magnitude_weights",
+    "magnitude_function",
+    "convergence_scale",
+    "mag_area",
+    "mag_diff",
+    "compare_magnitude",
+    "MagnitudeResult",
+    "MagnitudeFunction",
+    "MagAreaResult",
+    "MagDiffResult",
+    "MagnitudeComparison",
     # RND
     "rnd_score",
     "RNDResult",
