@@ -94,6 +94,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import hashlib
+import importlib
 import io
 import json
 import math
@@ -743,7 +744,7 @@ class _MagnitudeStats:
         self.n_merged = 0
 
     def __call__(self, idx: np.ndarray) -> np.ndarray:
-        from . import magnitude as mag_mod
+        mag_mod = importlib.import_module(".magnitude", __package__)  # the package exports a function "magnitude"
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DuplicatesMergedWarning)
@@ -777,7 +778,7 @@ def _area(ts: np.ndarray, values: np.ndarray, t_end: float) -> float:
 
 
 def _convergence_scale(X: np.ndarray, metric: str) -> float:
-    from . import magnitude as mag_mod
+    mag_mod = importlib.import_module(".magnitude", __package__)  # the package exports a function "magnitude"
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DuplicatesMergedWarning)
