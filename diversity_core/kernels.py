@@ -49,6 +49,7 @@ __all__ = [
     "get_kernel",
     "kernel_matrix",
     "median_distance",
+    "row_norms",
     "normalize_diagonal",
     "combine_kernel_matrices",
 ]
@@ -120,8 +121,8 @@ def _gram(A, B=None) -> np.ndarray:
     return np.asarray(G, dtype=np.float64)
 
 
-def _row_norms(X) -> np.ndarray:
-    """Euclidean norm of each row (sparse-aware), accumulated in float64."""
+def row_norms(X) -> np.ndarray:
+    """Euclidean norm of each row of a dense or sparse feature matrix, as float64."""
     if sp.issparse(X):
         return np.sqrt(np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel())
     # in the data's own precision: a float64 accumulator for float32 rows costs a conversion
@@ -258,7 +259,7 @@ class CosineKernel(Kernel):
         return True
 
     def _feature_map(self, X):
-        norms = _row_norms(X)
+        norms = row_norms(X)
         if np.any(norms == 0):
             rows = np.flatnonzero(norms == 0)
             raise DiversityInputError(

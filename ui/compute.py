@@ -26,6 +26,7 @@ import streamlit as st
 
 import diversity_core as dc
 from diversity_core.featurizers import FEATURIZERS, featurize, list_featurizers, resolve_featurizer
+from diversity_core.kernels import row_norms
 
 from .data import View, view_hash
 from .feedback import progress_bar
@@ -287,9 +288,7 @@ def run_umap(view: View, featurizer: str, metric: str, n_neighbors: int, min_dis
 
 def norms(X) -> np.ndarray:
     """Euclidean norm of each row (the embeddings summary)."""
-    if sp.issparse(X):
-        return np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
-    return np.linalg.norm(np.asarray(X, dtype=np.float64), axis=1)
+    return row_norms(X)
 
 
 def feature_summary(X) -> dict:
