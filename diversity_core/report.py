@@ -263,12 +263,9 @@ def _group_datasets(datasets, groups: Sequence[str]) -> Dict[str, Any]:
 def _png_data_uri(img: np.ndarray, px: int = 96) -> str:
     from PIL import Image
 
-    a = np.asarray(img)
-    if a.ndim == 3 and a.shape[-1] == 1:
-        a = a[..., 0]
-    factor = max(1, px // max(a.shape[0], a.shape[1]))
-    if factor > 1:
-        a = np.repeat(np.repeat(a, factor, axis=0), factor, axis=1)
+    from .data.images import enlarge_thumbnail
+
+    a = enlarge_thumbnail(img, px)
     buf = io.BytesIO()
     Image.fromarray(np.ascontiguousarray(a.astype(np.uint8))).save(buf, format="PNG")
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")

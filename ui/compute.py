@@ -158,22 +158,24 @@ def resolved_kernel_params(spec: dc.Spectrum) -> dict:
     return {k: v for k, v in spec.kernel.items() if k != "name" and v is not None}
 
 
+def _group_parts(view: View, featurizer: str):
+    """(group, features, weights) of every group with at least 2 items (none without groups)."""
+    ds = view.data
+    if ds.groups is None:
+        return
+    X = features(view, featurizer, show_progress=False)
+    for g in ds.group_names():
+        idx = ds.group_indices(g)
+        if idx.size >= 2:
+            yield g, X[idx], None if ds.weights is None else ds.weights[idx]
+
+
 @st.cache_data(max_entries=32, show_spinner="Computing the spectrum of each group…", hash_funcs=HASH)
 def group_spectra(view: View, featurizer: str, kernel: str, kernel_params: tuple) -> dict:
     """Spectrum of each group, with the kernel resolved on the whole view (same bandwidth)."""
-    ds = view.data
-    if ds.groups is None:
-        return {}
-    X = features(view, featurizer, show_progress=False)
     params = resolved_kernel_params(spectrum(view, featurizer, kernel, kernel_params))
-    out = {}
-    for g in ds.group_names():
-        idx = ds.group_indices(g)
-        if idx.size < 2:
-            continue
-        w = None if ds.weights is None else ds.weights[idx]
-        out[g] = dc.compute_spectrum(X[idx], kernel=kernel, weights=w, **params)
-    return out
+    return {g: dc.compute_spectrum(Xg, kernel=kernel, weights=w, **params)
+            for g, Xg, w in _group_parts(view, featurizer)}
 
 
 @st.cache_data(max_entries=32, show_spinner="Computing the baseline scores…", hash_funcs=HASH)
@@ -192,19 +194,8 @@ def baselines(view: View, featurizer: str, kernel: str, kernel_params: tuple) ->
 @st.cache_data(max_entries=32, show_spinner=False, hash_funcs=HASH)
 def group_baselines(view: View, featurizer: str, kernel: str, kernel_params: tuple) -> dict:
     """IntDiv of each group (same kernel as the whole view)."""
-    ds = view.data
-    if ds.groups is None:
-        return {}
-    X = features(view, featurizer, show_progress=False)
     params = resolved_kernel_params(spectrum(view, featurizer, kernel, kernel_params))
-    out = {}
-    for g in ds.group_names():
-        idx = ds.group_indices(g)
-        if idx.size < 2:
-            continue
-        w = None if ds.weights is None else ds.weights[idx]
-        out[g] = dc.intdiv(X[idx], kernel=kernel, weights=w, **params)
-    return out
+    return {g: dc.intdiv(Xg, kernel=kernel, weights=w, **params) for g, Xg, w in _group_parts(view, featurizer)}
 
 
 def score_rows(spec: dc.Spectrum, groups: dict, group_intdiv: dict, q: float) -> list:

@@ -4,27 +4,16 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 from diversity_core.data import Dataset
+from diversity_core.data.images import enlarge_thumbnail
 
 #: Side of a thumbnail on screen (small images are enlarged without smoothing).
 THUMB_PX = 72
 #: Longest text snippet shown in a gallery.
 SNIPPET_CHARS = 180
-
-
-def _thumbnail(img: np.ndarray, px: int = THUMB_PX) -> np.ndarray:
-    """An item image enlarged to about ``px`` pixels (nearest neighbour keeps pixels sharp)."""
-    a = np.asarray(img)
-    if a.ndim == 3 and a.shape[-1] == 1:
-        a = a[..., 0]
-    factor = max(1, px // max(a.shape[0], a.shape[1]))
-    if factor > 1:
-        a = np.repeat(np.repeat(a, factor, axis=0), factor, axis=1)
-    return a
 
 
 @st.cache_data(max_entries=4000, show_spinner=False)
@@ -70,7 +59,7 @@ def show_items(
         return
     notes = list(notes) if notes is not None else [None] * len(idx)
     if ds.modality == "images":
-        images = [_thumbnail(ds.items[i]) for i in idx]
+        images = [enlarge_thumbnail(ds.items[i], THUMB_PX) for i in idx]
         for start in range(0, len(idx), columns):
             cols = st.columns(columns)
             for col, i, img, note in zip(cols, idx[start:], images[start:start + columns], notes[start:]):

@@ -91,6 +91,20 @@ def thumbnail_array(img, side: int) -> np.ndarray:
     return a[:, :, None] if a.ndim == 2 else a
 
 
+def enlarge_thumbnail(img: np.ndarray, px: int) -> np.ndarray:
+    """A thumbnail enlarged by an integer factor to about ``px`` pixels (nearest neighbour keeps pixels sharp).
+
+    A single-channel image comes back 2-D (H x W), ready for PIL or ``st.image``.
+    """
+    a = np.asarray(img)
+    if a.ndim == 3 and a.shape[-1] == 1:
+        a = a[..., 0]
+    factor = max(1, px // max(a.shape[0], a.shape[1]))
+    if factor > 1:
+        a = np.repeat(np.repeat(a, factor, axis=0), factor, axis=1)
+    return a
+
+
 def _stack_thumbnails(images: list, where: str) -> np.ndarray:
     """Thumbnails of equal shape: native when all equal and small, else 64 x 64."""
     grayscale = all(im.mode == "L" for im in images)
