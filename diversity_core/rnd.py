@@ -162,14 +162,9 @@ def _dataset_array(data, architecture: str) -> np.ndarray:
         from .featurizers import featurize
 
         features = featurize(data)
-    if hasattr(features, "toarray"):  # sparse n-gram counts
-        if features.shape[0] * features.shape[1] > _MAX_DENSE:
-            raise DiversityInputError(
-                f"the {features.shape[0]} x {features.shape[1]} sparse features are too wide for an "
-                "RND network; use dense embeddings (e.g. the 'minilm' featurizer) instead."
-            )
-        features = features.toarray()
-    return np.asarray(features)
+    from .featurizers import dense_features
+
+    return dense_features(features, max_entries=_MAX_DENSE, purpose="an RND network")
 
 
 def _as_input_array(data, architecture: str) -> np.ndarray:

@@ -48,6 +48,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def warn_skipped(dataset) -> None:
+    """On stderr: the first entries the loader skipped, and how many in all."""
+    for item in dataset.skipped[:5]:
+        print(f"warning: skipped {item.where}: {item.reason}", file=sys.stderr)
+    if len(dataset.skipped) > 5:
+        print(f"warning: {dataset.name}: skipped {len(dataset.skipped)} entries in all (see `diversity inspect`)",
+              file=sys.stderr)
+
+
 def _format_warning(message, category, filename, lineno, line=None) -> str:
     """One-line warnings on stderr."""
     return f"warning: {message}\n"

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from ..exceptions import DiversityInputError
+from . import warn_skipped
 from ._score import _q_value, add_kernel_arguments, kernel_params
 
 DEFAULT_QS = (0.5, 1.0, 2.0, math.inf)
@@ -93,7 +94,7 @@ def _load_groups(args) -> tuple:
         )
     if len(files) == 1:
         ds = load_dataset(files[0], group_column=args.group_column)
-        _warn_skipped(ds)
+        warn_skipped(ds)
         names = ds.group_names()
         if len(names) < 2:
             detail = "no group column" if ds.groups is None else f"only the group {names[0]!r}"
@@ -112,7 +113,7 @@ def _load_groups(args) -> tuple:
     datasets = {}
     for name, path in zip(names, files):
         ds = load_dataset(path)
-        _warn_skipped(ds)
+        warn_skipped(ds)
         datasets[name] = ds
     first = next(iter(datasets.values()))
     return datasets, datasets, default_kernel(args.featurizer, dataset=first)
@@ -124,14 +125,6 @@ def _names_for(files) -> list:
     if len(set(stems)) == len(stems):
         return stems
     return [str(Path(f).with_suffix("")) for f in files]
-
-
-def _warn_skipped(ds) -> None:
-    for item in ds.skipped[:5]:
-        print(f"warning: skipped {item.where}: {item.reason}", file=sys.stderr)
-    if len(ds.skipped) > 5:
-        print(f"warning: {ds.name}: skipped {len(ds.skipped)} entries in all (see `diversity inspect`)",
-              file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:

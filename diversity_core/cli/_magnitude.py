@@ -10,6 +10,7 @@ import sys
 import numpy as np
 
 from ..exceptions import DiversityInputError
+from . import warn_skipped
 
 #: Largest dense feature matrix built from sparse features (entries).
 _MAX_DENSE = 200_000_000
@@ -56,24 +57,17 @@ def _progress(done: int, total: int, message: str) -> None:
 def _load(args: argparse.Namespace):
     """Dataset and a dense float matrix (features, or D with --metric precomputed)."""
     from ..data import load_dataset
-    from ..featurizers import featurize
+    from ..featurizers import dense_features, featurize
 
     dataset = load_dataset(args.file, group_column=args.group_column)
-    for item in dataset.skipped[:5]:
-        print(f"warning: skipped {item.where}: {item.reason}", file=sys.stderr)
+    warn_skipped(dataset)
     if args.metric == "precomputed":
         if dataset.features is None:
             raise DiversityInputError(f"--metric precomputed needs a numeric n x n matrix in {args.file}.")
         X = np.asarray(dataset.features, dtype=np.float64)
     else:
         X = featurize(dataset, args.featurizer, progress=_progress)
-    if hasattr(X, "toarray"):  # sparse n-gram counts
-        if X.shape[0] * X.shape[1] > _MAX_DENSE:
-            raise DiversityInputError(
-                f"the {X.shape[0]} x {X.shape[1]} sparse features are too large to densify for magnitude; "
-                "use embeddings (e.g. --featurizer minilm) instead."
-            )
-        X = X.toarray()
+    X = dense_features(X, max_entries=_MAX_DENSE, purpose="magnitude")
     return dataset, np.asarray(X, dtype=np.float64)
 
 

@@ -9,9 +9,8 @@ import os
 import sys
 import time
 
-import numpy as np
-
 from ..exceptions import DiversityInputError
+from . import warn_skipped
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -89,12 +88,10 @@ def _inputs(dataset, architecture: str, featurizer: str):
     """What to hand to :func:`rnd_score`: the Dataset itself, or features from a named featurizer."""
     if featurizer == "default" or architecture in ("cnn", "resnet18"):
         return dataset
-    from ..featurizers import featurize
+    from ..featurizers import dense_features, featurize
+    from ..rnd import _MAX_DENSE
 
-    X = featurize(dataset, featurizer)
-    if hasattr(X, "toarray"):
-        X = X.toarray()
-    return np.asarray(X)
+    return dense_features(featurize(dataset, featurizer), max_entries=_MAX_DENSE, purpose="an RND network")
 
 
 def _num(v):
@@ -131,8 +128,7 @@ def run(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
 
     dataset = load_dataset(args.file, group_column=args.group_column)
-    for item in dataset.skipped[:5]:
-        print(f"warning: skipped {item.where}: {item.reason}", file=sys.stderr)
+    warn_skipped(dataset)
     arch = args.architecture
     if args.featurizer != "default" and arch == "auto":
         arch = "mlp"

@@ -13,6 +13,7 @@ import numpy as np
 from ..exceptions import DiversityInputError
 from ..kernels import KERNELS
 from ..spectrum import DEVICES, METHODS
+from . import warn_skipped
 
 DEFAULT_QS = ("0", "0.5", "1", "2", "inf")
 
@@ -67,10 +68,7 @@ def load_for_cli(args: argparse.Namespace):
         else:
             weight_column = args.weights
     dataset = load_dataset(args.file, group_column=args.group_column, weight_column=weight_column)
-    for item in dataset.skipped[:5]:
-        print(f"warning: skipped {item.where}: {item.reason}", file=sys.stderr)
-    if len(dataset.skipped) > 5:
-        print(f"warning: skipped {len(dataset.skipped)} entries in all (see `diversity inspect`)", file=sys.stderr)
+    warn_skipped(dataset)
     weights = dataset.weights
     if weights_file is not None:
         weights = _read_weights_file(weights_file, dataset.n)

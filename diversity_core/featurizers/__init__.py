@@ -245,6 +245,21 @@ def default_kernel(featurizer: str, dataset=None) -> str:
     return FEATURIZERS[featurizer].kernel
 
 
+def dense_features(X, *, max_entries: int, purpose: str) -> np.ndarray:
+    """Features as a dense array: sparse ones (n-gram counts) are densified up to ``max_entries`` values.
+
+    Raises a :class:`DiversityInputError` naming ``purpose`` when the dense matrix would be larger.
+    """
+    if hasattr(X, "toarray"):
+        if X.shape[0] * X.shape[1] > max_entries:
+            raise DiversityInputError(
+                f"the {X.shape[0]} x {X.shape[1]} sparse features are too large to densify for {purpose}; "
+                "use dense embeddings (e.g. the 'minilm' featurizer) instead."
+            )
+        X = X.toarray()
+    return np.asarray(X)
+
+
 def clear_cache() -> None:
     """Forget cached features."""
     _CACHE.clear()
