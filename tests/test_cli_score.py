@@ -122,3 +122,17 @@ def test_console_script_installed():
     res = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0
     assert "score" in res.stdout
+
+
+def test_groups_share_the_bandwidth_fixed_on_all_items(tmp_path, rng):
+    X = np.vstack([rng.standard_normal((30, 3)), 4 * rng.standard_normal((30, 3))])
+    df = pd.DataFrame(X, columns=["a", "b", "c"])
+    df["model"] = ["A"] * 30 + ["B"] * 30
+    df.to_csv(tmp_path / "d.csv", index=False)
+    res = run_cli("score", tmp_path / "d.csv", "--group-column", "model", "--kernel", "rbf", "--q", "1",
+                  "--format", "json")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    sigma = dc.median_distance(X)
+    assert out["kernel"]["sigma"] == pytest.approx(sigma)
+    assert out["results"][2]["vendi"]["1"] == pytest.approx(dc.vendi_score(X[30:], kernel="rbf", sigma=sigma), rel=1e-12)

@@ -118,10 +118,17 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def score_rows(X, weights, groups, group_names, *, kernel, params, qs, method, device) -> list[dict]:
-    """One result row for all items and one per group."""
+    """One result row for all items and one per group.
+
+    The kernel is resolved once on all items (e.g. the median-distance bandwidth), and every
+    group and IntDiv use that same kernel, so the groups' scores compare.
+    """
     from ..baselines import intdiv
+    from ..kernels import get_kernel
     from ..spectrum import compute_spectrum
 
+    kern = get_kernel(kernel, **params)
+    kern = kern.resolve(kern._check(X))
     subsets = [("all", np.arange(X.shape[0]))]
     subsets += [(g, np.flatnonzero(groups == g)) for g in group_names]
     rows = []
@@ -130,14 +137,14 @@ def score_rows(X, weights, groups, group_names, *, kernel, params, qs, method, d
             raise DiversityInputError(f"group {name!r} has {idx.size} item(s); each group needs at least 2.")
         Xg = X[idx]
         wg = None if weights is None else weights[idx]
-        spec = compute_spectrum(Xg, kernel=kernel, weights=wg, method=method, device=device, **params)
+        spec = compute_spectrum(Xg, kernel=kern, weights=wg, method=method, device=device)
         rows.append({
             "group": name,
             "n": int(idx.size),
             "method": spec.method,
             "rank": spec.rank,
             "vendi": {_format_q(q): spec.vendi(q) for q in qs},
-            "intdiv": intdiv(Xg, kernel=kernel, weights=wg, **params),
+            "intdiv": intdiv(Xg, kernel=kern, weights=wg),
             "kernel": spec.kernel,
         })
     return rows
