@@ -104,6 +104,22 @@ class Spectrum:
 
         return vendi_from_eigenvalues(self.support, np.atleast_1d(qs), normalized=True)
 
+    def eigenvector_ends(self, j: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """Indices of the items with the ``m`` largest and the ``m`` smallest entries of eigenvector ``j``.
+
+        The galleries of the VS paper (Fig. 6): the two ends of a top eigenvector show the
+        direction of variation it stands for. Needs ``n_eigenvectors > j`` at computation.
+        """
+        if self.eigenvectors is None or not 0 <= j < self.eigenvectors.shape[1]:
+            kept = 0 if self.eigenvectors is None else self.eigenvectors.shape[1]
+            raise DiversityInputError(
+                f"eigenvector {j} was not kept ({kept} kept); compute the spectrum with n_eigenvectors > {j}."
+            )
+        u = self.eigenvectors[:, j]
+        order = np.argsort(u, kind="stable")
+        m = min(m, u.size // 2 or 1)
+        return order[::-1][:m], order[:m]
+
     def to_dict(self, *, include_eigenvectors: bool = False) -> dict[str, Any]:
         """JSON-ready dict of the spectrum (eigenvectors only on request)."""
         out = {

@@ -30,7 +30,7 @@ k = c1.slider("Eigenvectors", 1, available, min(3, available), key="spectrum_k")
 m = c2.slider("Items per end", 2, 16, 8, key="spectrum_m")
 for j in range(min(k, available)):
     share = spec.eigenvalues[j]
-    high, low = compute.eigenvector_ends(spec, j, m)
+    high, low = spec.eigenvector_ends(j, m)
     u = spec.eigenvectors[:, j]
     with st.container(border=True):
         st.markdown(f"**Eigenvector {j + 1}** · eigenvalue {share:.4f} ({share:.1%} of the mass)")

@@ -66,3 +66,14 @@ def test_spectrum_from_eigenvalues():
 def test_n_eigenvectors_validated(rng):
     with pytest.raises(DiversityInputError, match="n_eigenvectors"):
         dc.compute_spectrum(rng.standard_normal((10, 3)), n_eigenvectors=-1)
+
+
+def test_eigenvector_ends(rng):
+    X = np.vstack([rng.standard_normal((20, 3)) + [5, 0, 0], rng.standard_normal((20, 3)) - [5, 0, 0]])
+    spec = dc.compute_spectrum(X, kernel="rbf", n_eigenvectors=2)
+    high, low = spec.eigenvector_ends(1, 5)
+    u = spec.eigenvectors[:, 1]
+    assert u[high].min() >= np.sort(u)[-5] and u[low].max() <= np.sort(u)[4]
+    assert len(set(high) & set(low)) == 0
+    with pytest.raises(DiversityInputError, match="n_eigenvectors"):
+        dc.compute_spectrum(X).eigenvector_ends(0, 3)

@@ -220,14 +220,6 @@ def _fmt_q(q: float) -> str:
     return format_q(q)
 
 
-def eigenvector_ends(spec: dc.Spectrum, j: int, m: int) -> tuple:
-    """Item indices with the ``m`` largest and ``m`` smallest entries of eigenvector ``j``."""
-    u = spec.eigenvectors[:, j]
-    order = np.argsort(u, kind="stable")
-    m = min(m, u.size // 2 or 1)
-    return order[::-1][:m], order[:m]
-
-
 # ------------------------------------------------------------------------------------------
 # kernel heatmap and PCA
 # ------------------------------------------------------------------------------------------
