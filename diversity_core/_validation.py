@@ -8,6 +8,7 @@ from typing import Iterable, Optional, Sequence, Union
 import numpy as np
 import scipy.sparse as sp
 
+from ._orders import check_q, parse_q  # noqa: F401 - re-exported: one parser of q
 from .exceptions import DiversityInputError
 
 RandomLike = Union[None, int, np.random.Generator]
@@ -168,23 +169,6 @@ def check_weights(weights, n: int) -> Optional[np.ndarray]:
     return w / total
 
 
-def check_q(q) -> np.ndarray:
-    """Validate orders q in [0, inf]; accepts a number, 'inf' or a sequence. Returns a float array."""
-    values = np.atleast_1d(np.asarray(q, dtype=object))
-    out = np.empty(values.shape, dtype=np.float64)
-    for i, v in enumerate(values.ravel()):
-        try:
-            f = float(v)
-        except (TypeError, ValueError):
-            raise DiversityInputError(
-                f"order q must be a number >= 0 or 'inf'; got {v!r}."
-            ) from None
-        if math.isnan(f) or f < 0:
-            raise DiversityInputError(f"order q must be a number >= 0 or 'inf'; got {v!r}.")
-        out.ravel()[i] = f
-    return out
-
-
 def check_random_state(rng: RandomLike) -> np.random.Generator:
     """Return a ``numpy.random.Generator`` from ``None``, an int seed or a Generator."""
     if isinstance(rng, np.random.Generator):
@@ -206,3 +190,57 @@ def check_positive(value, name: str, *, allow_zero: bool = False) -> float:
         bound = ">= 0" if allow_zero else "> 0"
         raise DiversityInputError(f"{name} must be a finite number {bound}; got {value!r}.")
     return v
+
+
+def check_scalar(
+    value,
+    name: str,
+    target_type: type = float,
+    *,
+    min_val=None,
+    max_val=None,
+    include_boundaries: str = "both",
+):
+    """Validate a scalar parameter and return it as ``target_type`` (the spirit of sklearn's ``check_scalar``).
+
+    ``target_type=int`` accepts whole numbers, including whole floats such as ``3.0`` (as read
+    from JSON or a URL), and refuses ``True``/``False``; ``target_type=float`` accepts any
+    finite real number. ``include_boundaries`` is ``"both"``, ``"left"``, ``"right"`` or
+    ``"neither"``.
+
+    Raises
+    ------
+    DiversityInputError
+        Wrong type, not finite, or outside ``[min_val, max_val]``; the message states the range.
+    """
+    kind = "a whole number" if target_type is int else "a number"
+    lo_closed = include_boundaries in ("both", "left")
+    hi_closed = include_boundaries in ("both", "right")
+    if min_val is not None and max_val is not None:
+        rng_text = f" {'from' if lo_closed else 'above'} {min_val} {'to' if hi_closed else 'below'} {max_val}"
+    elif min_val is not None:
+        rng_text = f" {'>=' if lo_closed else '>'} {min_val}"
+    elif max_val is not None:
+        rng_text = f" {'<=' if hi_closed else '<'} {max_val}"
+    else:
+        rng_text = ""
+    message = f"{name} must be {kind}{rng_text}; got {value!r}."
+    if isinstance(value, (bool, np.bool_)) or isinstance(value, str):
+        raise DiversityInputError(message)
+    try:
+        f = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise DiversityInputError(message) from None
+    if not math.isfinite(f):
+        raise DiversityInputError(message)
+    if target_type is int:
+        if f != int(f):
+            raise DiversityInputError(message)
+        out = int(f)
+    else:
+        out = f
+    if min_val is not None and (out < min_val or (out == min_val and not lo_closed)):
+        raise DiversityInputError(message)
+    if max_val is not None and (out > max_val or (out == max_val and not hi_closed)):
+        raise DiversityInputError(message)
+    return out

@@ -21,16 +21,20 @@ __all__ = ["intdiv", "average_similarity", "gmstds", "baseline_scores"]
 
 
 def _weighted_sums(X, kernel, weights, kernel_params):
-    """Return (p^T K p, sum_i p_i^2 K_ii, sum_i p_i^2) with p the normalised weights."""
+    """Validate, then return (p^T K p, sum_i p_i^2 K_ii, sum_i p_i^2) with p the normalised weights."""
     kern = get_kernel(kernel, **kernel_params)
-    X = kern._check(X)
+    X = kern.validate(X)
     n = X.shape[0]
     p = check_weights(weights, n)
     p = np.full(n, 1.0 / n) if p is None else p
-    kern = kern.resolve(X)
+    return _kernel_sums(kern.resolve(X), X, p)
+
+
+def _kernel_sums(kern, X, p: np.ndarray) -> tuple[float, float, float]:
+    """(p^T K p, sum_i p_i^2 K_ii, sum_i p_i^2) for a resolved kernel, validated X and weights p."""
     if kern.has_feature_map:
         # p^T K p = ||Phi^T p||^2: O(n d) instead of O(n^2 d)
-        Phi = kern._feature_map(X)
+        Phi = kern.features(X, check_input=False)
         v = Phi.T @ p
         v = np.asarray(v, dtype=np.float64).ravel()
         quad = float(v @ v)
@@ -39,10 +43,16 @@ def _weighted_sums(X, kernel, weights, kernel_params):
         else:
             diag = np.einsum("ij,ij->i", Phi, Phi, dtype=np.float64)
     else:
-        K = X if isinstance(kern, PrecomputedKernel) else kern._matrix(X)
+        K = X if isinstance(kern, PrecomputedKernel) else kern.gram(X, check_input=False)
         quad = float(p @ K @ p)
         diag = np.diagonal(K)
     return quad, float(np.dot(p * p, diag)), float(np.dot(p, p))
+
+
+def _intdiv(kern, X, p: Optional[np.ndarray] = None) -> float:
+    """IntDiv = 1 - p^T K p for a resolved kernel and validated X (uniform p when None)."""
+    n = X.shape[0]
+    return 1.0 - _kernel_sums(kern, X, np.full(n, 1.0 / n) if p is None else p)[0]
 
 
 def intdiv(X, *, kernel="cosine", weights=None, **kernel_params) -> float:

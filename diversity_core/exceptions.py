@@ -12,11 +12,14 @@ __all__ = [
     "DiversityError",
     "DiversityInputError",
     "NumericalError",
+    "MemoryBudgetError",
+    "MissingDependencyError",
     "DiversityWarning",
     "KernelDiagonalWarning",
     "SpectrumWarning",
     "DuplicatesMergedWarning",
     "ConvergenceWarning",
+    "NumericalWarning",
 ]
 
 
@@ -30,6 +33,14 @@ class DiversityInputError(DiversityError, ValueError):
 
 class NumericalError(DiversityError, ArithmeticError):
     """A decomposition or solve failed, or its result cannot be trusted."""
+
+
+class MemoryBudgetError(DiversityInputError):
+    """An allocation would exceed the memory budget; the message names the size, the budget and the way out."""
+
+
+class MissingDependencyError(DiversityError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install."""
 
 
 class DiversityWarning(UserWarning):
@@ -50,3 +61,7 @@ class DuplicatesMergedWarning(DiversityWarning):
 
 class ConvergenceWarning(DiversityWarning):
     """An iterative method stopped before reaching its tolerance."""
+
+
+class NumericalWarning(DiversityWarning):
+    """A result was computed but is numerically delicate (ill-conditioned, approximate solve)."""

@@ -137,15 +137,47 @@ class Kernel(abc.ABC):
     name = "kernel"
     weight: float = field(default=1.0, kw_only=True, repr=False)
 
-    # -- public API ------------------------------------------------------------------------
+    # -- public API: the kernel protocol ---------------------------------------------------
+    def validate(self, X):
+        """X checked for this kernel (numeric, finite, 2-D; sparse kept where supported).
+
+        Everything else in the protocol accepts ``check_input=False`` for arrays that already
+        went through this method.
+        """
+        return self._check(X)
+
+    def gram(self, X, Y=None, *, check_input: bool = True) -> np.ndarray:
+        """Kernel matrix ``K_ij = k(x_i, y_j)`` (float64); ``Y=None`` gives the n x n matrix of X.
+
+        Data-dependent defaults (the median bandwidth) are fixed on X; call :meth:`resolve`
+        first to fix them once for several calls (blocked products, Nystrom landmarks).
+        Cost O(n m d).
+        """
+        if check_input:
+            X = self._check(X)
+            Y = None if Y is None else self._check(Y)
+        kern = self.resolve(X)
+        if Y is None:
+            return kern._matrix(X)
+        if Y.shape[1] != X.shape[1]:
+            raise DiversityInputError(
+                f"X and Y must have the same number of features; got {X.shape[1]} and {Y.shape[1]}."
+            )
+        return kern._cross(X, Y)
+
+    def features(self, X, *, check_input: bool = True):
+        """Explicit features Phi with ``K = Phi Phi^T``, or None when the kernel has no finite one."""
+        if not self.has_feature_map:
+            return None
+        return self._feature_map(self._check(X) if check_input else X)
+
     def matrix(self, X) -> np.ndarray:
-        """Kernel matrix of the rows of X (n x n, float64)."""
-        X = self._check(X)
-        return self.resolve(X)._matrix(X)
+        """Kernel matrix of the rows of X (n x n, float64); same as ``gram(X)``."""
+        return self.gram(X)
 
     def feature_map(self, X) -> Optional[np.ndarray]:
-        """Explicit features Phi with K = Phi Phi^T, or None when the kernel has no finite one."""
-        return self._feature_map(self._check(X)) if self.has_feature_map else None
+        """Explicit features Phi with K = Phi Phi^T, or None; same as ``features(X)``."""
+        return self.features(X)
 
     def _feature_map(self, X):
         """Feature map of already validated X (kernels with ``has_feature_map`` override it)."""
@@ -208,6 +240,10 @@ class Kernel(abc.ABC):
     def _matrix(self, X) -> np.ndarray:
         """Compute K on validated X with resolved parameters."""
 
+    def _cross(self, X, Y) -> np.ndarray:
+        """Compute k(x_i, y_j) on validated X, Y with resolved parameters."""
+        raise DiversityInputError(f"the {self.name} kernel has no cross-kernel k(x, y) between two sets.")
+
 
 def _terms(kernel: Kernel, op: str) -> Sequence[Kernel]:
     """Flatten nested combinations of the same operation."""
@@ -239,6 +275,9 @@ class LinearKernel(Kernel):
 
     def _matrix(self, X):
         return _gram(X)
+
+    def _cross(self, X, Y):
+        return _gram(X, Y)
 
 
 @dataclass(frozen=True)
@@ -276,6 +315,9 @@ class CosineKernel(Kernel):
         np.fill_diagonal(K, 1.0)
         return K
 
+    def _cross(self, X, Y):
+        return _gram(self._feature_map(X), self._feature_map(Y))
+
 
 @dataclass(frozen=True)
 class RBFKernel(Kernel):
@@ -293,11 +335,17 @@ class RBFKernel(Kernel):
         return replace(self, sigma=median_distance(_dense(check_features(X, allow_sparse=True))))
 
     def _matrix(self, X):
+        K = self._cross(X, X)
+        np.fill_diagonal(K, 1.0)
+        return K
+
+    def _cross(self, X, Y):
         sigma = check_positive(self.sigma, "sigma")
-        D2 = euclidean_distances(_dense(X).astype(np.float64, copy=False), squared=True)
+        D2 = euclidean_distances(
+            _dense(X).astype(np.float64, copy=False), _dense(Y).astype(np.float64, copy=False), squared=True
+        )
         D2 *= -1.0 / (2.0 * sigma * sigma)
         np.exp(D2, out=D2)
-        np.fill_diagonal(D2, 1.0)
         return D2
 
 
@@ -318,8 +366,13 @@ class LaplacianKernel(Kernel):
         return replace(self, sigma=median_distance(X, metric="cityblock"))
 
     def _matrix(self, X):
+        return self._cross(X, X)
+
+    def _cross(self, X, Y):
         sigma = check_positive(self.sigma, "sigma")
-        D = pairwise_distances(_dense(X).astype(np.float64, copy=False), metric="cityblock")
+        D = pairwise_distances(
+            _dense(X).astype(np.float64, copy=False), _dense(Y).astype(np.float64, copy=False), metric="cityblock"
+        )
         D *= -1.0 / sigma
         np.exp(D, out=D)
         return D
@@ -348,15 +401,30 @@ class PolynomialKernel(Kernel):
             return self
         return replace(self, gamma=1.0 / X.shape[1])
 
-    def _matrix(self, X):
+    def _raw(self, A, B=None) -> np.ndarray:
+        """Unnormalised p(a, b) = (gamma <a, b> + coef0)^degree."""
         if int(self.degree) != self.degree or self.degree < 1:
             raise DiversityInputError(f"degree must be a positive integer; got {self.degree!r}.")
         if self.coef0 < 0:
             raise DiversityInputError(f"coef0 must be >= 0 for a PSD kernel; got {self.coef0!r}.")
-        P = _gram(X)
+        P = _gram(A, B)
         P *= check_positive(self.gamma, "gamma")
         P += self.coef0
         P **= int(self.degree)
+        return P
+
+    def _self_values(self, A) -> np.ndarray:
+        """p(a, a) for each row, refusing zeros (the normalisation divides by them)."""
+        sq = row_norms(A) ** 2
+        d = (check_positive(self.gamma, "gamma") * sq + self.coef0) ** int(self.degree)
+        if np.any(d <= 0):
+            raise DiversityInputError(
+                "the polynomial kernel is zero on some all-zero rows; use coef0 > 0 or drop those rows."
+            )
+        return d
+
+    def _matrix(self, X):
+        P = self._raw(X)
         d = np.diagonal(P).copy()
         if np.any(d <= 0):
             raise DiversityInputError(
@@ -366,6 +434,12 @@ class PolynomialKernel(Kernel):
         P *= s[:, None]
         P *= s[None, :]
         np.fill_diagonal(P, 1.0)
+        return P
+
+    def _cross(self, X, Y):
+        P = self._raw(X, Y)
+        P /= np.sqrt(self._self_values(X))[:, None]
+        P /= np.sqrt(self._self_values(Y))[None, :]
         return P
 
 
@@ -395,13 +469,15 @@ class TanimotoKernel(Kernel):
         return X
 
     def _matrix(self, X):
-        AB = _gram(X)
-        sq = np.diagonal(AB).copy()
-        denom = sq[:, None] + sq[None, :] - AB
-        with np.errstate(invalid="ignore", divide="ignore"):
-            K = np.where(denom > 0, AB / np.where(denom > 0, denom, 1.0), 1.0)
+        K = self._cross(X, X)
         np.fill_diagonal(K, 1.0)
         return K
+
+    def _cross(self, X, Y):
+        AB = _gram(X, Y)
+        denom = row_norms(X)[:, None] ** 2 + row_norms(Y)[None, :] ** 2 - AB
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(denom > 0, AB / np.where(denom > 0, denom, 1.0), 1.0)
 
 
 @dataclass(frozen=True)
@@ -442,6 +518,9 @@ class ProbabilityProductKernel(Kernel):
         K = _gram(np.sqrt(X))
         np.fill_diagonal(K, 1.0)
         return K
+
+    def _cross(self, X, Y):
+        return _gram(np.sqrt(X), np.sqrt(Y))
 
 
 @dataclass(frozen=True)
@@ -507,6 +586,10 @@ class CombinedKernel(Kernel):
 
     def _matrix(self, X):
         Ks = [k._matrix(k._check(X)) for k in self.kernels]
+        return combine_kernel_matrices(Ks, weights=self._weights(), op=self.op)
+
+    def _cross(self, X, Y):
+        Ks = [k._cross(k._check(X), k._check(Y)) for k in self.kernels]
         return combine_kernel_matrices(Ks, weights=self._weights(), op=self.op)
 
     def get_params(self):

@@ -24,6 +24,7 @@ import scipy.sparse as sp
 
 from ._progress import ProgressCallback, report
 from ._validation import check_kernel_matrix, check_option, check_weights
+from .entropy import vendi_from_eigenvalues
 from .exceptions import DiversityInputError, KernelDiagonalWarning, NumericalError, SpectrumWarning
 from .kernels import PrecomputedKernel, get_kernel, normalize_diagonal
 
@@ -94,14 +95,10 @@ class Spectrum:
 
     def vendi(self, q=1.0) -> float:
         """Vendi score of order q from the cached eigenvalues, O(m). See :func:`vendi_from_eigenvalues`."""
-        from .vendi import vendi_from_eigenvalues
-
         return vendi_from_eigenvalues(self.support, q, normalized=True)
 
     def profile(self, qs) -> np.ndarray:
         """Vendi scores for many orders at once (the q-profile), O(m) per order."""
-        from .vendi import vendi_from_eigenvalues
-
         return vendi_from_eigenvalues(self.support, np.atleast_1d(qs), normalized=True)
 
     def eigenvector_ends(self, j: int, m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -226,7 +223,7 @@ def compute_spectrum(
         return spectrum_from_kernel(
             X, weights=weights, n_eigenvectors=n_eigenvectors, device=device, progress=progress
         )
-    X = kern._check(X)
+    X = kern.validate(X)
     n, d = X.shape
     p = check_weights(weights, n)
     n_eigenvectors = _check_n_eigenvectors(n_eigenvectors, n)
@@ -240,10 +237,10 @@ def compute_spectrum(
         )
     report(progress, 0, 2, f"forming the {method} matrix")
     if method == "dual":
-        Phi = kern._feature_map(X)  # X was validated above
+        Phi = kern.features(X, check_input=False)
         M, eps = _dual_matrix(Phi, p, device)
     else:
-        K = kern._matrix(X)
+        K = kern.gram(X, check_input=False)
         M, eps = _density_from_kernel(K, p), np.finfo(np.float64).eps
         del K
     report(progress, 1, 2, "eigendecomposition")
@@ -275,11 +272,7 @@ def spectrum_from_kernel(
     p = check_weights(weights, n)
     n_eigenvectors = _check_n_eigenvectors(n_eigenvectors, n)
     report(progress, 0, 1, "eigendecomposition")
-    lam, vecs = _eigh(_density_from_kernel(K, p), n_eigenvectors, device)
-    spec = _finish(
-        lam, vecs, n=n, method="dense", kernel={"name": "precomputed"}, p=p,
-        eps=np.finfo(np.float64).eps, device=device,
-    )
+    spec = _kernel_spectrum(K, p, kernel={"name": "precomputed"}, n_eigenvectors=n_eigenvectors, device=device)
     report(progress, 1, 1, "done")
     return spec
 
@@ -299,6 +292,20 @@ def spectrum_from_eigenvalues(eigenvalues, *, n: Optional[int] = None) -> Spectr
 # ---------------------------------------------------------------------------------------
 # private computation
 # ---------------------------------------------------------------------------------------
+def _kernel_spectrum(
+    K: np.ndarray,
+    p: Optional[np.ndarray] = None,
+    *,
+    kernel: Optional[dict] = None,
+    n_eigenvectors: int = 0,
+    device: str = "cpu",
+    eps: float = float(np.finfo(np.float64).eps),
+) -> Spectrum:
+    """Spectrum of a checked kernel matrix (overwritten in place) and checked weights; no validation."""
+    lam, vecs = _eigh(_density_from_kernel(K, p), n_eigenvectors, device)
+    return _finish(lam, vecs, n=K.shape[0], method="dense", kernel=kernel or {}, p=p, eps=eps, device=device)
+
+
 def _check_device(device: str) -> str:
     """Resolve 'auto' and check that CUDA is there when asked for."""
     check_option(device, DEVICES, "device")
@@ -442,6 +449,9 @@ def _finish(lam, vecs, *, n, method, kernel, p, eps, device) -> Spectrum:
     tol = lam.size * eps * float(lam[0])
     lam[lam <= tol] = 0.0
     lam /= lam.sum()
+    lam.setflags(write=False)
+    if vecs is not None:
+        vecs.setflags(write=False)
     return Spectrum(
         eigenvalues=lam, n=int(n), method=method, kernel=kernel, eigenvectors=vecs, tol=float(tol),
         trace=trace, n_clipped=n_clipped, weighted=p is not None, device=device,

@@ -17,6 +17,7 @@ import numpy as np
 
 from ._progress import ProgressCallback
 from ._validation import check_q
+from .entropy import vendi_from_eigenvalues
 from .exceptions import DiversityInputError
 from .spectrum import Spectrum, compute_spectrum, spectrum_from_kernel
 
@@ -30,99 +31,6 @@ __all__ = [
     "score_X",
     "score_dual",
 ]
-
-#: Below this distance from 1 the Renyi entropy is evaluated with log1p/expm1 (no cancellation).
-_NEAR_ONE = 0.5
-
-
-def _vendi_orders(lam: np.ndarray, log_lam: np.ndarray, qs: np.ndarray) -> np.ndarray:
-    """VS_q of a positive probability vector for every order in ``qs`` (vectorised, O(m) each).
-
-    q = 0 and q = inf are exact (a count and 1 / max); q = 1 is the Shannon form.
-    """
-    qs = np.asarray(qs, dtype=np.float64)
-    out = np.empty(qs.shape, dtype=np.float64)
-    out[qs == 0] = lam.size
-    out[np.isinf(qs)] = 1.0 / lam.max()
-    # elementwise sums rather than BLAS dot/gemv: for vectors this short, BLAS thread start-up
-    # costs more than the arithmetic (a threaded ddot measured 20 ms on a busy 2-core machine).
-    out[qs == 1] = np.exp(-(lam * log_lam).sum())
-    s = qs - 1.0
-    near = (np.abs(s) < _NEAR_ONE) & (qs != 1)
-    if near.any():
-        # log sum lam^q = log(1 + sum lam (e^{s log lam} - 1)); every term has the sign of -s
-        # (log lam <= 0), so the sum has no cancellation and log1p/expm1 keep full precision
-        # as q -> 1, where the textbook formula loses ~log10(1/|q-1|) digits.
-        sn = s[near]
-        B = np.expm1(np.outer(sn, log_lam))
-        B *= lam
-        out[near] = np.exp(-np.log1p(B.sum(axis=1)) / sn)
-    far = ~near & (qs != 0) & (qs != 1) & np.isfinite(qs)
-    if far.any():
-        # log-sum-exp shifted by the largest term q * max(log lam): no overflow or underflow
-        # even at q = 1e6.
-        qf = qs[far]
-        top = qf * log_lam.max()
-        A = np.outer(qf, log_lam)
-        A -= top[:, None]
-        np.exp(A, out=A)
-        out[far] = np.exp((top + np.log(A.sum(axis=1))) / (1.0 - qf))
-    return out
-
-
-def vendi_from_eigenvalues(eigenvalues, q=1.0, *, normalized: bool = False):
-    r"""Vendi score of order q from eigenvalues of a density matrix.
-
-    .. math::
-        \mathrm{VS}_q = \exp\Big(\frac{1}{1-q} \log \sum_i \lambda_i^q\Big),\quad
-        \mathrm{VS}_1 = \exp\Big(-\sum_i \lambda_i \log \lambda_i\Big),\quad
-        \mathrm{VS}_\infty = \frac{1}{\max_i \lambda_i},\quad
-        \mathrm{VS}_0 = \#\{i : \lambda_i > 0\}
-
-    (Eq. (3) of Pasarkar & Dieng; q = 1 is Eq. (2) of the VS paper), summing over the support.
-
-    Parameters
-    ----------
-    eigenvalues : array-like
-        Non-negative eigenvalues (zeros are outside the support). Unless ``normalized``,
-        they are divided by their sum first.
-    q : float, "inf" or sequence of them
-        Order(s) in [0, inf].
-    normalized : bool, default False
-        Skip the validation and renormalisation (the caller guarantees a probability vector
-        of positive entries, as :class:`~diversity_core.spectrum.Spectrum` does).
-
-    Returns
-    -------
-    float, or ndarray when q is a sequence.
-
-    Notes
-    -----
-    O(m) per order. Near q = 1 the entropy is computed as
-    :math:`-\log(1 + \sum_i \lambda_i\, \mathrm{expm1}((q-1)\log\lambda_i)) / (q-1)`, which
-    has no cancellation; far from 1 it uses a log-sum-exp (no overflow or underflow at
-    q = 1e6). Round-off eigenvalues must be removed first (the Spectrum's support
-    threshold): for q < 1 they would inflate the sum.
-
-    Examples
-    --------
-    >>> vendi_from_eigenvalues([0.25, 0.25, 0.25, 0.25], q=2)
-    4.0
-    """
-    qs = check_q(q)
-    lam = np.asarray(eigenvalues, dtype=np.float64).ravel()
-    if not normalized:
-        if lam.size == 0 or not np.isfinite(lam).all() or np.any(lam < 0):
-            raise DiversityInputError("eigenvalues must be a non-empty array of finite non-negative numbers.")
-        total = lam.sum()
-        if total <= 0:
-            raise DiversityInputError("eigenvalues sum to zero; there is no distribution to score.")
-        lam = lam[lam > 0] / total
-    out = _vendi_orders(lam, np.log(lam), qs.ravel())
-    if np.ndim(q) == 0 and not isinstance(q, (list, tuple)):
-        return float(out[0])
-    return out.reshape(qs.shape)
-
 
 def vendi_score(
     X,

@@ -128,7 +128,7 @@ def score_rows(X, weights, groups, group_names, *, kernel, params, qs, method, d
     from ..spectrum import compute_spectrum
 
     kern = get_kernel(kernel, **params)
-    kern = kern.resolve(kern._check(X))
+    kern = kern.resolve(kern.validate(X))
     subsets = [("all", np.arange(X.shape[0]))]
     subsets += [(g, np.flatnonzero(groups == g)) for g in group_names]
     rows = []
