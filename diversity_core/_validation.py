@@ -213,7 +213,7 @@ def check_scalar(
     DiversityInputError
         Wrong type, not finite, or outside ``[min_val, max_val]``; the message states the range.
     """
-    kind = "a whole number" if target_type is int else "a number"
+    kind = "an integer" if target_type is int else "a number"
     lo_closed = include_boundaries in ("both", "left")
     hi_closed = include_boundaries in ("both", "right")
     if min_val is not None and max_val is not None:

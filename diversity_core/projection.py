@@ -16,6 +16,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 import scipy.sparse as sp
 
+from ._optional import require
 from ._progress import ProgressCallback, report
 from ._validation import RandomLike, check_features, check_option, check_random_state
 from .exceptions import DiversityInputError
@@ -90,7 +91,7 @@ def _pca(X, n_components: int, seed: int):
 def _umap(X, n_components: int, seed: int, n_neighbors: int, min_dist: float, metric: str):
     import warnings
 
-    import umap  # lazy: the first import compiles numba code (~30 s)
+    umap = require("umap", purpose="UMAP projections")  # the first import compiles numba code (~30 s)
 
     with warnings.catch_warnings():
         # umap-learn warns that a fixed random_state disables parallelism: that is the point.
@@ -182,11 +183,7 @@ def project(
             f"UMAP needs more than n_components + 1 = {n_components + 1} items; got {n}."
         )
     report(progress, 0, 2, "importing umap-learn (the first import compiles for ~30 s)")
-    import importlib.util
-
-    if importlib.util.find_spec("umap") is None:
-        raise DiversityInputError("method='umap' needs umap-learn; install it with pip install umap-learn.")
-    import umap  # noqa: F401  (import timed separately from the fit)
+    require("umap", purpose="UMAP projections")  # timed apart from the fit
 
     report(progress, 1, 2, f"fitting UMAP on {n} items")
     if metric == "jaccard" and sp.issparse(X):

@@ -32,6 +32,7 @@ from typing import Callable
 
 import numpy as np
 
+from .._optional import require
 from ..exceptions import DiversityInputError
 from ._dataset import Dataset
 
@@ -129,7 +130,8 @@ SHAPES_GROUPS = (
 
 def draw_shape(shape: str, colour, rng: np.random.Generator, side: int = 48) -> np.ndarray:
     """One side x side RGB image of ``shape`` in ``colour`` on black, with a small random jitter."""
-    from PIL import Image, ImageDraw
+    Image = require("PIL.Image", purpose="the demo datasets")
+    ImageDraw = require("PIL.ImageDraw", purpose="the demo datasets")
 
     img = Image.new("RGB", (side, side), (0, 0, 0))
     d = ImageDraw.Draw(img)
@@ -194,7 +196,7 @@ def rdkit_data_files() -> dict:
     """Paths of the RDKit-bundled files the molecule demo reads (an error if one is missing)."""
     from pathlib import Path
 
-    from rdkit import RDConfig
+    RDConfig = require("rdkit.RDConfig", purpose="the demo datasets")
 
     files = {
         "nci": Path(RDConfig.RDDataDir) / "NCI" / "first_5K.smi",

