@@ -49,10 +49,10 @@ def ensure_venv(extra: str) -> None:
         except Exception as exc:  # Debian without python3-venv, for example
             sys.exit(f"dev.py: could not create a virtual environment ({exc}); install python3-venv.")
     digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:16]
-    stamp = VENV / f".setup-stamp-{extra or 'app'}"
+    stamp = VENV / f".setup-stamp-{extra.replace(',', '-')}"
     if stamp.exists() and stamp.read_text() == digest:
         return
-    target = f".[{extra}]" if extra else "."
+    target = f".[{extra}]"
     # torch is pinned to 2.13.0 in pyproject.toml (CPU wheel where one is provided locally).
     _check([PY, "-m", "pip", "install", "--disable-pip-version-check", "-q", "-e", target], "pip install")
     stamp.write_text(digest)
@@ -74,13 +74,13 @@ def ensure_chromium() -> None:
 
 def cmd_app(args: list) -> int:
     """Install and launch the Streamlit app."""
-    ensure_venv("")
+    ensure_venv("all")
     return _run([PY, "-m", "streamlit", "run", "app.py", *args])
 
 
 def cmd_test(args: list) -> int:
     """Install the test extras and run ruff and pytest."""
-    ensure_venv("test")
+    ensure_venv("all,test")
     ensure_chromium()
     if _run([PY, "-m", "ruff", "check", "."]) != 0:
         print("dev.py: ruff found problems (listed above).", flush=True)
@@ -90,7 +90,7 @@ def cmd_test(args: list) -> int:
 
 def cmd_bench(args: list) -> int:
     """Run every benchmark script."""
-    ensure_venv("test")
+    ensure_venv("all,test")
     status = 0
     for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
         status |= _run([PY, script, *args])
