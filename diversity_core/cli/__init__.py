@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import traceback
 import warnings
 from typing import Optional, Sequence
 
-from ..exceptions import DiversityError, DiversityInputError
+from ..exceptions import DiversityError, DiversityInputError, MissingDependencyError
 
 #: Sub-command modules, in the order ``--help`` lists them.
 COMMANDS = ("score", "inspect", "magnitude", "rnd", "compare")
@@ -69,7 +70,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     warnings.formatwarning = _format_warning
     try:
         return int(args._run(args) or 0)
-    except (DiversityInputError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+    except (DiversityInputError, MissingDependencyError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         if args.debug:
             traceback.print_exc()
         print(f"diversity: error: {exc}", file=sys.stderr)
@@ -82,6 +83,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print("diversity: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader closed the pipe (``diversity inspect f | head``): stop quietly, as Unix tools do;
+        # point stdout at /dev/null so the interpreter's final flush does not raise again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as exc:  # unexpected: say so, with the traceback on request
         if args.debug:
             traceback.print_exc()

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from ..data import DEFAULT_MAX_BYTES, Dataset, load_dataset
+from ._progress import TqdmProgress
 
 FORMATS = ("table", "json")
 
@@ -42,25 +42,20 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _stderr_progress(done: int, total: int, message: str) -> None:
-    if sys.stderr.isatty():
-        end = "\n" if done >= total else ""
-        print(f"\r{message}: {done}/{total}", end=end, file=sys.stderr, flush=True)
-
-
 def dataset_from_args(args: argparse.Namespace) -> Dataset:
     """Load the dataset named by the flags of :func:`add_data_arguments`."""
-    return load_dataset(
-        args.file,
-        modality=args.modality,
-        group_column=args.group_column,
-        weight_column=args.weight_column,
-        text_column=args.text_column,
-        smiles_column=args.smiles_column,
-        embeddings=args.embeddings,
-        max_bytes=args.max_bytes,
-        progress=_stderr_progress,
-    )
+    with TqdmProgress("loading") as progress:
+        return load_dataset(
+            args.file,
+            modality=args.modality,
+            group_column=args.group_column,
+            weight_column=args.weight_column,
+            text_column=args.text_column,
+            smiles_column=args.smiles_column,
+            embeddings=args.embeddings,
+            max_bytes=args.max_bytes,
+            progress=progress,
+        )
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
