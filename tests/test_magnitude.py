@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy.integrate import trapezoid
+from scipy.sparse.csgraph import shortest_path
 from scipy.spatial.distance import cdist
 
 from diversity_core._config import config_context
@@ -367,6 +368,41 @@ def test_singular_cosine_raises_or_flags(rng):
     with pytest.raises(NumericalError, match="numerically singular"), warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         mag_area(X, t_cut=10.0, metric="cosine", n_scales=3)
+
+
+def _k32_distances() -> np.ndarray:
+    """Shortest-path metric of the complete bipartite graph K_{3,2} (not a Euclidean metric)."""
+    A = np.zeros((5, 5))
+    A[:3, 3:] = A[3:, :3] = 1.0
+    return shortest_path(A, unweighted=True)
+
+
+def test_invertible_indefinite_z_is_solved_by_lu():
+    """Issue 14, defect 2: Z_0.2 of K_{3,2} is invertible (cond ~145) but not positive definite."""
+    D = _k32_distances()
+    Z = np.exp(-0.2 * D)
+    assert np.linalg.eigvalsh(Z)[0] < 0 < np.linalg.eigvalsh(Z)[1] and np.linalg.cond(Z) < 200
+    expected = float(np.linalg.solve(Z, np.ones(5)).sum())
+    assert expected == pytest.approx(1.1801, abs=1e-4)
+    res = magnitude_weights(D, 0.2, metric="precomputed")
+    assert res.method == "lu" and not res.singular and not res.ill_conditioned
+    assert res.value == pytest.approx(expected, rel=64 * EPS)
+    assert 0 < res.error <= 1e3 * EPS * res.value
+    np.testing.assert_allclose(Z @ res.weighting, np.ones(5), rtol=0, atol=16 * EPS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DiversityWarning)  # neither singular nor ill-conditioned
+        assert magnitude_at(D, 0.2, metric="precomputed") == pytest.approx(expected, rel=64 * EPS)
+        ts = [0.0, 0.1, 0.2, 0.35, 1.0, 3.0]
+        f = magnitude_function(D, ts, metric="precomputed")
+    np.testing.assert_allclose(f.values[1:], [_solve_mag(D, t) for t in ts[1:]], rtol=1e-12)
+    assert f.methods[2] == "lu" and not f.singular.any() and not f.ill_conditioned.any()
+    t_conv = convergence_scale(D, metric="precomputed")
+    assert _solve_mag(D, t_conv) == pytest.approx(0.95 * 5, rel=1e-10)
+
+
+def test_singular_z_says_why(rng):
+    with pytest.raises(NumericalError, match=r"singular at t = 0.5 \(LAPACK estimates its reciprocal condition"):
+        magnitude_at(_circle_directions(rng), 0.5, metric="cosine")
 
 
 def test_ill_conditioned_single_scale_warns(rng):

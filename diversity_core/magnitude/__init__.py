@@ -34,10 +34,12 @@ Peak memory is about 20 n^2 bytes (D, Z_t and one float32 factor; 24 n^2 with a 
 factor), checked against the memory budget (:func:`diversity_core.set_config`) before any
 n x n allocation.
 
-When even the float64 factorisation fails (numerically singular :math:`Z_t`: tiny ``t``,
-near-duplicates, or a metric that is not positive definite such as the cosine distance at
-small scales) the value is NaN and flagged; values whose estimated relative error exceeds
-:data:`ACCURACY_RTOL` are flagged ``ill_conditioned``. No jitter is ever added.
+Magnitude is defined whenever :math:`Z_t` is invertible: when Cholesky fails (:math:`Z_t` not
+positive definite, as for some graph metrics) an LU factorisation takes over (method
+``"lu"``). Only a numerically singular :math:`Z_t` (tiny ``t``, near-duplicates, or the cosine
+distance of low-dimensional data at small scales) gives NaN, flagged ``singular``; values whose
+estimated relative error exceeds :data:`ACCURACY_RTOL` are flagged ``ill_conditioned``. No
+jitter is ever added.
 
 ``magnitude_at`` was called ``magnitude``, which shadowed this module in
 ``diversity_core``. The old name still works with a DeprecationWarning, both as

@@ -110,8 +110,10 @@ def magnitude_weights(X_or_D, t: float, *, metric: str = "euclidean") -> Magnitu
     DiversityInputError
         Bad input or metric, or ``t < 0``.
     NumericalError
-        :math:`Z_t` is numerically singular (float64 Cholesky fails): tiny ``t``,
-        near-duplicate points, or a distance that is not positive definite.
+        :math:`Z_t` is numerically singular (its LU factorisation has a zero pivot or a
+        reciprocal condition number below eps): tiny ``t``, near-duplicate points, or a
+        distance that is far from positive definite. An invertible :math:`Z_t` that is not
+        positive definite is solved by LU (``method="lu"``).
     MemoryBudgetError
         The n x n matrices (about 24 n^2 bytes) exceed the memory budget.
 
@@ -151,10 +153,13 @@ def magnitude_weights(X_or_D, t: float, *, metric: str = "euclidean") -> Magnitu
                                method="exact", **common)
     res = _weighting_at(space.D, t, _WEIGHTS_RTOL)
     if res.singular or res.w is None:
+        if math.isfinite(res.rcond):
+            why = f"LAPACK estimates its reciprocal condition number at {res.rcond:.2g}, below eps"
+        else:
+            why = "it is not positive definite and too large for the LU fallback"
         raise NumericalError(
-            f"Z_t = exp(-t D) is numerically singular at t = {t:g} (its float64 Cholesky factorisation "
-            "failed). Use a larger t, merge near-duplicate points, or use a positive definite metric "
-            "(euclidean or cityblock)."
+            f"Z_t = exp(-t D) is numerically singular at t = {t:g} ({why}). Use a larger t, merge "
+            "near-duplicate points, or use a positive definite metric (euclidean or cityblock)."
         )
     rel = res.error / abs(res.value) if res.value else math.inf
     return MagnitudeResult(value=res.value, weighting=res.w, error=res.error,

@@ -59,7 +59,8 @@ class MagnitudeResult:
         returned result: :func:`magnitude_weights` raises instead).
     method : str
         Solver that produced the value (``"exact"``, ``"cg"``, ``"pcg-float32"``,
-        ``"cholesky-float32"``, ``"cholesky-float64"``).
+        ``"cholesky-float32"``, ``"cholesky-float64"``, or ``"lu"`` for an invertible
+        :math:`Z_t` that is not positive definite).
     n_points, n_distinct, n_merged : int
         Input rows, distinct points, and duplicates merged.
     metric : str

@@ -9,7 +9,11 @@ whose error is :math:`r^\\top Z^{-1} r`. Solvers, cheapest first (see :meth:`_En
 2. CG preconditioned by the float32 Cholesky factor of a nearby scale (large ``n``);
 3. a float32 Cholesky factor of :math:`Z_t` itself with float64 refinement (preconditioned CG
    whose residuals are formed in float64, so the result has float64 accuracy);
-4. a float64 Cholesky factor (``scipy.linalg.cho_factor``/``cho_solve``).
+4. a float64 Cholesky factor (``scipy.linalg.cho_factor``/``cho_solve``);
+5. an LU factorisation with refinement (method ``"lu"``) when :math:`Z_t` is not positive
+   definite: magnitude is defined whenever :math:`Z_t` is invertible (e.g. the shortest-path
+   metric of the complete bipartite graph :math:`K_{3,2}`, which does not embed in a Euclidean
+   space). :math:`Z_t` is called singular only when this fails too.
 
 Matrices above ``_LAPACK_MAX_BYTES`` (1 GiB; n > ~16000 in float32) are factorised by a blocked
 Cholesky built on LAPACK blocks and matrix products: the OpenBLAS ``potrf`` bundled with
@@ -50,6 +54,7 @@ class _Solve:
     converged: bool = True
     singular: bool = False
     need: float = 0.0  # predicted total steps when CG gave up early
+    rcond: float = math.nan  # LAPACK's reciprocal condition estimate, when the LU path ran
 
 
 def _theta_min(alphas: list, betas: list) -> float:
@@ -389,9 +394,54 @@ class _Engine:
                 if not res.converged:
                     res = self._finish(res.w, res.value, res.error, res.method, res.iterations)
                 return res
-        if best is not None and best.w is not None:
+        # not positive definite (or too close to singular for Cholesky): Mag(t) is defined whenever
+        # Z_t is invertible, so try an LU factorisation before calling the matrix singular
+        lu = self._solve_lu()
+        if best is not None and best.w is not None and not (lu.w is not None and lu.error <= best.error):
             return self._finish(best.w, best.value, best.error, best.method, best.iterations)
-        return _Solve(math.nan, None, math.inf, "singular", 0, converged=False, singular=True)
+        return lu
+
+    def _solve_lu(self) -> _Solve:
+        """LU (partial pivoting) solve with float64 refinement, for an invertible Z_t that is not positive definite.
+
+        The value uses the same variational formula (valid for any symmetric Z), with the
+        residual-based error bound |r^T Z^{-1} r| <= ||r|| ||Z^{-1} r||, Z^{-1} r from the LU
+        factors. Z_t is called singular when a pivot is exactly zero, when LAPACK's estimate of
+        the reciprocal condition number is below eps (no correct digit can be expected), or when
+        the estimated error is as large as the value itself.
+        """
+        self._factor = None
+        self._f32 = None
+        Z = self.Z
+        if Z.nbytes > _LAPACK_MAX_BYTES:  # the bundled LAPACK crashed on such sizes (see _cholesky)
+            return _Solve(math.nan, None, math.inf, "singular", 0, converged=False, singular=True)
+        getrf, getrs, gecon = sla.get_lapack_funcs(("getrf", "getrs", "gecon"), (Z,))
+        # Z is symmetric: its transpose is the Fortran-ordered view LAPACK wants (a plain copy)
+        lu, piv, info = getrf(Z.T)
+        if info > 0:  # U[info - 1, info - 1] is exactly zero
+            return _Solve(math.nan, None, math.inf, "singular", 0, converged=False, singular=True, rcond=0.0)
+        anorm = float(np.max(np.sum(Z, axis=1)))  # 1-norm (= inf-norm) of the non-negative symmetric Z
+        rcond = float(gecon(lu, anorm, norm="1")[0])
+        if not rcond >= _EPS:
+            return _Solve(math.nan, None, math.inf, "singular", 0, converged=False, singular=True, rcond=rcond)
+        x = getrs(lu, piv, self.ones)[0]
+        r = self.ones - Z @ x
+        steps = 0
+        while steps < 5:  # refinement: each step shrinks the error by about cond(Z) * eps
+            z = getrs(lu, piv, r)[0]
+            x += z
+            r = self.ones - Z @ x
+            steps += 1
+            if float(np.max(np.abs(z))) <= _EPS * float(np.max(np.abs(x))):
+                break
+        z = getrs(lu, piv, r)[0]
+        value = float(x.sum() + x @ r)
+        err = float(np.linalg.norm(r) * np.linalg.norm(z))
+        if not (np.isfinite(value) and err < abs(value)):
+            return _Solve(math.nan, None, math.inf, "singular", steps, converged=False, singular=True, rcond=rcond)
+        res = self._finish(x, value, err, "lu", steps)
+        res.rcond = rcond
+        return res
 
     def release(self) -> None:
         """Drop the factor buffers."""
