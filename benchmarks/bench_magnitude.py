@@ -179,7 +179,8 @@ def bench_large(n: int, d: int, on_partial=None) -> dict:
         on_partial(out)
     # check the smallest positive scale (the worst conditioned) against a float64 Cholesky solve
     # (blocked above 1 GiB: the bundled OpenBLAS potrf crashed on 2 GB matrices)
-    from diversity_core.magnitude import _cho_apply, _cholesky, _euclidean
+    from diversity_core.magnitude._metric import _euclidean
+    from diversity_core.magnitude._solvers import _cho_apply, _cholesky
 
     t1 = float(func.ts[1])
     Z, _ = _euclidean(X)

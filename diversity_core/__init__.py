@@ -9,7 +9,7 @@ spectrum      the eigenvalue spectrum of the density matrix, dense O(n^3) or dua
 vendi         Vendi scores of every order q from a spectrum; drop-ins for the ``vendi_score`` package
 baselines     IntDiv, average similarity, GMStds
 data          loading embeddings, images, text and molecules into a Dataset; the demo datasets
-magnitude     metric-space magnitude: Mag(t), t_conv, MagArea, MagDiff
+magnitude     metric-space magnitude (a package): Mag(t) by magnitude_at, t_conv, MagArea, MagDiff
 rnd           the RND score (random network distillation, torch)
 compare       comparisons of groups at equal n, with intervals and pairwise verdicts
 report        the self-contained HTML report and figure export (imports plotly)
@@ -50,7 +50,7 @@ from .magnitude import (
     convergence_scale,
     mag_area,
     mag_diff,
-    magnitude,
+    magnitude_at,
     magnitude_function,
     magnitude_weights,
 )
@@ -96,8 +96,8 @@ __all__ = [
     "average_similarity",
     "gmstds",
     "baseline_scores",
-    # magnitude
-    "magnitude",
+    # magnitude (diversity_core.magnitude is the module)
+    "magnitude_at",
     "magnitude_weights",
     "magnitude_function",
     "convergence_scale",

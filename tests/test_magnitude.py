@@ -7,18 +7,23 @@ import json
 import math
 import subprocess
 import sys
+import types
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy.integrate import trapezoid
+from scipy.sparse.csgraph import shortest_path
 from scipy.spatial.distance import cdist
 
+from diversity_core._config import config_context
 from diversity_core.exceptions import (
     ConvergenceWarning,
     DiversityInputError,
+    DiversityWarning,
     DuplicatesMergedWarning,
+    MemoryBudgetError,
     NumericalError,
 )
 from diversity_core.magnitude import (
@@ -28,10 +33,12 @@ from diversity_core.magnitude import (
     convergence_scale,
     mag_area,
     mag_diff,
-    magnitude,
+    magnitude_at,
     magnitude_function,
     magnitude_weights,
 )
+from diversity_core.magnitude._metric import _merge_duplicates
+from diversity_core.magnitude._scales import _area, _convergence_scale_of, _magnitude_values
 
 EPS = np.finfo(np.float64).eps
 REPO = Path(__file__).resolve().parents[1]
@@ -57,7 +64,7 @@ def _mixture(rng, n: int, d: int, k: int = 3) -> np.ndarray:
 @pytest.mark.parametrize("t", [1e-3, 0.2, 1.0, 4.0, 40.0])
 def test_two_points_closed_form(d, t):
     """Two points at distance d: Mag(t) = 2 / (1 + exp(-t d))."""
-    value = magnitude([[0.0, 0.0], [d, 0.0]], t)
+    value = magnitude_at([[0.0, 0.0], [d, 0.0]], t)
     assert value == pytest.approx(2.0 / (1.0 + math.exp(-t * d)), rel=1e-10)
 
 
@@ -67,14 +74,14 @@ def test_points_on_a_line(rng, t):
     x = np.sort(rng.uniform(0.0, 20.0, size=40))
     gaps = np.diff(x)
     expected = 1.0 + np.tanh(t * gaps / 2.0).sum()
-    assert magnitude(x[:, None], t) == pytest.approx(expected, rel=1e-10)
-    assert magnitude(x[:, None], t, metric="cityblock") == pytest.approx(expected, rel=1e-10)
+    assert magnitude_at(x[:, None], t) == pytest.approx(expected, rel=1e-10)
+    assert magnitude_at(x[:, None], t, metric="cityblock") == pytest.approx(expected, rel=1e-10)
 
 
 def test_line_function_on_grid(rng):
     """The evenly spaced grid (Z_{t_k} = Z_{t_1}^k by products) matches the closed form."""
     x = np.sort(rng.uniform(0.0, 10.0, size=60))
-    f = magnitude_function(x[:, None], t_max=5.0, n_scales=21)
+    f = magnitude_function(x[:, None], t_cut=5.0, n_scales=21)
     expected = 1.0 + np.tanh(np.outer(f.ts, np.diff(x)) / 2.0).sum(axis=1)
     np.testing.assert_allclose(f.values, expected, rtol=1e-10)
     assert f.values[0] == 1.0 and f.ts[0] == 0.0
@@ -86,7 +93,7 @@ def test_equidistant_points_convergence_scale():
     n = 12
     X = np.eye(n) / math.sqrt(2.0)
     assert convergence_scale(X) == pytest.approx(math.log(19.0 * (n - 1)), rel=1e-10)
-    assert magnitude(X, 1.3) == pytest.approx(n / (1 + (n - 1) * math.exp(-1.3)), rel=1e-12)
+    assert magnitude_at(X, 1.3) == pytest.approx(n / (1 + (n - 1) * math.exp(-1.3)), rel=1e-12)
 
 
 def test_two_points_convergence_scale():
@@ -131,8 +138,8 @@ def test_weights_solve_the_system(rng):
     X = rng.normal(size=(80, 4))
     D = cdist(X, X)
     res = magnitude_weights(X, 0.8)
-    np.testing.assert_allclose(np.exp(-0.8 * D) @ res.weights, np.ones(80), atol=1e-9)
-    assert res.value == pytest.approx(res.weights.sum(), rel=1e-12)
+    np.testing.assert_allclose(np.exp(-0.8 * D) @ res.weighting, np.ones(80), atol=1e-9)
+    assert res.value == pytest.approx(res.weighting.sum(), rel=1e-12)
     np.testing.assert_array_equal(res.indices, np.arange(80))
     assert res.error >= 0 and not res.ill_conditioned and not res.singular
 
@@ -154,14 +161,14 @@ def test_scaling_distances_rescales_scales(rng, c):
 def test_permutation_invariance(rng):
     X = rng.normal(size=(60, 3))
     perm = rng.permutation(60)
-    assert magnitude(X[perm], 0.9) == pytest.approx(magnitude(X, 0.9), rel=1e-12)
+    assert magnitude_at(X[perm], 0.9) == pytest.approx(magnitude_at(X, 0.9), rel=1e-12)
 
 
 def test_limits(rng):
     X = rng.normal(size=(30, 2))
-    assert magnitude(X, 0.0) == 1.0
-    assert magnitude(X, 1e4) == pytest.approx(30.0, rel=1e-12)
-    assert magnitude([[1.0, 2.0]], 3.0) == 1.0
+    assert magnitude_at(X, 0.0) == 1.0
+    assert magnitude_at(X, 1e4) == pytest.approx(30.0, rel=1e-12)
+    assert magnitude_at([[1.0, 2.0]], 3.0) == 1.0
 
 
 def test_function_is_monotone_on_a_cloud(rng):
@@ -173,7 +180,7 @@ def test_function_is_monotone_on_a_cloud(rng):
 
 def test_large_n_code_paths_on_small_data(monkeypatch, rng):
     """The blocked Cholesky (used above 1 GiB) and stale-factor preconditioning give the same curve."""
-    mod = importlib.import_module("diversity_core.magnitude")  # the package exports a function "magnitude"
+    mod = importlib.import_module("diversity_core.magnitude._solvers")
 
     X = _mixture(rng, 300, 4)
     ref = magnitude_function(X, n_scales=12)
@@ -203,7 +210,7 @@ def test_duplicates_have_the_magnitude_of_distinct_rows(rng):
     with pytest.warns(DuplicatesMergedWarning, match=r"4 duplicate rows .* 40 distinct points"):
         res = magnitude_weights(repeated, 0.7)
     assert res.n_points == 44 and res.n_distinct == 40 and res.n_merged == 4
-    assert res.value == pytest.approx(magnitude(X, 0.7), rel=1e-12)
+    assert res.value == pytest.approx(magnitude_at(X, 0.7), rel=1e-12)
     # first occurrences, in input order
     _, first = np.unique(repeated, axis=0, return_index=True)
     np.testing.assert_array_equal(res.indices, np.sort(first))
@@ -353,7 +360,7 @@ def test_singular_cosine_raises_or_flags(rng):
     """exp(-t cosine) on 2-D directions is numerically singular at small t."""
     X = _circle_directions(rng)
     with pytest.raises(NumericalError, match="numerically singular at t = 0.5"):
-        magnitude(X, 0.5, metric="cosine")
+        magnitude_at(X, 0.5, metric="cosine")
     with pytest.warns(ConvergenceWarning, match="numerically singular at 1 and ill-conditioned"):
         f = magnitude_function(X, [0.0, 0.5, 50.0, 2e4], metric="cosine")
     assert f.singular.tolist() == [False, True, False, False]
@@ -363,10 +370,45 @@ def test_singular_cosine_raises_or_flags(rng):
         mag_area(X, t_cut=10.0, metric="cosine", n_scales=3)
 
 
+def _k32_distances() -> np.ndarray:
+    """Shortest-path metric of the complete bipartite graph K_{3,2} (not a Euclidean metric)."""
+    A = np.zeros((5, 5))
+    A[:3, 3:] = A[3:, :3] = 1.0
+    return shortest_path(A, unweighted=True)
+
+
+def test_invertible_indefinite_z_is_solved_by_lu():
+    """Issue 14, defect 2: Z_0.2 of K_{3,2} is invertible (cond ~145) but not positive definite."""
+    D = _k32_distances()
+    Z = np.exp(-0.2 * D)
+    assert np.linalg.eigvalsh(Z)[0] < 0 < np.linalg.eigvalsh(Z)[1] and np.linalg.cond(Z) < 200
+    expected = float(np.linalg.solve(Z, np.ones(5)).sum())
+    assert expected == pytest.approx(1.1801, abs=1e-4)
+    res = magnitude_weights(D, 0.2, metric="precomputed")
+    assert res.method == "lu" and not res.singular and not res.ill_conditioned
+    assert res.value == pytest.approx(expected, rel=64 * EPS)
+    assert 0 < res.error <= 1e3 * EPS * res.value
+    np.testing.assert_allclose(Z @ res.weighting, np.ones(5), rtol=0, atol=16 * EPS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DiversityWarning)  # neither singular nor ill-conditioned
+        assert magnitude_at(D, 0.2, metric="precomputed") == pytest.approx(expected, rel=64 * EPS)
+        ts = [0.0, 0.1, 0.2, 0.35, 1.0, 3.0]
+        f = magnitude_function(D, ts, metric="precomputed")
+    np.testing.assert_allclose(f.values[1:], [_solve_mag(D, t) for t in ts[1:]], rtol=1e-12)
+    assert f.methods[2] == "lu" and not f.singular.any() and not f.ill_conditioned.any()
+    t_conv = convergence_scale(D, metric="precomputed")
+    assert _solve_mag(D, t_conv) == pytest.approx(0.95 * 5, rel=1e-10)
+
+
+def test_singular_z_says_why(rng):
+    with pytest.raises(NumericalError, match=r"singular at t = 0.5 \(LAPACK estimates its reciprocal condition"):
+        magnitude_at(_circle_directions(rng), 0.5, metric="cosine")
+
+
 def test_ill_conditioned_single_scale_warns(rng):
     X = _circle_directions(rng)
     with pytest.warns(ConvergenceWarning, match="estimated relative error"):
-        magnitude(X, 50.0, metric="cosine")
+        magnitude_at(X, 50.0, metric="cosine")
     res = magnitude_weights(X, 50.0, metric="cosine")
     assert res.ill_conditioned and res.error / res.value > ACCURACY_RTOL
 
@@ -378,7 +420,7 @@ def test_near_duplicates_are_accurate_not_flagged(rng):
     res = magnitude_weights(X, 1.0)
     assert not res.ill_conditioned
     pair = 2.0 / (1.0 + math.exp(-1e-13))
-    assert magnitude(np.array([[0.0], [1e-13]]), 1.0) == pytest.approx(pair, rel=1e-12)
+    assert magnitude_at(np.array([[0.0], [1e-13]]), 1.0) == pytest.approx(pair, rel=1e-12)
     assert res.value == pytest.approx(_solve_mag(D, 1.0), rel=1e-6)
 
 
@@ -390,33 +432,33 @@ def test_near_duplicates_are_accurate_not_flagged(rng):
 def test_input_errors(rng):
     X = rng.normal(size=(10, 2))
     with pytest.raises(DiversityInputError, match="unknown metric 'minkowski'"):
-        magnitude(X, 1.0, metric="minkowski")
+        magnitude_at(X, 1.0, metric="minkowski")
     with pytest.raises(DiversityInputError, match="t must be a finite number >= 0"):
-        magnitude(X, -1.0)
+        magnitude_at(X, -1.0)
     with pytest.raises(DiversityInputError, match="NaN or infinite"):
-        magnitude(np.array([[0.0, np.nan], [1.0, 1.0]]), 1.0)
+        magnitude_at(np.array([[0.0, np.nan], [1.0, 1.0]]), 1.0)
     with pytest.raises(DiversityInputError, match="must be 2-D"):
-        magnitude(np.arange(5.0), 1.0)
+        magnitude_at(np.arange(5.0), 1.0)
     D = cdist(X, X)
     with pytest.raises(DiversityInputError, match="must be symmetric"):
-        magnitude(D + np.triu(np.ones_like(D)), 1.0, metric="precomputed")
+        magnitude_at(D + np.triu(np.ones_like(D)), 1.0, metric="precomputed")
     with pytest.raises(DiversityInputError, match="zero diagonal"):
-        magnitude(D + np.eye(10), 1.0, metric="precomputed")
+        magnitude_at(D + np.eye(10), 1.0, metric="precomputed")
     with pytest.raises(DiversityInputError, match="must be square"):
-        magnitude(D[:5], 1.0, metric="precomputed")
+        magnitude_at(D[:5], 1.0, metric="precomputed")
     bad = D.copy()
     bad[0, 1] = bad[1, 0] = 0.0
     with pytest.raises(DiversityInputError, match=r"D\[0, 1\] = 0 but rows 0 and 1 of D differ"):
-        magnitude(bad, 1.0, metric="precomputed")
+        magnitude_at(bad, 1.0, metric="precomputed")
     with pytest.raises(DiversityInputError, match="all-zero rows; rows 0"):
-        magnitude(np.vstack([np.zeros(2), X]), 1.0, metric="cosine")
-    with pytest.raises(DiversityInputError, match="either ts .* or t_max"):
+        magnitude_at(np.vstack([np.zeros(2), X]), 1.0, metric="cosine")
+    with pytest.raises(DiversityInputError, match="either ts .* or t_max"), pytest.warns(DeprecationWarning):
         magnitude_function(X, [1.0], t_max=2.0)
     with pytest.raises(DiversityInputError, match="n_scales must be an integer >= 2"):
         magnitude_function(X, n_scales=1)
     with pytest.raises(DiversityInputError, match="ts must be finite scales"):
         magnitude_function(X, [0.0, -1.0])
-    with pytest.raises(DiversityInputError, match="fraction must lie strictly between 0 and 1"):
+    with pytest.raises(DiversityInputError, match="fraction must be a number above 0 below 1"):
         convergence_scale(X, fraction=1.0)
     with pytest.raises(DiversityInputError, match="fraction \\* n_distinct > 1"):
         convergence_scale(X[:1])
@@ -428,6 +470,145 @@ def test_input_errors(rng):
         mag_diff(X, X, reference="Z")
     with pytest.raises(DiversityInputError, match="t_cut must be a finite number > 0"):
         mag_area(X, t_cut=0.0)
+
+
+# ------------------------------------------------------------------------------------------
+# The package, the renamed function and the deprecated names
+# ------------------------------------------------------------------------------------------
+
+#: Values of the former ``magnitude`` (before the split into a package) on a fixed point cloud.
+_OLD_VALUES = {
+    "euclidean": (3.160176354532669, 15.016519458320069, 37.68730612943556),
+    "cityblock": (4.75941797295796, 22.53669667160244, 39.38273425959813),
+}
+
+
+def test_magnitude_is_a_module():
+    import diversity_core as dc
+    import diversity_core.magnitude as m
+
+    assert isinstance(m, types.ModuleType) and m.__name__ == "diversity_core.magnitude"
+    assert dc.magnitude is m is importlib.import_module("diversity_core.magnitude")
+    assert dc.magnitude_at is m.magnitude_at
+    assert "magnitude_at" in dc.__all__ and "magnitude" not in dc.__all__ and "magnitude" not in m.__all__
+    for name in m.__all__:
+        assert getattr(dc, name, getattr(m, name)) is getattr(m, name)
+
+
+@pytest.mark.parametrize("metric", sorted(_OLD_VALUES))
+def test_magnitude_at_equals_the_old_values(metric):
+    X = np.random.default_rng(7).normal(size=(40, 3))
+    for t, old in zip((0.5, 2.0, 8.0), _OLD_VALUES[metric]):
+        assert magnitude_at(X, t, metric=metric) == pytest.approx(old, rel=64 * EPS)
+    assert convergence_scale(X) == pytest.approx(8.382213329823442, rel=1e-10)
+    assert mag_area(X, n_scales=12).area == pytest.approx(211.02718541653135, rel=1e-10)
+
+
+def test_deprecated_names_warn_and_forward(rng):
+    import diversity_core as dc
+    import diversity_core.magnitude as m
+
+    X = rng.normal(size=(20, 2))
+    expected = magnitude_at(X, 0.8)
+    with pytest.warns(DeprecationWarning, match="use diversity_core.magnitude_at"):
+        assert m.magnitude(X, 0.8) == expected
+    with pytest.warns(DeprecationWarning, match="use diversity_core.magnitude_at"):
+        assert dc.magnitude(X, 0.8, metric="euclidean") == expected  # the module itself, called
+    res = magnitude_weights(X, 0.8)
+    with pytest.warns(DeprecationWarning, match="use MagnitudeResult.weighting"):
+        np.testing.assert_array_equal(res.weights, res.weighting)
+    with pytest.warns(DeprecationWarning, match="t_max= is deprecated; use t_cut="):
+        old = magnitude_function(X, t_max=2.0, n_scales=5)
+    np.testing.assert_array_equal(old.values, magnitude_function(X, t_cut=2.0, n_scales=5).values)
+    with pytest.raises(DiversityInputError, match="t_cut or its deprecated alias t_max, not both"), \
+            pytest.warns(DeprecationWarning):
+        magnitude_function(X, t_cut=1.0, t_max=2.0)
+    with pytest.raises(AttributeError, match="no attribute 'magnitde'"):
+        m.magnitde  # noqa: B018
+
+
+def test_result_arrays_are_read_only(rng):
+    X = rng.normal(size=(15, 2))
+    ts = np.array([0.0, 0.5, 1.0])
+    f = magnitude_function(X, ts)
+    for a in (f.ts, f.values, f.errors, f.ill_conditioned, f.singular):
+        assert not a.flags.writeable
+    assert ts.flags.writeable  # the caller's scales are copied, not frozen
+    res = magnitude_weights(X, 1.0)
+    assert not res.weighting.flags.writeable and not res.indices.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        f.values[0] = 2.0
+
+
+# ------------------------------------------------------------------------------------------
+# Private computes shared with diversity_core.compare
+# ------------------------------------------------------------------------------------------
+
+
+def test_area_is_the_trapezoid_with_a_partial_last_step():
+    ts = np.array([0.0, 1.0, 2.0, 3.0])
+    v = np.array([1.0, 3.0, 4.0, 8.0])
+    # whole steps: (1 + 3) / 2 + (3 + 4) / 2 + (4 + 8) / 2
+    assert _area(ts, v, 3.0) == 2.0 + 3.5 + 6.0
+    assert _area(ts, v, 2.0) == 2.0 + 3.5
+    # t_end = 2.5: the value there is 4 + 0.5 * (8 - 4) = 6, and the last step adds 0.5 * (4 + 6) / 2
+    assert _area(ts, v, 2.5) == pytest.approx(2.0 + 3.5 + 2.5, rel=4 * EPS)
+    # inside the first step: 0.25 * (1 + 1.5) / 2
+    assert _area(ts, v, 0.25) == pytest.approx(0.3125, rel=4 * EPS)
+    assert _area(ts, v, 0.0) == 0.0
+    # a grid end rounded just below t_end counts as the end
+    assert _area(ts, v, 3.0 * (1 + 1e-14)) == 11.5
+
+
+def test_mag_area_and_mag_diff_use_the_one_area(rng):
+    X, Y = rng.normal(size=(30, 2)), 0.7 * rng.normal(size=(30, 2))
+    res = mag_area(X, t_cut=2.0, n_scales=9)
+    assert res.area == _area(res.function.ts, res.function.values, 2.0)
+    d = mag_diff(X, Y, t_cut=2.0, n_scales=9)
+    ts = d.function_x.ts
+    assert d.value == _area(ts, d.function_x.values, 2.0) - _area(ts, d.function_y.values, 2.0)
+
+
+def test_private_computes_match_the_public_functions(rng):
+    X = np.vstack([rng.normal(size=(30, 3)) + 2.0, [[4.0, 4.0, 4.0]], [[2.0, 2.0, 2.0]]])  # two parallel rows
+    ts = np.array([0.0, 2.0, 0.5, 1.0])
+    with warnings.catch_warnings(record=True) as public:
+        warnings.simplefilter("always")
+        f = magnitude_function(X, ts, metric="cosine")
+        t_conv = convergence_scale(X, metric="cosine")
+    assert {DuplicatesMergedWarning, ConvergenceWarning} <= {w.category for w in public}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        curve = _magnitude_values(X, ts, "cosine")
+        t_private = _convergence_scale_of(X, "cosine")
+    # (a ResourceWarning of the memory-budget lookup is not the compute's)
+    assert [w for w in caught if issubclass(w.category, (DiversityWarning, RuntimeWarning))] == []
+    np.testing.assert_array_equal(curve.values, f.values)
+    np.testing.assert_array_equal(curve.ts, ts)
+    assert curve.n_merged == 1 and curve.n_distinct == 31 and not curve.singular.any()
+    assert t_private == t_conv
+    Xd = np.vstack([X[:10], X[[2, 2, 5]], -0.0 * X[:1] + X[:1]])
+    rows, n_merged, keep = _merge_duplicates(Xd)
+    assert n_merged == 4 and rows.shape == (10, 3)
+    np.testing.assert_array_equal(keep, np.arange(10))
+    np.testing.assert_array_equal(rows, X[:10])
+
+
+# ------------------------------------------------------------------------------------------
+# Memory budget
+# ------------------------------------------------------------------------------------------
+
+
+def test_memory_budget_refuses_large_matrices(rng):
+    X = rng.normal(size=(300, 2))  # 3 float64 300 x 300 arrays: 2.1 MB
+    with config_context(memory_budget="1M"):
+        with pytest.raises(MemoryBudgetError, match=r"magnitude of 300 points \(3 float64 300 x 300 arrays"):
+            magnitude_at(X, 1.0)
+        with pytest.raises(MemoryBudgetError, match="over the memory budget of 1 MiB"):
+            magnitude_function(cdist(X, X), [1.0], metric="precomputed")
+        with pytest.raises(MemoryBudgetError, match="magnitude of 300 points"):
+            _magnitude_values(X, np.array([1.0]), "euclidean")
+        assert magnitude_at(X[:150], 1.0) == pytest.approx(magnitude_at(X[:150], 1.0))  # 540 kB fits
 
 
 # ------------------------------------------------------------------------------------------

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 
 import numpy as np
 
+from .._config import memory_budget
+from .._json import to_jsonable
 from ..exceptions import DiversityInputError
 from . import warn_skipped
-
-#: Largest dense feature matrix built from sparse features (entries).
-_MAX_DENSE = 200_000_000
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -67,7 +65,8 @@ def _load(args: argparse.Namespace):
         X = np.asarray(dataset.features, dtype=np.float64)
     else:
         X = featurize(dataset, args.featurizer, progress=_progress)
-    X = dense_features(X, max_entries=_MAX_DENSE, purpose="magnitude")
+    # sparse features (n-gram counts) are densified while the float64 matrix fits the memory budget
+    X = dense_features(X, max_entries=memory_budget() // 8, purpose="magnitude")
     return dataset, np.asarray(X, dtype=np.float64)
 
 
@@ -85,11 +84,8 @@ def _sets(dataset, X: np.ndarray, metric: str) -> dict:
 
 
 def _num(v):
-    """JSON number or null."""
-    if v is None:
-        return None
-    f = float(v)
-    return None if math.isnan(f) or math.isinf(f) else f
+    """JSON number under the project's convention (NaN and None as null, infinities as "inf"/"-inf")."""
+    return None if v is None else to_jsonable(float(v))
 
 
 def result_rows(comp) -> list[dict]:

@@ -1,0 +1,257 @@
+"""Distances for magnitude: the metrics, validation of a precomputed D, and merging of duplicates.
+
+Magnitude of a multiset is the magnitude of its distinct points (the twin property), and two
+points at distance 0 make :math:`Z_t` singular, so every path merges them: exact duplicate rows
+by :func:`_merge_duplicates` before any distance is computed, and rows at distance 0 from an
+earlier row (parallel rows under the cosine distance, rows equal after centring) afterwards.
+The first occurrence is kept, in input order.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+from scipy.spatial.distance import cdist
+
+from .._config import check_memory
+from .._validation import check_distance_matrix, check_features, check_option
+from ..exceptions import DiversityInputError, DuplicatesMergedWarning
+
+#: Distances accepted by ``metric=``.
+METRICS = ("euclidean", "cityblock", "cosine", "precomputed")
+
+#: n x n float64 arrays a magnitude computation holds at once: D (or exp(-h D)), Z_t and one
+#: Cholesky factor (float32, or float64 when the float32 one fails).
+_DENSE_ARRAYS = 3
+#: Rows per block in the blocked O(n^2) passes (bounds temporaries to ~_BLOCK * n entries).
+_BLOCK = 512
+#: Bytes of one row block in multi-pass elementwise loops: small enough to stay in cache
+#: between the passes (they are memory-bound otherwise). A cache size, not a memory budget.
+_CACHE_BYTES = 2 << 20
+
+
+def _cache_rows(n: int) -> int:
+    """Rows of an n-column float64 block that fit in ``_CACHE_BYTES``."""
+    return max(8, _CACHE_BYTES // (8 * max(n, 1)))
+
+
+@dataclass
+class _Space:
+    """Validated distinct points: their distance matrix (owned, float64, C order) and bookkeeping."""
+
+    D: Optional[np.ndarray]
+    indices: np.ndarray
+    n_points: int
+    metric: str
+
+    @property
+    def n(self) -> int:
+        return self.indices.size
+
+    @property
+    def n_merged(self) -> int:
+        return self.n_points - self.n
+
+
+def _rows_text(rows: np.ndarray, limit: int = 5) -> str:
+    """The first row numbers of ``rows`` as text ("3, 7, ... (12 in all)")."""
+    shown = ", ".join(str(int(r)) for r in rows[:limit])
+    return shown + (f", ... ({rows.size} in all)" if rows.size > limit else "")
+
+
+def _warn_merged(name: str, dropped: np.ndarray, n_distinct: int, what: str) -> None:
+    """Say which rows were merged into earlier ones (DuplicatesMergedWarning)."""
+    warnings.warn(
+        f"{name} has {dropped.size} {what} (rows {_rows_text(dropped)} repeat earlier rows); "
+        f"magnitude is computed on the {n_distinct} distinct points (the twin property). "
+        "Drop the repeats to silence this warning.",
+        DuplicatesMergedWarning,
+        stacklevel=4,
+    )
+
+
+def _check_dense_memory(n: int) -> None:
+    """Refuse, before any n x n allocation, a magnitude computation over the memory budget."""
+    check_memory(
+        _DENSE_ARRAYS * 8.0 * n * n,
+        what=f"magnitude of {n} points ({_DENSE_ARRAYS} float64 {n} x {n} arrays: D, Z_t and a Cholesky factor)",
+        hint="Use a random subset of the points.",
+    )
+
+
+def _merge_duplicates(X: np.ndarray) -> tuple:
+    """Distinct rows of a validated float64 ``X``, first occurrences in input order: ``(rows, n_merged, keep)``.
+
+    ``rows`` is a new array (``-0.0`` turned into ``0.0``, so that equal rows compare equal),
+    ``keep`` the input row of each distinct row.
+    """
+    Xz = X + 0.0
+    _, first = np.unique(Xz, axis=0, return_index=True)
+    keep = np.sort(first)
+    if keep.size == Xz.shape[0]:
+        return Xz, 0, keep
+    return Xz[keep], Xz.shape[0] - keep.size, keep
+
+
+def _zero_distance_twins(D: np.ndarray) -> np.ndarray:
+    """Boolean mask of rows at distance 0 from an earlier row (first occurrences kept)."""
+    n = D.shape[0]
+    later = np.zeros(n, dtype=bool)
+    for i0 in range(0, n, _BLOCK):
+        i1 = min(n, i0 + _BLOCK)
+        rows, cols = np.divmod(np.flatnonzero(D[i0:i1] == 0), n)
+        rows += i0
+        pick = cols < rows
+        if pick.any():
+            later[rows[pick]] = True
+    return later
+
+
+def _pairwise(X: np.ndarray, metric: str) -> tuple:
+    """Distance matrix (n x n, float64, C order, exactly symmetric, zero diagonal).
+
+    Returns ``(D, twins)`` where ``twins`` marks rows at distance 0 from an earlier row.
+    """
+    n = X.shape[0]
+    if metric == "euclidean":
+        return _euclidean(X)
+    if metric == "cityblock":
+        D = np.empty((n, n))
+        for i0 in range(0, n, _BLOCK):  # |a - b| = |b - a| term by term: exactly symmetric
+            i1 = min(n, i0 + _BLOCK)
+            cdist(X[i0:i1], X, metric="cityblock", out=D[i0:i1])
+    else:  # cosine
+        norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+        bad = norms == 0
+        if bad.any():
+            raise DiversityInputError(
+                f"the cosine distance is undefined for all-zero rows; rows {_rows_text(np.flatnonzero(bad))} "
+                "are zero. Drop them or use metric='euclidean'."
+            )
+        U = X / norms[:, None]
+        D = U @ U.T  # numpy uses syrk for A @ A.T: exactly symmetric
+        np.subtract(1.0, D, out=D)
+        np.clip(D, 0.0, 2.0, out=D)
+    np.fill_diagonal(D, 0.0)
+    return D, _zero_distance_twins(D)
+
+
+def _euclidean(X: np.ndarray) -> tuple:
+    """Euclidean distances by one GEMM, with exact recomputation where cancellation could bite.
+
+    ``|x - y|^2 = |x|^2 + |y|^2 - 2 x.y`` (on centred data) loses relative accuracy when the
+    squared distance is small against the squared norms; those pairs (ratio below 1e-2, where
+    the relative error would exceed ~1e-13) are recomputed from the differences. Returns
+    ``(D, twins)``: zero distances can only come from the recomputed pairs.
+    """
+    Xc = X - X.mean(axis=0)
+    sq = np.einsum("ij,ij->i", Xc, Xc)
+    D = Xc @ Xc.T  # syrk: exactly symmetric, and sq_i + sq_j below is symmetric too
+    n = X.shape[0]
+    twins = np.zeros(n, dtype=bool)
+    fallback = False
+    step = min(_cache_rows(n), n)
+    S = np.empty((step, n))
+    mask = np.empty((step, n), dtype=bool)
+    for i0 in range(0, n, step):
+        i1 = min(n, i0 + step)
+        block, Sb, mb = D[i0:i1], S[: i1 - i0], mask[: i1 - i0]
+        np.add.outer(sq[i0:i1], sq, out=Sb)
+        block *= -2.0
+        block += Sb
+        Sb *= 1e-2
+        np.less(block, Sb, out=mb)  # includes the diagonal and any negative round-off
+        rows, cols = np.divmod(np.flatnonzero(mb), n)
+        if rows.size > 0.05 * block.size:
+            block[...] = cdist(Xc[i0:i1], Xc, metric="sqeuclidean")
+            fallback = True
+        elif rows.size:
+            diff = Xc[rows + i0] - Xc[cols]
+            vals = np.einsum("ij,ij->i", diff, diff)
+            block[rows, cols] = vals
+            zero = (vals == 0.0) & (cols < rows + i0)
+            twins[rows[zero] + i0] = True
+        np.sqrt(block, out=block)
+    if fallback:
+        _symmetrize_upper(D)
+        np.fill_diagonal(D, 0.0)
+        return D, _zero_distance_twins(D)
+    np.fill_diagonal(D, 0.0)
+    return D, twins
+
+
+def _symmetrize_upper(D: np.ndarray) -> None:
+    """Copy the upper triangle onto the lower one, blockwise (exact symmetry)."""
+    n = D.shape[0]
+    for i0 in range(0, n, _BLOCK):
+        i1 = min(n, i0 + _BLOCK)
+        D[i1:, i0:i1] = D[i0:i1, i1:].T
+        blk = D[i0:i1, i0:i1]
+        iu = np.triu_indices(i1 - i0, 1)
+        blk[iu[1], iu[0]] = blk[iu]
+
+
+def _distances(X_or_D: np.ndarray, metric: str) -> tuple:
+    """``(D, twins)`` of validated float64 rows (or a validated D, copied) after the memory check."""
+    n = X_or_D.shape[0]
+    _check_dense_memory(n)
+    if metric == "precomputed":
+        D = np.array(X_or_D, dtype=np.float64, order="C")  # a copy: the solver overwrites D
+        return D, _zero_distance_twins(D)
+    return _pairwise(np.ascontiguousarray(X_or_D), metric)
+
+
+def _drop_twins(D: np.ndarray, twins: np.ndarray) -> tuple:
+    """``(D, sub)``: the distance matrix without the rows and columns ``twins`` marks, and the rows kept."""
+    sub = np.flatnonzero(~twins)
+    if sub.size == D.shape[0]:
+        return D, sub
+    return np.ascontiguousarray(D[np.ix_(sub, sub)]), sub
+
+
+def _check_pseudometric(D: np.ndarray, twins: np.ndarray) -> None:
+    """A zero distance between two items must leave them interchangeable (equal rows of D)."""
+    scale = float(D.max())
+    for j in np.flatnonzero(twins)[:1000]:
+        i = int(np.flatnonzero(D[j, :j] == 0)[0])
+        if not np.allclose(D[i], D[j], rtol=1e-12, atol=1e-12 * scale):
+            raise DiversityInputError(
+                f"D[{i}, {j}] = 0 but rows {i} and {j} of D differ; a zero distance must make two "
+                "items interchangeable (D is not a pseudometric). Fix D or merge those items."
+            )
+
+
+def _prepare(X_or_D, metric: str, *, name: str = "X", warn: bool = True) -> _Space:
+    """Validate once, merge duplicates (saying so when ``warn``), and build the distances of the distinct points."""
+    check_option(metric, METRICS, "metric")
+    if metric == "precomputed":
+        early = isinstance(X_or_D, np.ndarray) and X_or_D.ndim == 2
+        if early:  # before the validation's own n x n temporaries
+            _check_dense_memory(X_or_D.shape[0])
+        D = np.ascontiguousarray(check_distance_matrix(X_or_D, min_samples=1))  # a new float64 array
+        n_points = D.shape[0]
+        if not early:
+            _check_dense_memory(n_points)
+        twins = _zero_distance_twins(D)
+        if twins.any():
+            _check_pseudometric(D, twins)
+        D, keep = _drop_twins(D, twins)
+        if warn and twins.any():
+            _warn_merged(name, np.flatnonzero(twins), keep.size, "items at distance 0 from another")
+        return _Space(D=D, indices=keep, n_points=n_points, metric=metric)
+
+    X = check_features(X_or_D, name=name, min_samples=1, dtype=(np.float64,))
+    n_points = X.shape[0]
+    X, n_merged, keep = _merge_duplicates(X)
+    if warn and n_merged:
+        _warn_merged(name, np.setdiff1d(np.arange(n_points), keep), keep.size, "duplicate rows")
+    D, twins = _distances(X, metric)
+    if twins.any():  # e.g. parallel rows under the cosine distance, or rows equal after centring
+        D, sub = _drop_twins(D, twins)
+        if warn:
+            _warn_merged(name, keep[twins], sub.size, f"rows at {metric} distance 0 from an earlier row")
+        keep = keep[sub]
+    return _Space(D=D, indices=keep, n_points=n_points, metric=metric)
