@@ -175,7 +175,8 @@ def test_rbf_bandwidth_is_shared_by_the_groups(rng):
 
 
 def test_large_groups_without_feature_map_compute_blocks_on_demand(rng, monkeypatch):
-    cmp_mod = importlib.import_module("diversity_core.compare")  # the package exports a function of that name
+    # the score adapters read DENSE_MAX (diversity_core.compare is also a function on the package)
+    cmp_mod = importlib.import_module("diversity_core.compare._scores")
 
     groups = {"x": rng.normal(size=(40, 3)), "y": rng.normal(size=(90, 3))}
     whole = compare(groups, kernel="rbf", sigma=1.0, rng=0, magnitude=False)
@@ -334,6 +335,133 @@ def test_linear_kernel_warns_once_per_group(rng):
 def test_bad_input_is_explained(groups, kwargs, match):
     with pytest.raises(DiversityInputError, match=match):
         compare(groups, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
+# the subsampling engine and the score adapters
+# ---------------------------------------------------------------------------------------------
+class _MeanAndSpread:
+    """A statistic for the engine: the mean and the standard deviation of a subset of values."""
+
+    def __init__(self, x):
+        self.x = x
+
+    def __call__(self, idx):
+        return np.array([self.x[idx].mean(), self.x[idx].std()])
+
+    def single_thread(self, m):
+        return True
+
+
+def test_engine_result_is_shaped_like_scipy_bootstrap():
+    from scipy.stats import bootstrap
+
+    from diversity_core.compare._subsample import spectral_plan, subsample
+
+    x = np.random.default_rng(2).normal(size=400)
+    plan = spectral_plan(400, 100, 30, 10, curve_sizes(400, 6), 1)
+    res = subsample(_MeanAndSpread(x), plan, np.random.default_rng(0), confidence_level=0.9)
+    ref = bootstrap((x,), np.mean, confidence_level=0.9, n_resamples=50, random_state=0)
+    # the same two attributes, the interval a (low, high) named tuple
+    assert type(res.confidence_interval)._fields == type(ref.confidence_interval)._fields == ("low", "high")
+    low, high = res.confidence_interval
+    assert res.standard_error.shape == res.estimate.shape == low.shape == high.shape == (2,)
+    assert res.subsample_distribution.shape == (30, 2) and res.first_subset.shape == (100,)
+    assert res.method == "measured" and res.replicates == 30 and res.confidence_level == 0.9
+    # the interval is estimate -/+ z SE with z the two-sided normal quantile of the level
+    z = 1.6448536269514722
+    np.testing.assert_allclose(low, res.estimate - z * res.standard_error, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(high, res.estimate + z * res.standard_error, rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(res.estimate, res.subsample_distribution.mean(axis=0))
+    for a in (res.estimate, res.standard_error, low, high, res.subsample_distribution, res.first_subset):
+        assert not a.flags.writeable
+    # the sample-size curve: the planned sizes and n (the estimate's point), by increasing size
+    assert [p.size for p in res.curve] == sorted({*plan.reps, 100})
+    assert all(p.mean.shape == p.sd.shape == (2,) for p in res.curve)
+
+
+def test_engine_standard_error_of_a_mean():
+    """The SE of the mean's subset average: measured (N >= 2n) and extrapolated (N = n) cases."""
+    from diversity_core.compare._subsample import spectral_plan, subsample
+
+    x = np.random.default_rng(3).normal(size=2000)
+    sigma = x.std()
+    stat = _MeanAndSpread(x)
+    n, R = 100, 100
+    measured = subsample(stat, spectral_plan(2000, n, R, 30, fit_sizes(2000, curve_sizes(2000, 8)), 1),
+                         np.random.default_rng(1), confidence_level=0.95)
+    # SE^2 = (n/N) s(n)^2 + Var_sub / R with s(n) = sigma / sqrt(n), Var_sub ~ sigma^2 (1 - n/N) / n
+    truth = sigma * math.sqrt(1 / 2000 + (1 - n / 2000) / (n * R))
+    assert measured.method == "measured"
+    assert measured.standard_error[0] == pytest.approx(truth, rel=0.15)
+    # a group of exactly n items: s(n) extrapolated with the power law, gamma ~ -1/2 for a mean
+    small = _MeanAndSpread(x[:200])
+    extra = subsample(small, spectral_plan(200, 200, R, 50, curve_sizes(200, 8), 1), np.random.default_rng(1),
+                      confidence_level=0.95)
+    assert extra.method == "extrapolated" and extra.replicates == 1
+    assert -0.8 < extra.gamma[0] < -0.2
+    # a slope fitted on sizes 25..100 and carried to 200: within ~30 % (0.75-1.3 over 20 seeds)
+    assert extra.standard_error[0] == pytest.approx(x[:200].std() / math.sqrt(200), rel=0.3)
+    np.testing.assert_array_equal(extra.first_subset, np.arange(200))
+
+
+def test_engine_clips_the_interval_to_the_scores_range():
+    from diversity_core.compare._subsample import spectral_plan, subsample
+
+    x = np.random.default_rng(4).normal(size=60)
+    plan = spectral_plan(60, 60, 1, 10, curve_sizes(60, 6), 1)
+    bounds = (np.array([-0.01, -np.inf]), np.array([np.inf, 1.0]))
+    res = subsample(_MeanAndSpread(x), plan, np.random.default_rng(0), confidence_level=0.95, bounds=bounds)
+    free = subsample(_MeanAndSpread(x), plan, np.random.default_rng(0), confidence_level=0.95)
+    assert free.confidence_interval.low[0] < -0.01 and res.confidence_interval.low[0] == -0.01
+    assert res.confidence_interval.high[1] == min(1.0, free.confidence_interval.high[1])
+    np.testing.assert_array_equal(res.standard_error, free.standard_error)
+
+
+@pytest.mark.parametrize(
+    ("case", "kernel", "m"),
+    [
+        ("dense", "cosine", 120),  # dual path, d < m
+        ("dense", "cosine", 10),  # dual group, a subset smaller than d
+        ("float32", "cosine", 120),
+        ("sparse", "cosine", 150),
+        ("dense", "rbf", 120),  # the group's kernel matrix, sliced
+        ("dense", "laplacian", 80),
+        ("blocks", "rbf", 60),  # blocks computed on demand (group above DENSE_MAX)
+    ],
+)
+def test_vendi_adapter_equals_compute_spectrum_on_a_subset(case, kernel, m, monkeypatch):
+    scores = importlib.import_module("diversity_core.compare._scores")
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(300, 12)) + 0.3
+    if case == "float32":
+        X = X.astype(np.float32)
+    elif case == "sparse":
+        X = sp.random(400, 60, density=0.1, format="csr", random_state=1) + sp.eye(400, 60, format="csr")
+    elif case == "blocks":
+        monkeypatch.setattr(scores, "DENSE_MAX", 100)
+    kern = dc.get_kernel(kernel)
+    X = kern.validate(X)
+    kern = kern.resolve(X)
+    qs = np.array([0.5, 1.0, 2.0, math.inf])
+    stat = scores.SpectralScores(X, kern, qs)
+    assert stat.dual == (kernel == "cosine") and (stat.K is None) == (case == "blocks" or stat.dual)
+    idx = np.sort(rng.choice(X.shape[0], m, replace=False))
+    got = stat(idx)
+    spec = dc.compute_spectrum(X[idx], kernel=kern)
+    np.testing.assert_allclose(got[:4], spec.profile(qs), rtol=1e-12, atol=0)
+    np.testing.assert_allclose(got[5:], spec.profile(scores.PROFILE_QS), rtol=1e-12, atol=0)
+    assert got[4] == pytest.approx(dc.intdiv(X[idx], kernel=kern), rel=1e-12, abs=1e-15)
+    np.testing.assert_allclose(stat.spectrum(idx).support, spec.support, rtol=1e-12, atol=1e-15)
+
+
+def test_text_table_helper():
+    from diversity_core.cli._table import format_table
+
+    text = format_table(["score", "group a"], [["VS_1", "3.25 [3.1, 3.4]"], ["IntDiv", 0.5]])
+    assert text.splitlines() == ["score   group a", "------  ---------------", "VS_1    3.25 [3.1, 3.4]",
+                                 "IntDiv  0.5"]
+    assert format_table(["a", "b"], [], rule=False) == "a  b"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from pathlib import Path
 from ..exceptions import DiversityInputError
 from . import warn_skipped
 from ._score import _q_value, add_kernel_arguments, kernel_params
+from ._table import format_table
 
 DEFAULT_QS = (0.5, 1.0, 2.0, math.inf)
 
@@ -188,10 +189,12 @@ def run(args: argparse.Namespace) -> int:
         if cmp.reference:
             print(f"# MagDiff reference: {cmp.reference}; candidates: "
                   f"{', '.join(g for g in cmp.groups if g != cmp.reference)}")
-        print(cmp.format_table())
+        estimates = cmp.table_rows()
+        print(format_table(cmp.table_header(), [[r["score"], *(r[g] for g in cmp.groups)] for r in estimates]))
         print()
         print(f"# pairwise differences (resolved: the {cmp.level:.0%} interval excludes 0)")
-        print(cmp.format_pairwise())
+        header = cmp.pairwise_header()
+        print(format_table(header, [[r[h] for h in header] for r in cmp.pairwise_rows()]))
     for path in written:
         print(f"wrote {path}", file=sys.stderr)
     return 0

@@ -1,0 +1,415 @@
+"""The result of :func:`~diversity_core.compare.compare`: plain rows that round-trip through JSON and CSV.
+
+- :class:`ScoreEstimate`: one score of one group at the equal n, with its interval;
+- :class:`PairwiseDifference`: one score's difference between two groups, with the verdict;
+- :class:`CurvePoint`: one point of a sample-size curve;
+- :class:`Comparison`: all of them, plus the q-profiles, Mag(t) curves, spectra and settings.
+
+JSON follows the project's one convention (:mod:`diversity_core._json`: infinities as
+``"inf"``/``"-inf"``, NaN as ``null``); :meth:`Comparison.from_json` restores the object exactly.
+CSV holds one table per file, floats written with ``repr`` so they read back exactly.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+
+from .._json import dumps, from_json_float, to_jsonable
+from .._orders import q_key
+from ..exceptions import DiversityInputError
+
+__all__ = ["FORMAT", "ScoreEstimate", "PairwiseDifference", "CurvePoint", "Comparison", "score_name"]
+
+#: Identifies the JSON layout of :meth:`Comparison.to_json`.
+FORMAT = "diversity-comparison/1"
+
+
+def score_name(q: float) -> str:
+    """The table name of the Vendi score of order q: ``VS_0.5``, ``VS_1``, ``VS_inf``."""
+    return f"VS_{q_key(q)}"
+
+
+# ---------------------------------------------------------------------------------------------
+# rows
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ScoreEstimate:
+    """One score of one group at the equal n, with its interval.
+
+    Attributes
+    ----------
+    group, score : str
+        Group name and score name (``"VS_1"``, ``"IntDiv"``, ``"MagArea"``, ``"MagDiff"``, ...).
+    estimate : float or None
+        Mean over the ``replicates`` n-subsets (None when the score could not be computed).
+    se : float or None
+        Standard error of ``estimate`` (see the package notes of :mod:`diversity_core.compare`).
+    ci_low, ci_high : float or None
+        The interval at the comparison's level.
+    n : int
+        Items per subset (the equal n).
+    replicates : int
+        Number of n-subsets averaged.
+    interval : str
+        How the interval was made: ``"measured"`` (spread measured at n), ``"extrapolated"``
+        (spread extrapolated from smaller subsets), ``"rnd runs"``, or ``"none"``.
+    role : str
+        For MagDiff: ``"candidate"`` or ``"reference"``; empty otherwise.
+    gamma : float or None
+        The fitted exponent of the spread when the interval was extrapolated.
+    """
+
+    group: str
+    score: str
+    estimate: Optional[float]
+    se: Optional[float]
+    ci_low: Optional[float]
+    ci_high: Optional[float]
+    n: int
+    replicates: int
+    interval: str
+    role: str = ""
+    gamma: Optional[float] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The fields as a dict (field order)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class PairwiseDifference:
+    """The difference of one score between two groups: ``group_a - group_b``.
+
+    ``resolved`` is True when the interval of the difference excludes 0; ``higher`` then names
+    the group with the larger score (None when unresolved).
+    """
+
+    score: str
+    group_a: str
+    group_b: str
+    difference: Optional[float]
+    se: Optional[float]
+    ci_low: Optional[float]
+    ci_high: Optional[float]
+    resolved: bool
+    higher: Optional[str]
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The fields as a dict (field order)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """One point of a sample-size curve: a score's mean over random subsets of ``size`` items.
+
+    ``sd`` is the estimated standard deviation of the score of a fresh sample of that size
+    (measured with the finite-population correction up to half the group, extrapolated above).
+    """
+
+    group: str
+    score: str
+    size: int
+    mean: Optional[float]
+    sd: Optional[float]
+    replicates: int
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The fields as a dict (field order)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+_ROW_TYPES = {"estimates": ScoreEstimate, "pairwise": PairwiseDifference, "curves": CurvePoint}
+
+
+# ---------------------------------------------------------------------------------------------
+# the comparison
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Comparison:
+    """The result of :func:`compare`: plain data that serialises to JSON and CSV and reloads.
+
+    Attributes
+    ----------
+    groups : tuple of str
+        Group names, in input order.
+    group_sizes : tuple of int
+        Items in each group (before subsampling).
+    n : int
+        The equal number of items every score was computed on.
+    level : float
+        Confidence level of every interval (per interval, per pair).
+    scores : tuple of str
+        Score names in table order.
+    estimates : tuple of ScoreEstimate
+        One per (group, score) that applies.
+    pairwise : tuple of PairwiseDifference
+        One per score and unordered pair of groups (MagDiff excluded: it is already a
+        difference against the reference).
+    curves : tuple of CurvePoint
+        The sample-size curves: each score against the subset size, per group.
+    profiles : dict
+        ``group -> {"q": (...), "mean": (...), "ci_low": (...), "ci_high": (...)}``: the
+        q-profile at n (orders :data:`~diversity_core.compare.PROFILE_QS`) with intervals.
+    magnitude_curves : dict
+        ``group -> {"t": (...), "mag": (...)}``: Mag(t) at n averaged over subsets (empty
+        without magnitude).
+    spectra : dict
+        ``group -> (...)``: leading eigenvalues of the density matrix of one n-subset.
+    settings : dict
+        Everything the numbers depend on: resolved kernel, orders, n, seeds, replicate counts,
+        magnitude scales (t_conv per group, t_cut, t_ref), roles, data sources and hashes,
+        package version, and the interval method in words.
+    """
+
+    groups: Tuple[str, ...]
+    group_sizes: Tuple[int, ...]
+    n: int
+    level: float
+    scores: Tuple[str, ...]
+    estimates: Tuple[ScoreEstimate, ...]
+    pairwise: Tuple[PairwiseDifference, ...]
+    curves: Tuple[CurvePoint, ...] = ()
+    profiles: Dict[str, Dict[str, tuple]] = field(default_factory=dict)
+    magnitude_curves: Dict[str, Dict[str, tuple]] = field(default_factory=dict)
+    spectra: Dict[str, tuple] = field(default_factory=dict)
+    settings: Dict[str, Any] = field(default_factory=dict)
+
+    # -- look-ups ------------------------------------------------------------------------------
+    def estimate(self, group: str, score: str) -> ScoreEstimate:
+        """The estimate of ``score`` for ``group``."""
+        for e in self.estimates:
+            if e.group == group and e.score == score:
+                return e
+        raise DiversityInputError(
+            f"no estimate of {score!r} for group {group!r}; groups: {', '.join(self.groups)}; "
+            f"scores: {', '.join(self.scores)}."
+        )
+
+    def pair(self, score: str, group_a: str, group_b: str) -> PairwiseDifference:
+        """The difference ``group_a - group_b`` of ``score`` (either order)."""
+        for p in self.pairwise:
+            if p.score == score and (p.group_a, p.group_b) == (group_a, group_b):
+                return p
+            if p.score == score and (p.group_a, p.group_b) == (group_b, group_a):
+                flip = None if p.difference is None else -p.difference
+                lo = None if p.ci_high is None else -p.ci_high
+                hi = None if p.ci_low is None else -p.ci_low
+                return replace(p, group_a=group_a, group_b=group_b, difference=flip, ci_low=lo, ci_high=hi)
+        raise DiversityInputError(f"no pairwise difference of {score!r} between {group_a!r} and {group_b!r}.")
+
+    def curve(self, group: str, score: str) -> List[CurvePoint]:
+        """The sample-size curve of ``score`` for ``group``, by increasing size."""
+        return sorted((c for c in self.curves if c.group == group and c.score == score), key=lambda c: c.size)
+
+    @property
+    def reference(self) -> Optional[str]:
+        """The reference group of MagDiff (None when no reference was named)."""
+        return self.settings.get("reference")
+
+    # -- text ----------------------------------------------------------------------------------
+    def table_rows(self, *, digits: int = 4) -> List[Dict[str, str]]:
+        """One row per score: ``{"score": ..., <group>: "estimate [low, high]", ...}`` (display strings)."""
+        rows = []
+        for s in self.scores:
+            row = {"score": s}
+            for g in self.groups:
+                try:
+                    e = self.estimate(g, s)
+                except DiversityInputError:
+                    row[g] = "-"
+                    continue
+                row[g] = "reference" if e.role == "reference" else _format_estimate(e, digits)
+            rows.append(row)
+        return rows
+
+    def table_header(self) -> List[str]:
+        """Column titles of :meth:`format_table`: ``score`` and ``<group> (N=<size>)`` per group."""
+        return ["score", *(f"{g} (N={size})" for g, size in zip(self.groups, self.group_sizes))]
+
+    def pairwise_rows(self, *, digits: int = 4) -> List[Dict[str, str]]:
+        """One row per pairwise difference, with the verdict (display strings)."""
+        rows = []
+        for p in self.pairwise:
+            ci = "-" if p.ci_low is None else f"[{_fmt(p.ci_low, digits)}, {_fmt(p.ci_high, digits)}]"
+            rows.append({
+                "score": p.score,
+                "pair": f"{p.group_a} - {p.group_b}",
+                "difference": _fmt(p.difference, digits),
+                f"{self.level:.0%} interval": ci,
+                "resolved": f"yes: {p.higher} higher" if p.resolved else "no",
+            })
+        return rows
+
+    def pairwise_header(self) -> List[str]:
+        """Column titles of :meth:`format_pairwise` (the keys of :meth:`pairwise_rows`)."""
+        return ["score", "pair", "difference", f"{self.level:.0%} interval", "resolved"]
+
+    def format_table(self, *, digits: int = 4) -> str:
+        """Every score (rows) of every group (columns) with its interval, as plain text."""
+        from ..cli._table import format_table
+
+        rows = [[r["score"], *(r[g] for g in self.groups)] for r in self.table_rows(digits=digits)]
+        return format_table(self.table_header(), rows)
+
+    def format_pairwise(self, *, digits: int = 4) -> str:
+        """The pairwise differences as plain text, with the verdict."""
+        from ..cli._table import format_table
+
+        header = self.pairwise_header()
+        return format_table(header, [[r[h] for h in header] for r in self.pairwise_rows(digits=digits)])
+
+    # -- serialisation --------------------------------------------------------------------------
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON-ready dict with stable keys (infinite orders written as ``"inf"``, NaN as None)."""
+        return to_jsonable({
+            "format": FORMAT,
+            "groups": self.groups,
+            "group_sizes": self.group_sizes,
+            "n": self.n,
+            "level": self.level,
+            "scores": self.scores,
+            "estimates": [e.to_dict() for e in self.estimates],
+            "pairwise": [p.to_dict() for p in self.pairwise],
+            "curves": [c.to_dict() for c in self.curves],
+            "profiles": self.profiles,
+            "magnitude_curves": self.magnitude_curves,
+            "spectra": self.spectra,
+            "settings": self.settings,
+        })
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Comparison:
+        """Rebuild a Comparison from :meth:`to_dict` output."""
+        if not isinstance(data, Mapping) or data.get("format") != FORMAT:
+            got = data.get("format") if isinstance(data, Mapping) else type(data).__name__
+            raise DiversityInputError(f"not a saved comparison: expected format {FORMAT!r}, got {got!r}.")
+        try:
+            return cls(
+                groups=tuple(data["groups"]),
+                group_sizes=tuple(int(s) for s in data["group_sizes"]),
+                n=int(data["n"]),
+                level=float(data["level"]),
+                scores=tuple(data["scores"]),
+                estimates=tuple(_row_from_dict(ScoreEstimate, e) for e in data["estimates"]),
+                pairwise=tuple(_row_from_dict(PairwiseDifference, p) for p in data["pairwise"]),
+                curves=tuple(_row_from_dict(CurvePoint, c) for c in data.get("curves", ())),
+                profiles={g: _floats_by_key(prof) for g, prof in data.get("profiles", {}).items()},
+                magnitude_curves={g: _floats_by_key(c) for g, c in data.get("magnitude_curves", {}).items()},
+                spectra={g: tuple(from_json_float(v) for v in vals) for g, vals in data.get("spectra", {}).items()},
+                settings=dict(data.get("settings", {})),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DiversityInputError(f"saved comparison is incomplete or malformed: {exc}") from None
+
+    def to_json(self, path: Union[str, Path, None] = None, *, indent: Optional[int] = 2) -> str:
+        """Strict JSON text (no NaN/Infinity tokens); also written to ``path`` when given."""
+        text = dumps(self.to_dict(), indent=indent)
+        if path is not None:
+            Path(path).write_text(text + "\n", encoding="utf-8")
+        return text
+
+    @classmethod
+    def from_json(cls, text_or_path: Union[str, Path]) -> Comparison:
+        """Reload from JSON text or a path written by :meth:`to_json`."""
+        text = str(text_or_path)
+        if not text.lstrip().startswith("{"):
+            path = Path(text_or_path)
+            if not path.is_file():
+                raise DiversityInputError(f"{path}: no such file (expected a comparison saved with to_json).")
+            text = path.read_text(encoding="utf-8")
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DiversityInputError(f"not valid JSON: {exc}") from None
+        return cls.from_dict(data)
+
+    def to_csv(self, path: Union[str, Path, None] = None, *, table: str = "estimates") -> str:
+        """One table as CSV text: ``"estimates"`` (default), ``"pairwise"`` or ``"curves"``.
+
+        Empty cells stand for missing values. Written to ``path`` when given; read back with
+        :meth:`read_csv`.
+        """
+        cls = _table_type(table)
+        names = [f.name for f in fields(cls)]
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(names)
+        for r in getattr(self, table):
+            writer.writerow(["" if getattr(r, k) is None else _csv_cell(getattr(r, k)) for k in names])
+        text = buf.getvalue()
+        if path is not None:
+            Path(path).write_text(text, encoding="utf-8")
+        return text
+
+    @staticmethod
+    def read_csv(text_or_path: Union[str, Path], *, table: str = "estimates") -> tuple:
+        """The rows of a table written by :meth:`to_csv`, as ScoreEstimate/PairwiseDifference/CurvePoint."""
+        cls = _table_type(table)
+        text = str(text_or_path)
+        if "\n" not in text and Path(text).is_file():
+            text = Path(text).read_text(encoding="utf-8")
+        reader = csv.DictReader(io.StringIO(text))
+        expected = [f.name for f in fields(cls)]
+        if reader.fieldnames != expected:
+            raise DiversityInputError(f"CSV columns {reader.fieldnames} do not match the {table!r} table {expected}.")
+        types = {f.name: f.type for f in fields(cls)}
+        return tuple(cls(**{k: _csv_value(v, types[k]) for k, v in row.items()}) for row in reader)
+
+
+# ---------------------------------------------------------------------------------------------
+# private helpers
+# ---------------------------------------------------------------------------------------------
+def _table_type(table: str):
+    """The row class of a table name, or an error listing the tables."""
+    if table not in _ROW_TYPES:
+        raise DiversityInputError(f"unknown table {table!r}; choose one of: {', '.join(map(repr, _ROW_TYPES))}.")
+    return _ROW_TYPES[table]
+
+
+def _row_from_dict(cls, data: Mapping[str, Any]):
+    """A row rebuilt from its JSON dict: float fields decoded (``"inf"`` back to inf), None kept."""
+    floats = {f.name for f in fields(cls) if "float" in str(f.type)}
+    return cls(**{k: (None if v is None else from_json_float(v)) if k in floats else v for k, v in data.items()})
+
+
+def _floats_by_key(values: Mapping[str, Any]) -> Dict[str, tuple]:
+    """``{key: [numbers]}`` from JSON back to ``{key: (floats)}``."""
+    return {k: tuple(from_json_float(v) for v in vals) for k, vals in values.items()}
+
+
+def _csv_cell(v):
+    """A CSV cell: floats by ``repr`` (they read back exactly), everything else as is."""
+    return repr(v) if isinstance(v, float) else v
+
+
+def _csv_value(text: str, typ: str):
+    """Parse one CSV cell by the dataclass field's annotation (a string under PEP 563)."""
+    if text == "":
+        return None if "Optional" in typ else ""
+    if "bool" in typ:
+        return text == "True"
+    if "int" in typ:
+        return int(text)
+    if "float" in typ:
+        return float(text)
+    return text
+
+
+def _fmt(v: Optional[float], digits: int) -> str:
+    """A number to ``digits`` significant digits, ``-`` when missing."""
+    return "-" if v is None else f"{v:.{digits}g}"
+
+
+def _format_estimate(e: ScoreEstimate, digits: int) -> str:
+    """``estimate [low, high]`` (or the estimate alone without an interval)."""
+    if e.estimate is None:
+        return "-"
+    if e.ci_low is None:
+        return _fmt(e.estimate, digits)
+    return f"{_fmt(e.estimate, digits)} [{_fmt(e.ci_low, digits)}, {_fmt(e.ci_high, digits)}]"
