@@ -25,8 +25,10 @@ import scipy.sparse as sp
 
 from .._stats import t_interval
 from ..baselines import _intdiv
-from ..exceptions import ConvergenceWarning, DuplicatesMergedWarning, KernelDiagonalWarning
+from ..exceptions import KernelDiagonalWarning
 from ..kernels import Kernel, get_kernel
+from ..magnitude._metric import _merge_duplicates
+from ..magnitude._scales import _area, _convergence_scale_of, _magnitude_values
 from ..spectrum import Spectrum, _kernel_spectrum
 
 __all__ = [
@@ -267,44 +269,16 @@ def convergence_scale_of(X, idx: np.ndarray, metric: str) -> float:
     return _convergence_scale(dense_rows(X, idx), metric)
 
 
-# =============================================================================================
-# MAGNITUDE MATHS USED BY COMPARE -- the one place that calls diversity_core.magnitude.
-# Everything compare needs from magnitude is these three functions: Mag(t) of one subset on a
-# grid, t_conv of one subset, and the trapezoid area to a cut. They go through the public,
-# validating magnitude API for now; rewire them here onto magnitude's private computes.
-# =============================================================================================
 def _magnitude_curve(X: np.ndarray, ts: np.ndarray, metric: str) -> Tuple[np.ndarray, bool, int]:
     """Mag(t) of dense rows X on the scales ``ts``; whether any evaluation was singular; duplicates merged."""
-    from ..magnitude import magnitude_function
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DuplicatesMergedWarning)
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        func = magnitude_function(X, ts=ts, metric=metric)
-    return np.asarray(func.values, dtype=np.float64), bool(func.singular.any()), int(func.n_merged)
+    rows, n_merged, _ = _merge_duplicates(X)
+    curve = _magnitude_values(rows, ts, metric)
+    return np.asarray(curve.values, dtype=np.float64), bool(np.any(curve.singular)), n_merged + curve.n_merged
 
 
 def _convergence_scale(X: np.ndarray, metric: str) -> float:
     """t_conv (Mag = 0.95 n) of dense rows X."""
-    from ..magnitude import convergence_scale
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DuplicatesMergedWarning)
-        return float(convergence_scale(X, metric=metric))
-
-
-def _area(ts: np.ndarray, values: np.ndarray, t_end: float) -> float:
-    """Trapezoid integral over [0, t_end] of a curve sampled on ``ts`` (linear in the last partial step)."""
-    from scipy.integrate import trapezoid
-
-    k = int(np.searchsorted(ts, t_end * (1 + 1e-12), side="right"))
-    area = float(trapezoid(values[:k], ts[:k]))
-    if k < ts.size and t_end > ts[k - 1]:
-        frac = (t_end - ts[k - 1]) / (ts[k] - ts[k - 1])
-        v_end = values[k - 1] + frac * (values[k] - values[k - 1])
-        area += 0.5 * (t_end - ts[k - 1]) * (values[k - 1] + v_end)
-    return area
-# ============================================================================ end of magnitude maths
+    return float(_convergence_scale_of(_merge_duplicates(X)[0], metric))
 
 
 # ---------------------------------------------------------------------------------------------
