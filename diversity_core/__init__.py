@@ -10,9 +10,10 @@ vendi         Vendi scores of every order q from a spectrum; drop-ins for the ``
 baselines     IntDiv, average similarity, GMStds
 data          loading embeddings, images, text and molecules into a Dataset; the demo datasets
 magnitude     metric-space magnitude (a package): Mag(t) by magnitude_at, t_conv, MagArea, MagDiff
-rnd           the RND score (random network distillation, torch)
+rnd           the RND score (random network distillation; torch, from the extra [rnd])
 compare       comparisons of groups at equal n, with intervals and pairwise verdicts
-report        the self-contained HTML report and figure export (imports plotly)
+report        the self-contained HTML report (Jinja2), the plotly figures, PNG/SVG export (kaleido);
+              extra [report], imported only when used
 featurizers   features for each modality (pixels, EfficientNet-Lite0, n-grams, MiniLM, Morgan) and a registry
 exceptions    DiversityInputError, NumericalError and the named warnings
 cli           the ``diversity`` command

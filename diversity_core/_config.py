@@ -17,6 +17,7 @@ import contextlib
 import functools
 import os
 import re
+import shutil
 import threading
 from typing import Iterator, Optional
 
@@ -188,3 +189,28 @@ def configure_environment() -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+#: Where Debian's chromium package installs the browser kaleido drives for figure export.
+CHROMIUM_PATH = "/usr/bin/chromium"
+#: Executable names of Chrome/Chromium that kaleido's own browser lookup finds on PATH.
+_CHROME_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
+
+
+def configure_browser(path: str = CHROMIUM_PATH) -> None:
+    """Point kaleido at a Chromium through ``BROWSER_PATH`` when it would find none by itself.
+
+    kaleido (PNG/SVG export of plotly figures) drives a Chrome or Chromium. It looks on PATH
+    for the names in ``_CHROME_NAMES``; Debian installs its package as ``/usr/bin/chromium``,
+    which that lookup can miss. Nothing changes when ``BROWSER_PATH`` is already set, when a
+    Chrome is on PATH, or when ``path`` does not exist.
+    """
+    if os.environ.get("BROWSER_PATH"):
+        return
+    if any(shutil.which(name) for name in _CHROME_NAMES):
+        return
+    if os.path.isfile(path):
+        os.environ["BROWSER_PATH"] = path
+
+
+__all__ += ["configure_browser"]

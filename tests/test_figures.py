@@ -1,15 +1,16 @@
-"""diversity_core.figures: plotly builders are pure functions of arrays (no Streamlit)."""
+"""diversity_core.report.figures: plotly builders are pure functions of arrays (no Streamlit)."""
 
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import plotly.graph_objects as go
 import pytest
 
 from diversity_core import compute_spectrum, default_q_grid
-from diversity_core import figures as F
+from diversity_core.report import figures as F
 
 
 def test_q_axis_puts_zero_and_infinity_at_the_ends():
@@ -102,3 +103,21 @@ def test_figures_serialise_to_json(rng):
     for fig in (F.q_profile_figure((qs, spec.profile(qs)), q=math.inf, n=20), F.spectrum_figure(spec.eigenvalues),
                 F.histogram_figure(rng.normal(size=50))):
         assert "Infinity" not in fig.to_json()
+
+
+def test_old_figures_module_re_exports_the_builders():
+    """``diversity_core.figures`` (imported by the app) stays a working alias of the new home."""
+    from diversity_core import figures as old
+    from diversity_core._orders import format_q
+
+    for name in old.__all__:
+        assert getattr(old, name) is getattr(F, name), name
+    assert F.format_q is format_q
+
+
+def test_missing_plotly_names_the_extra(monkeypatch):
+    from diversity_core.exceptions import MissingDependencyError
+
+    monkeypatch.setitem(sys.modules, "plotly.graph_objects", None)  # importing it now raises ImportError
+    with pytest.raises(MissingDependencyError, match=r"plotly is needed for figures.*diversity-explorer\[report\]"):
+        F.histogram_figure([1.0, 2.0])

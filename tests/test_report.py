@@ -9,8 +9,12 @@ installs it).
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
+import subprocess
+import sys
+from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
@@ -117,7 +121,7 @@ def test_report_tables_and_embedded_data(cmp, report_path):
 def test_report_escapes_names(report_path):
     text = report_path.read_text(encoding="utf-8")
     assert NASTY not in text
-    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; co" in text
+    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; co" in text  # markupsafe's entities
 
 
 def test_galleries(cmp, report_path):
@@ -220,3 +224,109 @@ def test_export_png_and_svg(cmp, tmp_path):
     assert all(p.read_text(encoding="utf-8").lstrip().startswith("<svg") for p in paths)
     png = export_figure(comparison_figures(cmp)["q_profile"], tmp_path / "q.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# --------------------------------------------------------------------------------------------
+# Escaping: names are text, never markup, and cannot close the JSON <script> block
+# --------------------------------------------------------------------------------------------
+IMG_TAG = "<img src=x onerror=alert(1)>"
+SCRIPT_CLOSE = "x</script><script>alert(2)</script>"
+
+
+class _Tags(HTMLParser):
+    """Every start tag with its attributes, and the text of each <script> element by id."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tags, self.scripts, self._script = [], {}, None
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+        if tag == "script":
+            self._script = dict(attrs).get("id") or f"script-{len(self.scripts)}"
+            self.scripts[self._script] = ""
+
+    def handle_endtag(self, tag):
+        if tag == "script":
+            self._script = None
+
+    def handle_data(self, data):
+        if self._script is not None:
+            self.scripts[self._script] += data
+
+
+@pytest.fixture(scope="module")
+def hostile_cmp():
+    """A comparison whose group names are an HTML tag and a closing </script>."""
+    rng = np.random.default_rng(5)
+    return compare({IMG_TAG: rng.normal(size=(30, 4)) + 1, SCRIPT_CLOSE: rng.normal(size=(30, 4)) + 2}, rng=0,
+                   magnitude=False, size_curve=False)
+
+
+def test_hostile_group_names_are_escaped_text(hostile_cmp):
+    text = report_html(hostile_cmp, title=f"{IMG_TAG} report")
+    assert IMG_TAG not in text and "<img src=x" not in text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in text  # shown as text in the headings and tables
+    parser = _Tags()
+    parser.feed(text)
+    assert not any("onerror" in attrs for _, attrs in parser.tags)
+    assert [tag for tag, _ in parser.tags].count("img") == 0
+
+
+def test_script_close_in_a_group_name_stays_inside_the_json_block(hostile_cmp):
+    text = report_html(hostile_cmp)
+    assert "alert(2)</script>" not in text
+    # every </script> in the page closes a <script> the report opened itself
+    assert text.count("</script>") == len(re.findall(r"<script\b", text))
+    parser = _Tags()
+    parser.feed(text)
+    data = json.loads(parser.scripts["comparison-data"])
+    assert data["groups"] == [IMG_TAG, SCRIPT_CLOSE]
+    assert Comparison.from_dict(data) == hostile_cmp
+    # no script element was injected: each one holds the report's own code (plotly.js, one newPlot
+    # per figure with the names as escaped JSON strings, the download buttons) or the data
+    assert len(parser.scripts) == len(re.findall(r"<script\b", text))
+    assert all(body.strip() != "alert(2)" for body in parser.scripts.values())
+
+
+def test_json_block_escapes_markup_characters():
+    from diversity_core.report.html import _script_json
+
+    text = _script_json({"name": "</script><!-- & -->", "x": math.inf})
+    assert "<" not in text and ">" not in text and "&" not in text
+    assert json.loads(text) == {"name": "</script><!-- & -->", "x": "inf"}
+
+
+def test_missing_jinja2_names_the_extra(cmp, monkeypatch):
+    from diversity_core.exceptions import MissingDependencyError
+    from diversity_core.report.html import _environment
+
+    _environment.cache_clear()
+    monkeypatch.setitem(sys.modules, "jinja2", None)  # import jinja2 now raises ImportError
+    try:
+        with pytest.raises(MissingDependencyError, match=r"jinja2 is needed for the HTML report.*\[report\]"):
+            report_html(cmp)
+    finally:
+        _environment.cache_clear()
+
+
+def test_template_is_package_data():
+    from importlib.resources import files
+
+    assert files("diversity_core.report").joinpath("templates", "report.html.j2").is_file()
+
+
+def test_importing_the_core_does_not_import_optional_libraries():
+    """plotly, jinja2, kaleido and torch load only when a figure, a report or an RND score is made."""
+    code = (
+        "import sys\n"
+        "import diversity_core, diversity_core.report, diversity_core.report.figures, diversity_core.figures\n"
+        "import diversity_core.rnd\n"
+        "heavy = ('plotly', 'jinja2', 'kaleido', 'torch')\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules if m.split('.')[0] in heavy}))\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(Path(diversity_core.__file__).parents[1])})
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "[]"
+

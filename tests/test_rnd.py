@@ -194,6 +194,32 @@ def test_one_run_has_no_interval(rng):
     res = rnd_score(rng.normal(size=(260, 5)), runs=1, epochs=2, average_last=1, rng=0)
     assert math.isnan(res.ci_low) and math.isnan(res.ci_high) and math.isnan(res.std)
     assert res.score == res.run_scores[0]
+    d = res.to_dict()  # the project's JSON convention: NaN as null
+    assert d["ci_low"] is None and d["ci_high"] is None and d["std"] is None
+    json.dumps(d, allow_nan=False)
+
+
+def test_whole_floats_count_as_integers(rng):
+    """Counts read from JSON or a URL arrive as 3.0; they mean 3."""
+    X = rng.normal(size=(260, 5))
+    a = rnd_score(X, runs=2.0, epochs=3.0, average_last=2.0, train_size=200.0, batch_size=50.0, rng=0)
+    b = rnd_score(X, runs=2, epochs=3, average_last=2, rng=0)
+    np.testing.assert_array_equal(a.curves, b.curves)
+    assert a.settings["runs"] == 2 and isinstance(a.settings["epochs"], int)
+
+
+def test_sparse_features_are_densified_within_the_memory_budget():
+    import scipy.sparse as sp
+
+    from diversity_core import _config
+    from diversity_core.exceptions import MemoryBudgetError
+    from diversity_core.rnd._inputs import _densify
+
+    X = sp.random(2000, 1000, density=0.001, format="csr", random_state=0)
+    np.testing.assert_array_equal(_densify(X), X.toarray())
+    with _config.config_context(memory_budget="1M"):
+        with pytest.raises(MemoryBudgetError, match=r"the dense 2000 x 1000 features for an RND network needs"):
+            _densify(X)
 
 
 def test_progress_reports_every_epoch_of_every_run(rng):
@@ -268,7 +294,7 @@ def test_resnet18_paper_network_runs_and_leaves_global_rng_alone(rng):
 
 
 def test_resnet18_has_the_resnet18_parameter_count():
-    from diversity_core.rnd import _build_network
+    from diversity_core.rnd.networks import _build_network
 
     net = _build_network("resnet18", 3, torch.Generator().manual_seed(0), "cpu")
     assert sum(p.numel() for p in net.parameters()) == 11_689_512  # torchvision's resnet18()
@@ -293,16 +319,18 @@ def test_dataset_input_picks_pixels_or_flattened_pixels():
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        (dict(train_size=0), "train_size must be a whole number >= 1"),
-        (dict(epochs=2.5), "epochs must be a whole number"),
+        (dict(train_size=0), "train_size must be an integer >= 1"),
+        (dict(epochs=2.5), "epochs must be an integer"),
         (dict(epochs=5, average_last=6), "average_last must be at most epochs"),
-        (dict(runs=0), "runs must be a whole number >= 1"),
+        (dict(runs=0), "runs must be an integer >= 1"),
         (dict(lr=-0.1), "lr must be a finite number > 0"),
         (dict(momentum=1.0), r"momentum must be in \[0, 1\)"),
         (dict(optimizer="rmsprop"), "unknown optimizer 'rmsprop'; choose one of: 'sgd', 'adam'"),
         (dict(architecture="vit"), "unknown architecture 'vit'"),
         (dict(device="tpu"), "unknown device 'tpu'"),
         (dict(architecture="cnn"), "needs images"),
+        (dict(runs=True), "runs must be an integer >= 1; got True"),
+        (dict(batch_size="50"), "batch_size must be an integer"),
     ],
 )
 def test_bad_parameters(rng, kwargs, match):
@@ -388,6 +416,25 @@ def test_cli_json_and_table(tmp_path, digits):
     table = _cli(path, "--runs", 2, "--epochs", 2, "--average-last", 1)
     assert table.returncode == 0, table.stderr
     assert "RND" in table.stdout and "95% CI" in table.stdout and "all  400" in table.stdout
+
+
+def test_cli_rng_and_the_deprecated_seed_give_the_same_score(tmp_path, rng):
+    path = tmp_path / "x.npy"
+    np.save(path, rng.normal(size=(260, 5)))
+    args = ("--runs", 2, "--epochs", 2, "--average-last", 1, "--format", "json")
+    new = _cli(path, *args, "--rng", 4)
+    old = _cli(path, *args, "--seed", 4)
+    assert new.returncode == 0 and old.returncode == 0, (new.stderr, old.stderr)
+    assert json.loads(new.stdout)["sets"][0]["curves"] == json.loads(old.stdout)["sets"][0]["curves"]
+    assert "--seed is deprecated; use --rng" in old.stderr
+    assert "deprecated" not in new.stderr
+    direct = rnd_score(np.load(path), runs=2, epochs=2, average_last=1, rng=4)
+    assert json.loads(new.stdout)["sets"][0]["score"] == pytest.approx(direct.score, abs=1e-12)
+    usage = subprocess.run([sys.executable, "-m", "diversity_core.cli", "rnd", "--help"], capture_output=True,
+                           text=True, cwd=ROOT, timeout=120)
+    assert "--rng SEED" in usage.stdout and "--seed" not in usage.stdout
+    negative = _cli(path, *args, "--rng", -1)
+    assert negative.returncode == 2 and "--rng must be a non-negative seed" in negative.stderr
 
 
 def test_cli_bad_input_exits_2_with_one_line(tmp_path, rng):

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import os
 import sys
 import time
 
+from .._config import configure_environment
+from .._json import dumps
 from ..exceptions import DiversityInputError
 from . import warn_skipped
 
@@ -48,7 +48,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     p.add_argument("--batch-size", type=int, default=50, help="mini-batch size (default 50)")
     p.add_argument("--device", choices=DEVICES, default="auto", help="cpu, cuda, or auto (default)")
-    p.add_argument("--seed", type=int, default=0, help="random seed of splits and networks (default 0)")
+    p.add_argument(
+        "--rng", type=int, default=0, metavar="SEED", help="random seed of splits and networks (default 0)"
+    )
+    # the option's name before it followed the API's ``rng`` (as in ``diversity compare``)
+    p.add_argument(
+        "--seed", dest="rng", type=int, action=_DeprecatedAlias, replacement="--rng", default=argparse.SUPPRESS,
+        help=argparse.SUPPRESS,
+    )
     p.add_argument(
         "--threads",
         type=int,
@@ -65,39 +72,56 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-class _Progress:
-    """Progress on stderr: redrawn in place on a terminal, else a line every tenth of the work."""
+class _DeprecatedAlias(argparse.Action):
+    """An old option name that still works and says, on stderr, which name replaced it."""
+
+    def __init__(self, option_strings, dest, *, replacement: str, **kwargs):
+        super().__init__(option_strings, dest, **kwargs)
+        self.replacement = replacement
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"warning: {option_string} is deprecated; use {self.replacement}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+class _ProgressBar:
+    """Progress of one scored set as a tqdm bar on stderr, the run and epoch as its postfix."""
 
     def __init__(self, label: str):
         self.label = label
-        self.tty = sys.stderr.isatty()
-        self.next_tenth = 1
+        self._bar = None
 
     def __call__(self, done: int, total: int, message: str) -> None:
         if total <= 0:
             return
-        if self.tty:
-            end = "\n" if done >= total else ""
-            print(f"\r{self.label}: {message} [{done}/{total}]\033[K", end=end, file=sys.stderr, flush=True)
-        elif done * 10 >= self.next_tenth * total:
-            print(f"{self.label}: {message} [{done}/{total}]", file=sys.stderr, flush=True)
-            self.next_tenth = done * 10 // total + 1
+        if self._bar is None:
+            from tqdm import tqdm
+
+            # in a log (stderr not a terminal) tqdm redraws at most every few seconds
+            self._bar = tqdm(
+                total=total, desc=self.label, unit="run-epoch", file=sys.stderr, dynamic_ncols=True,
+                mininterval=0.5 if sys.stderr.isatty() else 5.0,
+            )
+        self._bar.set_postfix_str(message, refresh=False)
+        self._bar.update(min(done, total) - self._bar.n)
+        if done >= total:
+            self.close()
+
+    def close(self) -> None:
+        """Draw the final state and release the bar."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
 
 
 def _inputs(dataset, architecture: str, featurizer: str):
     """What to hand to :func:`rnd_score`: the Dataset itself, or features from a named featurizer."""
     if featurizer == "default" or architecture in ("cnn", "resnet18"):
         return dataset
-    from ..featurizers import dense_features, featurize
-    from ..rnd import _MAX_DENSE
+    from ..featurizers import featurize
+    from ..rnd._inputs import _densify
 
-    return dense_features(featurize(dataset, featurizer), max_entries=_MAX_DENSE, purpose="an RND network")
-
-
-def _num(v):
-    """JSON number or null."""
-    f = float(v)
-    return None if math.isnan(f) or math.isinf(f) else f
+    return _densify(featurize(dataset, featurizer))
 
 
 def _sets(dataset) -> dict:
@@ -109,23 +133,21 @@ def _sets(dataset) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``diversity rnd``."""
-    # GNU OpenMP spins at barriers by default; with other processes on the cores that makes
-    # torch's many small parallel operations several times slower. It reads this variable when
-    # torch is imported, so it only takes effect when nothing has imported torch yet; an
-    # explicit setting in the environment wins.
-    if "torch" not in sys.modules:
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # before torch is imported: OpenMP threads wait passively (spinning made RND training
+    # several times slower on a shared machine); an explicit setting in the environment wins
+    configure_environment()
     if args.threads < 0:
         raise DiversityInputError(
             f"--threads must be 0 (torch's default) or a positive number; got {args.threads}."
         )
+    if args.rng < 0:
+        raise DiversityInputError(f"--rng must be a non-negative seed; got {args.rng}.")
+    from .._optional import require
     from ..data import load_dataset
     from ..rnd import rnd_score
 
     if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
+        require("torch", purpose="the RND score").set_num_threads(args.threads)
 
     dataset = load_dataset(args.file, group_column=args.group_column)
     warn_skipped(dataset)
@@ -136,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
     for name, subset in _sets(dataset).items():
         start = time.perf_counter()
         data = _inputs(subset, arch, args.featurizer)
+        bar = _ProgressBar(name)
         try:
             res = rnd_score(
                 data,
@@ -149,13 +172,15 @@ def run(args: argparse.Namespace) -> int:
                 architecture=arch,
                 batch_size=args.batch_size,
                 device=args.device,
-                rng=args.seed,
-                progress=_Progress(name),
+                rng=args.rng,
+                progress=bar,
             )
         except DiversityInputError as exc:
             if name == "all":
                 raise
             raise DiversityInputError(f"group {name!r}: {exc}") from None
+        finally:
+            bar.close()
         rows.append((name, len(subset), res, time.perf_counter() - start))
 
     if args.format == "json":
@@ -168,19 +193,19 @@ def run(args: argparse.Namespace) -> int:
                     "name": name,
                     "n": int(n),
                     "seconds": float(seconds),
-                    **{k: (_num(v) if isinstance(v, float) else v) for k, v in res.to_dict().items()},
+                    **res.to_dict(),
                 }
                 for name, n, res, seconds in rows
             ],
         }
-        print(json.dumps(out, indent=2))
+        print(dumps(out, indent=2))
         return 0
 
     s = rows[0][2].settings
     print(
         f"# {args.file}: RND score, {s['architecture']} on {s['device']}, {s['runs']} runs x {s['epochs']} "
         f"epochs (mean of the last {s['average_last']}), train {s['train_size']}, batch {s['batch_size']}, "
-        f"{s['optimizer']} lr {s['lr']:g}, seed {args.seed}"
+        f"{s['optimizer']} lr {s['lr']:g}, seed {args.rng}"
     )
     header = ["set", "n", "RND", "95% CI", "std", "seconds"]
     table = []

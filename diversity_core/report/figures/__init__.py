@@ -1,0 +1,75 @@
+"""Plotly figure builders: pure functions of arrays and results, returning ``go.Figure``.
+
+No Streamlit here: the app draws these figures with ``st.plotly_chart`` and the HTML report
+embeds the same figures, so a chart looks the same in both places. plotly is optional
+(``pip install 'diversity-explorer[report]'``) and is imported when a figure is built, not when
+this package is imported.
+
+=========================  ===============================================================
+builder                    draws
+=========================  ===============================================================
+q_profile_figure           VS_q against q (log axes, q = 0 and q = inf at the ends), the
+                           chosen q marked, the bounds 1 and n
+spectrum_figure            eigenvalues of the density matrix (log scale) and their
+                           cumulative mass
+kernel_heatmap             a kernel matrix, optionally with group boundaries
+sensitivity_figure         VS against a kernel parameter, one curve per group
+magnitude_figure           Mag(t) curves with t_conv marked and a shared t_cut
+rnd_figure                 RND_i per epoch: each run, their mean, the averaging window
+projection_figure          a 2-D map of the items, WebGL above a few thousand points
+bar_figure                 one value per label, optionally with an interval
+histogram_figure           a histogram of one quantity
+score_bars_figure          groups' scores with intervals, one panel per score
+difference_figure          pairwise differences with intervals (forest plot)
+q_profile_bands_figure     overlaid q-profiles with interval bands
+spectra_overlay_figure     several groups' eigenvalues on one axis
+sample_size_figure         each score against the number of items
+comparison_figures         every figure of a Comparison, keyed as in FIGURE_TITLES
+=========================  ===============================================================
+
+Where things live: ``_base`` (palette, layout, axis helpers), ``vendi`` (q-profile, spectrum,
+kernel matrix, sensitivity), ``curves`` (magnitude, RND), ``items`` (projection, bars,
+histogram), ``groups`` (the comparison builders), ``comparison`` (the figures of a Comparison).
+
+Every builder takes keyword-only styling arguments (``title``, ``height``) and leaves the
+data untouched; plotting infinite orders uses positions at the ends of the axis with tick
+labels ``0`` and ``∞`` (:func:`diversity_core._orders.format_q`).
+"""
+
+from ..._orders import format_q
+from ._base import PALETTE, WEBGL_THRESHOLD, q_axis_position
+from .comparison import FIGURE_TITLES, comparison_figures, presentation_style
+from .curves import magnitude_figure, rnd_figure
+from .groups import (
+    difference_figure,
+    q_profile_bands_figure,
+    sample_size_figure,
+    score_bars_figure,
+    spectra_overlay_figure,
+)
+from .items import bar_figure, histogram_figure, projection_figure
+from .vendi import kernel_heatmap, q_profile_figure, sensitivity_figure, spectrum_figure
+
+__all__ = [
+    "PALETTE",
+    "WEBGL_THRESHOLD",
+    "q_axis_position",
+    "format_q",
+    "q_profile_figure",
+    "spectrum_figure",
+    "kernel_heatmap",
+    "magnitude_figure",
+    "rnd_figure",
+    "projection_figure",
+    "bar_figure",
+    "sensitivity_figure",
+    "histogram_figure",
+    "score_bars_figure",
+    "q_profile_bands_figure",
+    "spectra_overlay_figure",
+    "sample_size_figure",
+    "difference_figure",
+    "FIGURE_TITLES",
+    "comparison_figures",
+    "presentation_style",
+]

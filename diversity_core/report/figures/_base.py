@@ -1,0 +1,123 @@
+"""Shared styling of the figures: palette, layout, axis helpers, the q axis, and plotly on demand.
+
+plotly is optional (``pip install 'diversity-explorer[report]'``): :func:`_go` and
+:func:`_make_subplots` import it when a figure is built, so importing the figure modules does
+not import plotly.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..._optional import require
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+#: Colours of successive groups (colour-blind-safe qualitative palette, Okabe-Ito order).
+PALETTE = (
+    "#0072B2",
+    "#E69F00",
+    "#009E73",
+    "#CC79A7",
+    "#56B4E9",
+    "#D55E00",
+    "#F0E442",
+    "#000000",
+    "#999999",
+    "#332288",
+    "#117733",
+    "#882255",
+)
+#: Above this many points, scatter plots use WebGL (``go.Scattergl``).
+WEBGL_THRESHOLD = 3000
+
+# q = 0 and q = inf have no place on a log axis: draw them this far beyond the grid's ends.
+_Q_MIN, _Q_MAX = 0.01, 100.0
+_Q0_POS, _QINF_POS = 0.004, 250.0
+
+Curve = Tuple[Sequence[float], Sequence[float]]
+
+
+def _layout(fig: go.Figure, *, title: Optional[str], height: int, legend: bool = True) -> go.Figure:
+    """The common layout: white template, title on the left, legend below the plot."""
+    fig.update_layout(
+        template="plotly_white",
+        title=None if title is None else {"text": title, "x": 0.0, "xanchor": "left"},
+        height=height,
+        margin={"l": 60, "r": 20, "t": 50 if title else 20, "b": 110 if legend else 50},
+        showlegend=legend,
+        legend={"orientation": "h", "yanchor": "top", "y": -0.16, "yref": "paper", "x": 0.0, "xanchor": "left"},
+        hovermode="closest",
+    )
+    return fig
+
+
+def _colour(i: int) -> str:
+    """Colour of the i-th group, cycling through :data:`PALETTE`."""
+    return PALETTE[i % len(PALETTE)]
+
+
+def _log_ticks(lo: float, hi: float) -> list:
+    """Readable tick values 1, 2, 5, 10, 20, ... covering [lo, hi] on a log axis."""
+    lo, hi = max(float(lo), 1e-300), max(float(hi), float(lo))
+    first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    for mantissas in ((1, 2, 5), (1, 3), (1,)):
+        ticks = [m * 10.0**e for e in range(first, last + 1) for m in mantissas]
+        ticks = [t for t in ticks if lo / 1.5 <= t <= hi * 1.5]
+        if len(ticks) <= 12:
+            return ticks
+    step = max(1, (last - first) // 10)
+    return [10.0**e for e in range(first, last + 1, step)]
+
+
+def _hline(fig: go.Figure, y: float, *, log: bool = False, text: Optional[str] = None, color: str = "#888",
+           dash: str = "dot", width: float = 1.0, below: bool = False) -> None:
+    """A horizontal line with a label at the right end (log10(y) for the label on a log axis)."""
+    fig.add_hline(y=float(y), line={"color": color, "dash": dash, "width": width})
+    if text:
+        fig.add_annotation(x=1.0, xref="paper", y=math.log10(y) if log else float(y), yref="y", text=text,
+                           showarrow=False, xanchor="right", yanchor="top" if below else "bottom",
+                           font={"color": color, "size": 11})
+
+
+def _vline(fig: go.Figure, x: float, *, log: bool = False, text: Optional[str] = None, color: str = "#888",
+           dash: str = "dot", width: float = 1.5, top: bool = True) -> None:
+    """A vertical line with a label; on a log axis the label's x must be log10(x) (plotly's rule)."""
+    fig.add_vline(x=float(x), line={"color": color, "dash": dash, "width": width})
+    if text:
+        fig.add_annotation(x=math.log10(x) if log else float(x), y=1.0 if top else 0.0, xref="x", yref="paper",
+                           text=text, showarrow=False, xanchor="left", yanchor="top" if top else "bottom",
+                           font={"color": color, "size": 11}, xshift=3)
+
+
+def q_axis_position(q) -> np.ndarray:
+    """Where an order sits on the q-profile's log axis (0 and inf moved to the axis ends)."""
+    q = np.asarray(q, dtype=np.float64)
+    pos = np.where(np.isinf(q), _QINF_POS, q)
+    pos = np.where(pos <= 0, _Q0_POS, pos)
+    return np.clip(pos, _Q0_POS, _QINF_POS)
+
+
+def _grid(n_panels: int, max_cols: int = 3) -> Tuple[int, int]:
+    """(rows, columns) of a panel grid at most ``max_cols`` wide."""
+    cols = max(1, min(max_cols, n_panels))
+    return int(math.ceil(n_panels / cols)), cols
+
+
+def _num(v) -> float:
+    """A float, with None (a missing value) as NaN."""
+    return math.nan if v is None else float(v)
+
+
+def _go():
+    """``plotly.graph_objects``, imported on first use (MissingDependencyError names the extra)."""
+    return require("plotly.graph_objects", purpose="figures")
+
+
+def _make_subplots(**kwargs) -> go.Figure:
+    """``plotly.subplots.make_subplots(**kwargs)``, plotly imported on first use."""
+    return require("plotly.subplots", purpose="figures").make_subplots(**kwargs)

@@ -1,0 +1,114 @@
+"""The figures of a :class:`~diversity_core.compare.Comparison`, as the report and the Compare page show them."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Dict
+
+from .curves import magnitude_figure
+from .groups import (
+    difference_figure,
+    q_profile_bands_figure,
+    sample_size_figure,
+    score_bars_figure,
+    spectra_overlay_figure,
+)
+
+if TYPE_CHECKING:
+    from ...compare import Comparison
+
+__all__ = ["FIGURE_TITLES", "comparison_figures", "presentation_style"]
+
+#: The report's figures, in order, with their headings.
+FIGURE_TITLES = {
+    "scores": "Every score with its interval",
+    "differences": "Pairwise differences",
+    "q_profile": "q-profiles (VS_q against the order q)",
+    "magnitude": "Magnitude functions Mag(t)",
+    "spectra": "Spectra",
+    "sample_size": "Sample-size curves",
+}
+
+
+def presentation_style(fig, *, font_size: int = 20):
+    """Large type and taller panels for a projector (modifies and returns ``fig``)."""
+    fig.update_layout(font={"size": font_size}, height=int((fig.layout.height or 450) * 1.25))
+    fig.update_annotations(font_size=font_size)
+    return fig
+
+
+def comparison_figures(cmp: Comparison, *, presentation: bool = False) -> Dict[str, Any]:
+    """The figures of a comparison, keyed as in :data:`FIGURE_TITLES` (absent when there is no data).
+
+    Pure function of the comparison (builders from :mod:`diversity_core.report.figures`).
+    """
+    figs: Dict[str, Any] = {}
+    bars = {}
+    for s in cmp.scores:
+        rows = []
+        for g in cmp.groups:
+            e = _maybe_estimate(cmp, g, s)
+            if e is not None and e.estimate is not None:
+                rows.append((g, e.estimate, e.ci_low, e.ci_high))
+        if rows:
+            bars[s] = rows
+    figs["scores"] = score_bars_figure(bars, groups=cmp.groups, title=f"Scores at n = {cmp.n} with "
+                                       f"{cmp.level:.0%} intervals")
+    diffs: Dict[str, list] = {}
+    for p in cmp.pairwise:
+        diffs.setdefault(p.score, []).append((f"{p.group_a} − {p.group_b}", p.difference, p.ci_low, p.ci_high,
+                                              p.resolved))
+    for s in cmp.scores:
+        if s.startswith("MagDiff"):
+            rows = [(f"{e.group} − {cmp.reference}", e.estimate, e.ci_low, e.ci_high,
+                     bool(e.ci_low is not None and (e.ci_low > 0 or e.ci_high < 0)))
+                    for e in cmp.estimates if e.score == s and e.role == "candidate"]
+            if rows:
+                diffs[s] = rows
+    if diffs:
+        figs["differences"] = difference_figure(diffs)
+    if cmp.profiles:
+        figs["q_profile"] = q_profile_bands_figure(
+            {g: (p["q"], p["mean"], p["ci_low"], p["ci_high"]) for g, p in cmp.profiles.items()},
+            n=cmp.n, title=f"q-profiles at n = {cmp.n} (bands: {cmp.level:.0%} intervals)",
+        )
+    if cmp.magnitude_curves:
+        mag = cmp.settings.get("magnitude") or {}
+        fig = magnitude_figure(
+            {g: (c["t"], c["mag"]) for g, c in cmp.magnitude_curves.items()},
+            t_conv=mag.get("t_conv"), t_cut=mag.get("t_cut"), sizes={g: cmp.n for g in cmp.magnitude_curves},
+            title=f"Magnitude functions of one n-subset per group (n = {cmp.n})",
+        )
+        t_ref = mag.get("t_ref")
+        if isinstance(t_ref, (int, float)) and math.isfinite(t_ref):
+            fig.add_vline(x=float(t_ref), line={"color": "#D55E00", "dash": "dot", "width": 1.5},
+                          annotation_text=f"t_ref = {t_ref:.3g} ({cmp.reference})", annotation_position="bottom right")
+        figs["magnitude"] = fig
+    if cmp.spectra:
+        figs["spectra"] = spectra_overlay_figure(
+            cmp.spectra, title=f"Leading eigenvalues of each group's density matrix (one n-subset, n = {cmp.n})")
+    if cmp.curves:
+        curves: Dict[str, Dict[str, tuple]] = {}
+        for s in cmp.scores:
+            per = {}
+            for g in cmp.groups:
+                pts = cmp.curve(g, s)
+                if pts:
+                    per[g] = ([p.size for p in pts], [p.mean for p in pts], [p.sd for p in pts])
+            if per:
+                curves[s] = per
+        if curves:
+            figs["sample_size"] = sample_size_figure(
+                curves, n=cmp.n, title="Each score against the number of items (band: ± one sd of a fresh sample)")
+    if presentation:
+        for fig in figs.values():
+            presentation_style(fig)
+    return figs
+
+
+def _maybe_estimate(cmp: Comparison, group: str, score: str):
+    """The estimate of ``score`` for ``group``, or None when the comparison has none."""
+    for e in cmp.estimates:
+        if e.group == group and e.score == score:
+            return e
+    return None

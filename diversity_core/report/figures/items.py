@@ -1,0 +1,120 @@
+"""Figures of the items and of plain summaries: the 2-D projection, bars with intervals, histograms."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ._base import PALETTE, WEBGL_THRESHOLD, _colour, _go, _layout
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+
+def projection_figure(
+    coords: np.ndarray,
+    *,
+    color: Optional[Sequence] = None,
+    categorical: Optional[bool] = None,
+    hover: Optional[Sequence[str]] = None,
+    color_title: str = "",
+    axis_titles: Tuple[str, str] = ("dimension 1", "dimension 2"),
+    webgl: Optional[bool] = None,
+    marker_size: Optional[float] = None,
+    title: Optional[str] = None,
+    height: int = 560,
+) -> go.Figure:
+    """A 2-D map of the items; point ``i`` carries ``customdata = i`` (its row in ``coords``).
+
+    ``color`` is one group label per item (``categorical``, one trace per group) or one
+    number per item (a continuous colour scale, e.g. an eigenvector's loadings). WebGL
+    (``go.Scattergl``) is used above :data:`WEBGL_THRESHOLD` points unless ``webgl`` says.
+    """
+    go = _go()
+    XY = np.asarray(coords, dtype=np.float64)
+    n = XY.shape[0]
+    use_gl = n > WEBGL_THRESHOLD if webgl is None else bool(webgl)
+    trace = go.Scattergl if use_gl else go.Scatter
+    size = marker_size or (4 if n > 5000 else 6 if n > 1000 else 8)
+    text = None if hover is None else [str(h) for h in hover]
+    fig = go.Figure()
+    index = np.arange(n)
+    if color is not None and categorical is None:
+        categorical = not np.issubdtype(np.asarray(color).dtype, np.number)
+    if color is None or categorical:
+        labels = np.asarray(["all items"] * n if color is None else [str(c) for c in color])
+        for i, label in enumerate(dict.fromkeys(labels.tolist())):
+            sel = labels == label
+            fig.add_trace(trace(
+                x=XY[sel, 0], y=XY[sel, 1], mode="markers", name=label,
+                marker={"color": _colour(i), "size": size, "opacity": 0.8},
+                customdata=index[sel], text=None if text is None else [text[j] for j in index[sel]],
+                hovertemplate=("%{text}<br>" if text is not None else "item %{customdata}<br>") + f"{label}<extra></extra>",
+            ))
+    else:
+        values = np.asarray(color, dtype=np.float64)
+        lim = float(np.nanmax(np.abs(values))) if values.size else 1.0
+        fig.add_trace(trace(
+            x=XY[:, 0], y=XY[:, 1], mode="markers", name=color_title or "value",
+            marker={"color": values, "colorscale": "RdBu", "cmin": -lim, "cmax": lim, "size": size,
+                    "opacity": 0.85, "colorbar": {"title": color_title}},
+            customdata=index, text=text,
+            hovertemplate=("%{text}<br>" if text is not None else "item %{customdata}<br>")
+            + f"{color_title or 'value'} = " + "%{marker.color:.3g}<extra></extra>",
+        ))
+    fig.update_xaxes(title=axis_titles[0], zeroline=False)
+    fig.update_yaxes(title=axis_titles[1], zeroline=False)
+    fig = _layout(fig, title=title, height=height, legend=color is None or bool(categorical))
+    fig.update_layout(dragmode="lasso")
+    return fig
+
+
+def bar_figure(
+    labels: Sequence[str],
+    values: Sequence[float],
+    *,
+    low: Optional[Sequence[float]] = None,
+    high: Optional[Sequence[float]] = None,
+    y_title: str = "",
+    title: Optional[str] = None,
+    reference: Optional[float] = None,
+    height: int = 360,
+) -> go.Figure:
+    """One bar per label, optionally with an interval ``[low, high]`` and a reference line."""
+    go = _go()
+    labels = [str(s) for s in labels]
+    v = np.asarray(values, dtype=np.float64)
+    error_y = None
+    if low is not None and high is not None:
+        lo = np.asarray(low, dtype=np.float64)
+        hi = np.asarray(high, dtype=np.float64)
+        error_y = {"type": "data", "symmetric": False, "array": np.nan_to_num(hi - v),
+                   "arrayminus": np.nan_to_num(v - lo), "color": "#333"}
+    fig = go.Figure(
+        go.Bar(x=labels, y=v, marker={"color": [_colour(i) for i in range(len(labels))]}, error_y=error_y,
+               hovertemplate="%{x}<br>%{y:.4g}<extra></extra>",
+               text=None if error_y else [f"{x:.3g}" for x in v], textposition="outside", cliponaxis=False)
+    )
+    if reference is not None:
+        fig.add_hline(y=float(reference), line={"color": "#888", "dash": "dot"})
+    fig.update_yaxes(title=y_title)
+    fig.update_xaxes(tickangle=-20 if max((len(s) for s in labels), default=0) > 12 else 0)
+    return _layout(fig, title=title, height=height, legend=False)
+
+
+def histogram_figure(
+    values: Sequence[float],
+    *,
+    x_title: str = "",
+    title: Optional[str] = None,
+    nbins: int = 40,
+    height: int = 300,
+) -> go.Figure:
+    """A histogram of one quantity (e.g. the norms of embeddings)."""
+    go = _go()
+    fig = go.Figure(go.Histogram(x=np.asarray(values, dtype=np.float64), nbinsx=nbins,
+                                 marker={"color": PALETTE[0]}))
+    fig.update_xaxes(title=x_title)
+    fig.update_yaxes(title="items")
+    return _layout(fig, title=title, height=height, legend=False)

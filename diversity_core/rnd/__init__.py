@@ -1,0 +1,26 @@
+"""The RND score: diversity measured by random network distillation.
+
+A predictor network learns to imitate a frozen, randomly initialised target network on a random
+training split of the data. On diverse data what the predictor learns on the training items
+transfers poorly to the held-out items, so the normalised generalisation gap is large; on
+repetitive data it is small. No similarity or kernel has to be chosen.
+
+Public names: :func:`rnd_score`, :class:`RNDResult`, :data:`PAPER_PRESET`.
+
+Where things live
+-----------------
+_api       ``rnd_score`` (validation, then the private compute), ``PAPER_PRESET``
+result     ``RNDResult``
+_inputs    arrays, Datasets and sparse features to a standardised float32 array; devices
+networks   the stacked MLP, the small CNN and ResNet-18
+training   the training loops: all MLP runs at once, convolutional runs one by one
+
+torch is optional (``pip install 'diversity-explorer[rnd]'``): it is imported when a score is
+computed, never when this package is imported.
+"""
+
+from ._api import PAPER_PRESET, rnd_score
+from ._inputs import ARCHITECTURES, DEVICES, OPTIMIZERS  # noqa: F401 - the options, for the CLI
+from .result import RNDResult
+
+__all__ = ["rnd_score", "RNDResult", "PAPER_PRESET"]
