@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..exceptions import DiversityInputError
 from . import warn_skipped
+from ._progress import TqdmProgress
 from ._score import _q_value, add_kernel_arguments, kernel_params
 from ._table import format_table
 
@@ -65,22 +66,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--figures", default=None, metavar="DIR", help="export every figure to DIR")
     p.add_argument("--figure-format", choices=("png", "svg"), default="png", help="format of --figures (default png)")
     return p
-
-
-def _stderr_progress():
-    """Progress on stderr: a rewritten line on a terminal, one line per stage otherwise."""
-    last = {"message": None}
-    tty = sys.stderr.isatty()
-
-    def progress(done: int, total: int, message: str) -> None:
-        if tty:
-            end = "\n" if done >= total else ""
-            print(f"\r{message}: {done}/{total}", end=end, file=sys.stderr, flush=True)
-        elif message != last["message"]:
-            last["message"] = message
-            print(f"{message} ...", file=sys.stderr, flush=True)
-
-    return progress
 
 
 def _load_groups(args) -> tuple:
@@ -142,28 +127,29 @@ def run(args: argparse.Namespace) -> int:
     if args.kernel is None:
         args.kernel = featurizer_kernel
     sources = {g: {"file": ds.source or ds.name, "content_hash": ds.content_hash} for g, ds in datasets.items()}
-    cmp = compare(
-        groups,
-        kernel=args.kernel,
-        qs=list(dict.fromkeys(args.q)),
-        reference=args.reference,
-        n=args.n,
-        n_subsamples=args.n_subsamples,
-        n_resamples=args.n_resamples,
-        level=args.level,
-        magnitude=args.magnitude,
-        metric=args.metric,
-        n_scales=args.n_scales,
-        magnitude_replicates=args.magnitude_replicates,
-        t_cut=args.t_cut,
-        rnd=args.rnd,
-        size_curve=args.size_curve,
-        featurizer=args.featurizer,
-        sources=sources,
-        rng=args.rng,
-        progress=_stderr_progress(),
-        **kernel_params(args),
-    )
+    with TqdmProgress("compare") as progress:
+        cmp = compare(
+            groups,
+            kernel=args.kernel,
+            qs=list(dict.fromkeys(args.q)),
+            reference=args.reference,
+            n=args.n,
+            n_subsamples=args.n_subsamples,
+            n_resamples=args.n_resamples,
+            level=args.level,
+            magnitude=args.magnitude,
+            metric=args.metric,
+            n_scales=args.n_scales,
+            magnitude_replicates=args.magnitude_replicates,
+            t_cut=args.t_cut,
+            rnd=args.rnd,
+            size_curve=args.size_curve,
+            featurizer=args.featurizer,
+            sources=sources,
+            rng=args.rng,
+            progress=progress,
+            **kernel_params(args),
+        )
     written = []
     if args.json:
         cmp.to_json(args.json)
