@@ -456,7 +456,7 @@ def test_vendi_adapter_equals_compute_spectrum_on_a_subset(case, kernel, m, monk
 
 
 def test_text_table_helper():
-    from diversity_core.cli._table import format_table
+    from diversity_core._table import format_table
 
     text = format_table(["score", "group a"], [["VS_1", "3.25 [3.1, 3.4]"], ["IntDiv", 0.5]])
     assert text.splitlines() == ["score   group a", "------  ---------------", "VS_1    3.25 [3.1, 3.4]",

@@ -14,11 +14,11 @@ import math
 import sys
 from pathlib import Path
 
+from .._table import format_table
 from ..exceptions import DiversityInputError
 from . import warn_skipped
 from ._progress import TqdmProgress
 from ._score import _q_value, add_kernel_arguments, kernel_params
-from ._table import format_table
 
 DEFAULT_QS = (0.5, 1.0, 2.0, math.inf)
 

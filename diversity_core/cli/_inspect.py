@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from .._table import format_table
 from ..data import DEFAULT_MAX_BYTES, Dataset, load_dataset
 from ._progress import TqdmProgress
 
@@ -72,7 +73,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
-def format_table(summary: dict) -> str:
+def format_summary(summary: dict) -> str:
     """Plain-text report of :meth:`Dataset.summary`."""
     lines = [
         f"name:      {summary['name']}",
@@ -87,16 +88,9 @@ def format_table(summary: dict) -> str:
     lines.append(f"hash:      {summary['content_hash']}")
     groups = summary["groups"]
     weights = summary["weights"]
-    width = max(len("group"), *(len(g) for g in groups))
-    lines.append("")
-    header = f"{'group':<{width}}  {'items':>7}" + ("  weight sum" if weights else "")
-    lines.append(header)
-    lines.append("-" * len(header))
-    for g, c in groups.items():
-        row = f"{g:<{width}}  {c:>7}"
-        if weights:
-            row += f"  {weights[g]:>10.4g}"
-        lines.append(row)
+    header = ["group", "items"] + (["weight sum"] if weights else [])
+    rows = [[g, c] + ([f"{weights[g]:.4g}"] if weights else []) for g, c in groups.items()]
+    lines += ["", format_table(header, rows)]
     skipped = summary["skipped"]
     lines.append("")
     if skipped["count"] == 0:
@@ -118,5 +112,5 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(summary, indent=2, sort_keys=True))
     else:
-        print(format_table(summary))
+        print(format_summary(summary))
     return 0

@@ -252,14 +252,14 @@ class Comparison:
 
     def format_table(self, *, digits: int = 4) -> str:
         """Every score (rows) of every group (columns) with its interval, as plain text."""
-        from ..cli._table import format_table
+        from .._table import format_table
 
         rows = [[r["score"], *(r[g] for g in self.groups)] for r in self.table_rows(digits=digits)]
         return format_table(self.table_header(), rows)
 
     def format_pairwise(self, *, digits: int = 4) -> str:
         """The pairwise differences as plain text, with the verdict."""
-        from ..cli._table import format_table
+        from .._table import format_table
 
         header = self.pairwise_header()
         return format_table(header, [[r[h] for h in header] for r in self.pairwise_rows(digits=digits)])

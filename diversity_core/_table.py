@@ -1,4 +1,4 @@
-"""Plain-text tables for the ``diversity`` commands: one printer shared by every command."""
+"""Plain-text tables: one printer shared by every ``diversity`` command and the text renderings of results."""
 
 from __future__ import annotations
 
