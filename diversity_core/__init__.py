@@ -15,7 +15,8 @@ compare       comparisons of groups at equal n, with intervals and pairwise verd
 report        the self-contained HTML report (Jinja2), the plotly figures, PNG/SVG export (kaleido);
               extra [report], imported only when used
 featurizers   features for each modality (pixels, EfficientNet-Lite0, n-grams, MiniLM, Morgan) and a registry
-exceptions    DiversityInputError, NumericalError and the named warnings
+exceptions    DiversityInputError, NumericalError, MemoryBudgetError and the named warnings
+set_config    the memory budget (also DIVERSITY_MEMORY_BUDGET); get_config, config_context
 cli           the ``diversity`` command
 
 Quick start
@@ -26,6 +27,7 @@ Quick start
 >>> vs1, vs_inf = spec.vendi(1.0), spec.vendi("inf")    # every order from the cache
 """
 
+from ._config import config_context, get_config, set_config
 from .baselines import average_similarity, baseline_scores, gmstds, intdiv
 from .compare import Comparison, compare
 from .data import DEMOS, Dataset, SkippedItem, list_demos, load_dataset, load_demo
@@ -36,7 +38,10 @@ from .exceptions import (
     DiversityWarning,
     DuplicatesMergedWarning,
     KernelDiagonalWarning,
+    MemoryBudgetError,
+    MissingDependencyError,
     NumericalError,
+    NumericalWarning,
     SpectrumWarning,
 )
 from .featurizers import FEATURIZERS, default_kernel, featurize, list_featurizers
@@ -71,6 +76,10 @@ from .vendi import (
 __version__ = "0.1.0"
 
 __all__ = [
+    # configuration
+    "set_config",
+    "get_config",
+    "config_context",
     # kernels
     "KERNELS",
     "Kernel",
@@ -132,6 +141,9 @@ __all__ = [
     "DiversityError",
     "DiversityInputError",
     "NumericalError",
+    "MemoryBudgetError",
+    "MissingDependencyError",
+    "NumericalWarning",
     "DiversityWarning",
     "KernelDiagonalWarning",
     "SpectrumWarning",

@@ -8,7 +8,8 @@ to a share of the machine's physical memory. ``DIVERSITY_MEMORY_BUDGET`` in the 
 
 :func:`configure_environment` sets the environment variables that must be in place before
 heavy libraries load (torch's OpenMP wait policy, the offline switches of the Hugging Face
-libraries, kaleido's browser); the app, the CLI and the featurizers call it.
+libraries); the app, the CLI and the featurizers call it. :func:`configure_browser` points
+kaleido (figure export) at Debian's chromium when no Chrome is on the PATH.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ __all__ = [
     "fits_memory",
     "chunk_rows",
     "configure_environment",
+    "configure_browser",
     "parse_bytes",
     "format_bytes",
 ]
@@ -213,4 +215,3 @@ def configure_browser(path: str = CHROMIUM_PATH) -> None:
         os.environ["BROWSER_PATH"] = path
 
 
-__all__ += ["configure_browser"]
