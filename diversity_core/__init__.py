@@ -16,6 +16,7 @@ report        the self-contained HTML report and figure export (imports plotly)
 featurizers   features for each modality (pixels, EfficientNet-Lite0, n-grams, MiniLM, Morgan) and a registry
 exceptions    DiversityInputError, NumericalError and the named warnings
 cli           the ``diversity`` command
+compat        drop-in replacements for other packages: ``compat.vendi`` for ``vendi_score`` (not imported here)
 
 Quick start
 -----------
