@@ -18,6 +18,7 @@ featurizers   features for each modality (pixels, EfficientNet-Lite0, n-grams, M
 exceptions    DiversityInputError, NumericalError, MemoryBudgetError and the named warnings
 set_config    the memory budget (also DIVERSITY_MEMORY_BUDGET); get_config, config_context
 cli           the ``diversity`` command
+compat        drop-in replacements for other packages: ``compat.vendi`` for ``vendi_score`` (not imported here)
 
 Quick start
 -----------
