@@ -1,9 +1,11 @@
 """Progress on stderr for every sub-command, through tqdm.
 
 The core reports progress as ``progress(done, total, message)`` calls
-(:mod:`diversity_core._progress`); :class:`TqdmProgress` turns them into one tqdm bar per
-stage (a new message starts a new bar). On a terminal the bar redraws in place; in a log it
-prints a line at most every few seconds.
+(:mod:`diversity_core._progress`); :class:`TqdmProgress` draws them as tqdm bars on stderr.
+With ``stages=True`` (the default) each new message starts a new bar, for work that runs in
+named stages; with ``stages=False`` one bar covers the whole job and the message is its
+postfix, for work whose message changes at every step (RND's run and epoch). On a terminal the
+bar redraws in place; in a log tqdm prints a line at most every few seconds.
 """
 
 from __future__ import annotations
@@ -15,29 +17,42 @@ __all__ = ["TqdmProgress"]
 
 
 class TqdmProgress:
-    """A progress callback drawing tqdm bars on stderr; use it as a context manager to close the last bar."""
+    """A progress callback drawing tqdm bars on stderr; a context manager closes the last bar."""
 
-    def __init__(self, label: str = "", *, disable: Optional[bool] = None):
+    def __init__(self, label: str = "", *, stages: bool = True, unit: str = "it", disable: Optional[bool] = None):
         self.label = label
+        self.stages = stages
+        self.unit = unit
         self.disable = disable
         self._bar = None
         self._message = None
 
     def __call__(self, done: int, total: int, message: str = "") -> None:
-        from tqdm.auto import tqdm
-
-        if self._bar is None or message != self._message or total != self._bar.total:
+        if total <= 0:
+            return
+        new_stage = self.stages and message != self._message
+        if self._bar is None or new_stage or total != self._bar.total:
             self.close()
-            desc = f"{self.label}: {message}" if self.label and message else (self.label or message)
-            self._bar = tqdm(
-                total=max(int(total), 1), desc=desc, file=sys.stderr, leave=False, disable=self.disable,
-                mininterval=0.5 if sys.stderr.isatty() else 5.0, dynamic_ncols=True,
-            )
-            self._message = message
-        self._bar.n = min(int(done), self._bar.total)
-        self._bar.refresh()
+            self._open(total, message)
+        if not self.stages:
+            self._bar.set_postfix_str(message, refresh=False)
+        self._bar.update(min(int(done), self._bar.total) - self._bar.n)
         if done >= total:
             self.close()
+
+    def _open(self, total: int, message: str) -> None:
+        """Start a bar of ``total`` steps."""
+        from tqdm.auto import tqdm
+
+        if self.stages and message:
+            desc = f"{self.label}: {message}" if self.label else message
+        else:
+            desc = self.label
+        self._bar = tqdm(
+            total=int(total), desc=desc, unit=self.unit, file=sys.stderr, leave=not self.stages, disable=self.disable,
+            mininterval=0.5 if sys.stderr.isatty() else 5.0, dynamic_ncols=True,
+        )
+        self._message = message
 
     def close(self) -> None:
         """Close the current bar, if any."""

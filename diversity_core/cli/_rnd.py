@@ -11,6 +11,7 @@ from .._config import configure_environment
 from .._json import dumps
 from ..exceptions import DiversityInputError
 from . import warn_skipped
+from ._progress import TqdmProgress
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -84,36 +85,6 @@ class _DeprecatedAlias(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-class _ProgressBar:
-    """Progress of one scored set as a tqdm bar on stderr, the run and epoch as its postfix."""
-
-    def __init__(self, label: str):
-        self.label = label
-        self._bar = None
-
-    def __call__(self, done: int, total: int, message: str) -> None:
-        if total <= 0:
-            return
-        if self._bar is None:
-            from tqdm import tqdm
-
-            # in a log (stderr not a terminal) tqdm redraws at most every few seconds
-            self._bar = tqdm(
-                total=total, desc=self.label, unit="run-epoch", file=sys.stderr, dynamic_ncols=True,
-                mininterval=0.5 if sys.stderr.isatty() else 5.0,
-            )
-        self._bar.set_postfix_str(message, refresh=False)
-        self._bar.update(min(done, total) - self._bar.n)
-        if done >= total:
-            self.close()
-
-    def close(self) -> None:
-        """Draw the final state and release the bar."""
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None
-
-
 def _inputs(dataset, architecture: str, featurizer: str):
     """What to hand to :func:`rnd_score`: the Dataset itself, or features from a named featurizer."""
     if featurizer == "default" or architecture in ("cnn", "resnet18"):
@@ -158,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     for name, subset in _sets(dataset).items():
         start = time.perf_counter()
         data = _inputs(subset, arch, args.featurizer)
-        bar = _ProgressBar(name)
+        bar = TqdmProgress(name, stages=False, unit="run-epoch")
         try:
             res = rnd_score(
                 data,
