@@ -11,7 +11,6 @@ bar redraws in place; in a log tqdm prints a line at most every few seconds.
 from __future__ import annotations
 
 import sys
-from typing import Optional
 
 __all__ = ["TqdmProgress"]
 
@@ -19,7 +18,7 @@ __all__ = ["TqdmProgress"]
 class TqdmProgress:
     """A progress callback drawing tqdm bars on stderr; a context manager closes the last bar."""
 
-    def __init__(self, label: str = "", *, stages: bool = True, unit: str = "it", disable: Optional[bool] = None):
+    def __init__(self, label: str = "", *, stages: bool = True, unit: str = "it", disable: bool = False):
         self.label = label
         self.stages = stages
         self.unit = unit
