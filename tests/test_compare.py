@@ -600,16 +600,7 @@ def test_cli_bad_input_in_process(tmp_path, monkeypatch, capsys, args, message):
 # ---------------------------------------------------------------------------------------------
 @pytest.fixture
 def _app_navigation(monkeypatch):
-    """Run pages through app.py's st.navigation, as the real server does (see tests/app/conftest.py)."""
-    from streamlit.runtime.pages_manager import PagesManager
-
-    original = PagesManager.__init__
-
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(PagesManager, "__init__", init)
+    """Run the app from the repository root, offline, as the real server does."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.chdir(ROOT)
 
@@ -620,7 +611,7 @@ def test_compare_page(_app_navigation):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
     at.query_params.update({"demo": "digits", "n": "200", "seed": "1"})
     at.run()
-    at.switch_page("pages/7_compare.py").run()
+    at.switch_page("app_pages/7_compare.py").run()
     assert not at.exception, [e.value for e in at.exception]
     assert any("Run comparison" in i.value for i in at.info)
     at.button[0].click().run()  # the form's submit button

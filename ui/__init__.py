@@ -8,17 +8,19 @@ sidebar      the sidebar every page shares (dataset, representation, kernel, q, 
 data         loading demos / uploads / local paths (the previous dataset stays on failure) and
              the working :class:`data.View` (group filter + seeded subsample) with its cache key.
 compute      cached wrappers around the core keyed by the view's key + parameters
-             (``st.cache_data`` for spectra, baselines, heatmaps, PCA; bounded stores for
-             features and for button-started work that reports progress).
+             (``st.cache_data`` for spectra, baselines, heatmaps, PCA); features come from the
+             core's one feature cache.
+tasks        the one pattern of long tasks (magnitude, RND, UMAP, kernel sweeps, comparisons):
+             start -> ``st.status`` with progress from the core's callback -> stored by inputs -> shown.
 feedback     progress bars fed by the core's callbacks; errors as ``st.error`` without traceback.
 page         the header every page starts with, returning its :class:`page.Context`.
 gallery      items on screen: image thumbnails, text snippets, molecule drawings.
 sensitivity  the kernel-sensitivity sweep (Scores page).
-magnitude_ui, rnd_ui
-             the settings forms and result views of the Magnitude and RND pages.
+magnitude_ui, rnd_ui, compare_ui
+             the settings forms, tasks and result views of the Magnitude, RND and Compare pages.
 
-For another page (e.g. Compare): ``ctx = ui.page.header(title, sentence)`` gives the view, the
-settings and the featurizer; ``ui.compute.spectrum(*ctx.kernel_args)`` and
-``ui.compute.group_spectra(*ctx.kernel_args)`` the cached spectra; ``ui.compute.stored(kind, key)``
-the stored magnitude/RND results (see ``ui.magnitude_ui.result_key`` and ``ui.rnd_ui.result_key``).
+For another page: ``ctx = ui.page.header(title, sentence)`` gives the view, the settings and the
+featurizer; ``ui.compute.spectrum(*ctx.kernel_args)`` and ``ui.compute.group_spectra(*ctx.kernel_args)``
+the cached spectra; ``ui.tasks.stored(kind, key)`` the stored outcome of a long task (see
+``ui.magnitude_ui.result_key`` and ``ui.rnd_ui.result_key``).
 """

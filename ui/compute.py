@@ -1,24 +1,20 @@
 """Cached wrappers around the core, keyed by content (the view's key) and parameters.
 
-Two kinds of caches, both bounded:
-
+- Features come from the core's one feature cache (:func:`diversity_core.featurizers.featurize`,
+  bounded in bytes and shared by every session); the app keeps no copy of its own.
 - ``st.cache_data(max_entries=...)`` for spectra, per-group spectra, baselines, heatmap
   matrices and PCA maps: computed on demand with a spinner, shared by every session and page.
   A :class:`~ui.data.View` is hashed by its ``key`` (``hash_funcs``), never by its arrays.
-- :class:`Store` (held by ``st.cache_resource``) for features and for the heavy results a
-  button starts (magnitude, RND, UMAP, kernel sweeps): these report progress through the core's
-  callback to an ``st.progress`` bar, which a ``cache_data`` function cannot do (it would
-  replay the bar on every cache hit).
+- The heavy results a button starts (magnitude, RND, UMAP, kernel sweeps, comparisons) follow
+  the pattern of :mod:`ui.tasks` (progress through the core's callback, stored by their inputs).
 
 Moving q never reaches any of these: every VS_q comes from the cached spectrum in O(n).
 """
 
 from __future__ import annotations
 
-import threading
 import warnings
-from collections import OrderedDict
-from typing import Any, Callable, Optional
+from typing import Optional
 
 import numpy as np
 import scipy.sparse as sp
@@ -39,52 +35,6 @@ MAX_EIGENVECTORS = 10
 HEATMAP_MAX = 400
 
 
-class Store:
-    """A bounded, thread-safe LRU mapping shared by all sessions."""
-
-    def __init__(self, max_entries: int):
-        self.max_entries = int(max_entries)
-        self._data: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key) -> Any:
-        with self._lock:
-            if key not in self._data:
-                return None
-            self._data.move_to_end(key)
-            return self._data[key]
-
-    def put(self, key, value) -> None:
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.max_entries:
-                self._data.popitem(last=False)
-
-    def __contains__(self, key) -> bool:
-        with self._lock:
-            return key in self._data
-
-
-@st.cache_resource
-def store(name: str, max_entries: int = 16) -> Store:
-    """The process-wide store ``name`` (features, magnitude, rnd, umap, sensitivity)."""
-    return Store(max_entries)
-
-
-def run_stored(kind: str, key: tuple, fn: Callable[[Callable], Any], label: str, *, max_entries: int = 16):
-    """Compute ``fn(progress)`` under a progress bar and keep it in the ``kind`` store."""
-    with progress_bar(label) as bar:
-        result = fn(bar)
-    store(kind, max_entries).put(key, result)
-    return result
-
-
-def stored(kind: str, key: tuple, *, max_entries: int = 16):
-    """The stored result for ``key`` (None when it was not computed or was evicted)."""
-    return store(kind, max_entries).get(key)
-
-
 # ------------------------------------------------------------------------------------------
 # features
 # ------------------------------------------------------------------------------------------
@@ -100,27 +50,18 @@ def featurizer_options(ds) -> list:
 
 
 def features(view: View, featurizer: str, *, show_progress: bool = True):
-    """Features of the view's items (read-only), computed once per (view, featurizer)."""
+    """Features of the view's items, read-only, from the core's feature cache.
+
+    With ``show_progress`` a miss shows a spinner (after half a second) and the featurizer's
+    progress bar; a hit draws nothing.
+    """
     name = resolve_featurizer(view.data, featurizer)
-    key = (view.key, name)
-    X = stored("features", key, max_entries=8)
-    if X is not None:
-        return X
-
-    def run(progress):
-        X = featurize(view.data, name, progress=progress)
-        if isinstance(X, np.ndarray):
-            X = np.asarray(X)
-            X.setflags(write=False)
-        return X
-
-    if show_progress:
-        slow = FEATURIZERS[name].cached
-        label = f"Computing {name} features" + (" (the model loads once, ~10-20 s)" if slow else "")
-        return run_stored("features", key, run, label, max_entries=8)
-    X = run(None)
-    store("features", 8).put(key, X)
-    return X
+    if not show_progress:
+        return featurize(view.data, name, copy=False)
+    model = "torch" in FEATURIZERS[name].requires
+    label = f"Computing {name} features" + (" (the model loads once, ~10-20 s)" if model else "")
+    with st.spinner(label), progress_bar(label) as bar:
+        return featurize(view.data, name, progress=bar, copy=False)
 
 
 def dense(X) -> np.ndarray:
@@ -253,20 +194,20 @@ def pca(view: View, featurizer: str):
 
 
 def umap_key(view: View, featurizer: str, metric: str, n_neighbors: int, min_dist: float) -> tuple:
+    """The key of a UMAP map in the ``"umap"`` task store."""
     return (view.key, resolve_featurizer(view.data, featurizer), metric, int(n_neighbors), float(min_dist))
 
 
-def run_umap(view: View, featurizer: str, metric: str, n_neighbors: int, min_dist: float):
+def umap_task(view: View, featurizer: str, metric: str, n_neighbors: int, min_dist: float):
+    """``fn(progress)`` computing the UMAP map of the view (for :func:`ui.tasks.run`)."""
     from diversity_core.projection import project
 
-    X = features(view, featurizer)
-    key = umap_key(view, featurizer, metric, n_neighbors, min_dist)
-    return run_stored(
-        "umap", key,
-        lambda p: project(X, method="umap", metric=metric, n_neighbors=n_neighbors, min_dist=min_dist, rng=0,
-                          progress=p),
-        "UMAP",
-    )
+    def fn(progress):
+        X = features(view, featurizer, show_progress=False)
+        return project(X, method="umap", metric=metric, n_neighbors=n_neighbors, min_dist=min_dist, rng=0,
+                       progress=progress)
+
+    return fn
 
 
 def norms(X) -> np.ndarray:

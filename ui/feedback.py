@@ -45,23 +45,33 @@ def require(fn: Callable[[], T], what: str) -> T:
 
 
 class ProgressBar:
-    """A ``progress(done, total, message)`` callback drawing an ``st.progress`` bar."""
+    """A ``progress(done, total, message)`` callback drawing an ``st.progress`` bar.
+
+    The bar takes its place on the page when created (an empty placeholder) and appears at the
+    first report, so work that reports nothing (a cache hit) draws nothing.
+    """
 
     def __init__(self, label: str, container=None):
         self.label = label
-        self._bar = (container or st).progress(0.0, text=label)
+        self._slot = (container or st).empty()
+        self._bar = None
         self._last = 0.0
 
     def __call__(self, done: int, total: int, message: str = "") -> None:
         now = time.monotonic()
-        if done < total and now - self._last < _MIN_INTERVAL:
+        if self._bar is not None and done < total and now - self._last < _MIN_INTERVAL:
             return
         self._last = now
         frac = 0.0 if total <= 0 else min(max(done / total, 0.0), 1.0)
-        self._bar.progress(frac, text=f"{self.label} — {message}" if message else self.label)
+        text = f"{self.label} — {message}" if message else self.label
+        if self._bar is None:
+            self._bar = self._slot.progress(frac, text=text)
+        else:
+            self._bar.progress(frac, text=text)
 
     def empty(self) -> None:
-        self._bar.empty()
+        self._slot.empty()
+        self._bar = None
 
 
 @contextlib.contextmanager

@@ -1,21 +1,19 @@
-"""Magnitude page helpers: settings, the computation with progress and warnings, the results."""
+"""Magnitude page helpers: the settings, the task (see :mod:`ui.tasks`) and the results."""
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from diversity_core import DiversityWarning
 from diversity_core.figures import magnitude_figure
 from diversity_core.magnitude import compare_magnitude
 
 from . import compute
-from .feedback import error_message, progress_bar
+from .tasks import Outcome, show_notes
 
 #: Sets of at most this many items in all are computed without a click.
 AUTO_MAX_ITEMS = 1500
@@ -48,11 +46,12 @@ def settings_form(view) -> MagnitudeSettings:
 
 
 def result_key(view, featurizer: str, s: MagnitudeSettings) -> tuple:
+    """The key of the magnitude result in the ``"magnitude"`` task store."""
     return (view.key, featurizer, s)
 
 
 def _sets(view, featurizer: str, per_group: bool) -> dict:
-    X = compute.dense(compute.features(view, featurizer))
+    X = compute.dense(compute.features(view, featurizer, show_progress=False))
     ds = view.data
     if per_group:
         return {g: X[ds.group_indices(g)] for g in ds.group_names()}
@@ -60,28 +59,23 @@ def _sets(view, featurizer: str, per_group: bool) -> dict:
 
 
 def needs_click(view) -> bool:
+    """Whether the computation waits for a click (large views)."""
     return view.n > AUTO_MAX_ITEMS
 
 
-def run(view, featurizer: str, s: MagnitudeSettings) -> Optional[dict]:
-    """Compute the curves under a progress bar; keep the core's warnings to show with the result."""
-    sets = _sets(view, featurizer, s.per_group)
-    with warnings.catch_warnings(record=True) as caught, progress_bar("Magnitude") as bar:
-        warnings.simplefilter("always")
-        try:
-            comparison = compare_magnitude(sets, reference=s.reference, n_scales=s.n_scales, metric=s.metric,
-                                           progress=bar)
-        except Exception as exc:  # noqa: BLE001 - shown as a message, the page keeps working
-            st.error(error_message("Computing magnitude", exc))
-            return None
-    notes = list(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, DiversityWarning)))
-    out = {"comparison": comparison, "notes": notes}
-    compute.store("magnitude", 16).put(result_key(view, featurizer, s), out)
-    return out
+def task(view, featurizer: str, s: MagnitudeSettings) -> Callable:
+    """``fn(progress)`` computing the magnitude curves of every set (for :func:`ui.tasks.run`)."""
+
+    def fn(progress):
+        return compare_magnitude(_sets(view, featurizer, s.per_group), reference=s.reference,
+                                 n_scales=s.n_scales, metric=s.metric, progress=progress)
+
+    return fn
 
 
-def show(out: dict) -> None:
-    c = out["comparison"]
+def show(out: Outcome) -> None:
+    """The curves, the table of MagArea (and MagDiff) per set, the core's notes."""
+    c = out.value
     curves = {k: (f.ts, f.values) for k, f in c.functions.items()}
     sizes = {k: f.n_distinct for k, f in c.functions.items()}
     st.plotly_chart(magnitude_figure(curves, t_conv=c.t_conv, t_cut=c.t_cut, sizes=sizes,
@@ -105,5 +99,4 @@ def show(out: dict) -> None:
         st.caption(f"Largest MagArea on the shared interval: **{best}**. "
                    + (f"MagDiff > 0 means more diverse than the reference **{c.reference}**."
                       if c.reference else "Choose a reference group for MagDiff."))
-    for note in out["notes"]:
-        st.info(note)
+    show_notes(out)

@@ -42,24 +42,8 @@ class Context:
         return spec
 
 
-def ensure_entrypoint() -> None:
-    """Make sure ``app.py`` (state, sidebar, navigation) runs before any page.
-
-    Because the pages live in ``pages/``, Streamlit starts a process in its legacy multipage
-    mode, where the first run of a page URL (``/spectrum``) executes the page file alone. The
-    entry point's ``st.navigation`` switches that mode off; when a page finds it still on, it
-    switches it off itself and reruns, so the entry point runs first and the link still works.
-    """
-    from streamlit.runtime.pages_manager import PagesManager
-
-    if getattr(PagesManager, "uses_pages_directory", False):
-        PagesManager.uses_pages_directory = False
-        st.rerun()
-
-
 def header(title: str, explanation: str, *, features: bool = True) -> Context:
     """Draw the page's title and explanation; return its context (features computed if asked)."""
-    ensure_entrypoint()
     st.title(title)
     st.markdown(explanation)
     view = require(current_view, "Preparing the data")

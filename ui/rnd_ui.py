@@ -1,10 +1,17 @@
-"""RND page helpers: the settings form, the run with live progress, the stored results."""
+"""RND page helpers: the settings form, the training task with live curves, the results.
+
+Training follows :mod:`ui.tasks`: the task draws its live curves inside its status box, each
+frame under its own key (a frame can equal the finished chart, and two charts with equal
+content and no key in one run raise ``StreamlitDuplicateElementId``: issue 16), and the result
+is stored before the page draws it.
+"""
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -14,7 +21,8 @@ from diversity_core.figures import bar_figure, rnd_figure
 from diversity_core.rnd import rnd_score
 
 from . import compute
-from .feedback import ProgressBar, error_message
+from .feedback import error_message
+from .tasks import Outcome
 
 #: Architectures offered (``resnet18`` needs a GPU to be practical).
 ARCHITECTURES = {
@@ -24,6 +32,8 @@ ARCHITECTURES = {
     "resnet18": "ResNet-18 on image pixels (the paper's; slow without a GPU)",
 }
 ALL = "all selected items"
+#: Seconds between two frames of the live curves.
+LIVE_INTERVAL = 0.4
 
 
 @dataclass(frozen=True)
@@ -38,6 +48,7 @@ class RNDSettings:
     per_group: bool
 
     def kwargs(self, arch: str) -> dict:
+        """Keyword arguments of :func:`~diversity_core.rnd.rnd_score` for the network ``arch``."""
         return dict(train_size=self.train_size, epochs=self.epochs, average_last=self.average_last,
                     runs=self.runs, lr=self.lr, architecture=arch, rng=self.seed)
 
@@ -72,59 +83,86 @@ def _input(view, featurizer: str, arch: str):
     ds = view.data
     if ds.modality == "images" and arch in ("auto", "cnn", "resnet18"):
         return np.asarray(ds.items), ("cnn" if arch == "auto" else arch)
-    return compute.dense(compute.features(view, featurizer)), "mlp"
+    return compute.dense(compute.features(view, featurizer, show_progress=False)), "mlp"
 
 
 def result_key(view, featurizer: str, s: RNDSettings) -> tuple:
+    """The key of the RND result in the ``"rnd"`` task store."""
     return (view.key, featurizer, s)
 
 
 class _LiveCurves:
-    """``on_epoch`` callback: redraws the RND_i curves as they grow (at most every 0.4 s)."""
+    """Draws the RND_i curves into one placeholder as they grow (at most every LIVE_INTERVAL s).
 
-    def __init__(self, chart, finished: dict, name: str, s: RNDSettings):
-        self.chart, self.finished, self.name, self.s = chart, finished, name, s
+    Every frame gets a key of its own: a frame may hold exactly the figure of an earlier one (or
+    of the finished chart), and Streamlit identifies unkeyed charts by their content.
+    """
+
+    def __init__(self, s: RNDSettings):
+        self.s = s
+        self._frames = itertools.count()
+        self.slot = st.empty()
+        self.finished: dict = {}
         self.last = 0.0
 
-    def __call__(self, curves) -> None:
-        now = time.monotonic()
-        if now - self.last < 0.4:
-            return
-        self.last = now
-        self.chart.plotly_chart(rnd_figure({**self.finished, self.name: curves}, average_last=self.s.average_last,
-                                           total_epochs=self.s.epochs))
+    def draw(self, curves: dict) -> None:
+        """Show ``curves`` (name -> runs x epochs RND_i, NaN where not trained yet)."""
+        self.slot.plotly_chart(rnd_figure(curves, average_last=self.s.average_last, total_epochs=self.s.epochs),
+                               key=f"rnd_live_{next(self._frames)}")
+
+    def on_epoch(self, name: str) -> Callable:
+        """The ``on_epoch`` callback of the set ``name``."""
+
+        def callback(curves) -> None:
+            now = time.monotonic()
+            if now - self.last >= LIVE_INTERVAL:
+                self.last = now
+                self.draw({**self.finished, name: curves})
+
+        return callback
 
 
-def run(view, featurizer: str, s: RNDSettings) -> Optional[dict]:
-    """Train under a progress bar; the curves of finished sets appear as they finish."""
+def task(view, featurizer: str, s: RNDSettings) -> Callable:
+    """``fn(progress)`` training every set in turn, the live curves drawn where it runs.
+
+    Returns ``{"results": {set: RNDResult}, "architecture": arch, "errors": [...]}``; a set that
+    fails is listed in ``errors`` while the others still run (all failing raises the first error).
+    """
     ds = view.data
-    X, arch = _input(view, featurizer, s.architecture)
     sets = {g: ds.group_indices(g) for g in ds.group_names()} if s.per_group else {ALL: np.arange(ds.n)}
-    results: dict = {}
-    chart = st.empty()
-    for i, (name, idx) in enumerate(sets.items()):
-        bar = ProgressBar(f"RND on {name} ({i + 1} of {len(sets)})")
-        live = _LiveCurves(chart, {k: r.curves for k, r in results.items()}, name, s)
-        try:
-            results[name] = rnd_score(X[idx], progress=bar, on_epoch=live, **s.kwargs(arch))
-        except Exception as exc:  # noqa: BLE001 - shown to the user, the other sets still run
-            st.error(error_message(f"RND on {name}", exc))
-        finally:
-            bar.empty()
-        if results:
-            chart.plotly_chart(rnd_figure({k: r.curves for k, r in results.items()}, average_last=s.average_last,
-                                          total_epochs=s.epochs))
-    chart.empty()
-    if not results:
-        return None
-    out = {"results": results, "architecture": arch}
-    compute.store("rnd", 16).put(result_key(view, featurizer, s), out)
-    return out
+
+    def fn(progress):
+        X, arch = _input(view, featurizer, s.architecture)
+        live = _LiveCurves(s)
+        results: dict = {}
+        failures: list = []
+        for i, (name, idx) in enumerate(sets.items()):
+            def report(done, total, message="", i=i, name=name):
+                # one bar for all sets: set i covers the i-th share of it
+                progress(i * total + done, len(sets) * total, f"{name} ({i + 1} of {len(sets)}): {message}")
+
+            try:
+                results[name] = rnd_score(X[idx], progress=report, on_epoch=live.on_epoch(name), **s.kwargs(arch))
+            except Exception as exc:  # noqa: BLE001 - reported with the result, the other sets still run
+                if len(sets) == 1:
+                    raise
+                failures.append((name, exc))
+                continue
+            live.finished[name] = results[name].curves
+            live.draw(live.finished)
+        if not results:
+            raise failures[0][1]
+        errors = [error_message(f"RND on {name}", exc) for name, exc in failures]
+        return {"results": results, "architecture": arch, "errors": errors}
+
+    return fn
 
 
-def show(out: dict, s: RNDSettings) -> None:
+def show(out: Outcome, s: RNDSettings) -> None:
     """The score with its interval, the per-set table and bars, the RND_i curves."""
-    results = out["results"]
+    for message in out.value["errors"]:
+        st.error(message)
+    results = out.value["results"]
     first = next(iter(results.values()))
     if len(results) == 1:
         name, r = next(iter(results.items()))

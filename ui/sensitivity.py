@@ -1,4 +1,4 @@
-"""The kernel-sensitivity sweep on the Scores page: settings, run button, stored result."""
+"""The kernel-sensitivity sweep on the Scores page, a task of :mod:`ui.tasks` (auto when small)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ from diversity_core.sensitivity import (
     fingerprint_radius_sweep,
 )
 
-from . import compute
-from .feedback import attempt
+from . import compute, tasks
 
 #: Items per set the sweep uses at most (a seeded subsample beyond it).
 SWEEP_MAX = 600
@@ -46,29 +45,28 @@ def sweep_controls(ctx) -> Optional[SensitivityResult]:
     largest = ds.n if groups is None else max(int(np.sum(groups == g)) for g in set(groups.tolist()))
     kind = "radius" if molecules else ("laplacian" if s.kernel == "laplacian" else "rbf")
     key = (view.key, ctx.featurizer, kind, SWEEP_MAX)
-    result = compute.stored("sensitivity", key)
-    if result is not None:
-        _note(idx.size < ds.n, sets)
-        return result
     what = ("Morgan fingerprint radii " + ", ".join(map(str, DEFAULT_RADII)) + " under the Tanimoto kernel"
             if molecules else f"{kind.upper()} bandwidths from 1/8 to 8 times the median distance")
+    out = tasks.stored("sensitivity", key)
     auto = min(largest, SWEEP_MAX) <= AUTO_MAX and sets <= 6
-    if not auto and not st.button(f"Run the sweep over {what}", key="run_sweep"):
-        st.caption(f"Not run yet: one dense eigendecomposition per set and value "
-                   f"({sets} set(s) of up to {min(largest, SWEEP_MAX)} items).")
+    if out is None and (auto or tasks.start_button(
+        f"Run the sweep over {what}", key="run_sweep", primary=False,
+        hint=f"Not run yet: one dense eigendecomposition per set and value "
+             f"({sets} set(s) of up to {min(largest, SWEEP_MAX)} items).",
+    )):
+        w = None if ds.weights is None else ds.weights[idx]
+        g = None if groups is None else groups[idx]
+        if molecules:
+            smiles = [ds.items[i] for i in idx]
+            fn = lambda p: fingerprint_radius_sweep(smiles, groups=g, weights=w, progress=p)  # noqa: E731
+        else:
+            X = compute.dense(compute.features(view, ctx.featurizer, show_progress=False))[idx]
+            fn = lambda p: bandwidth_sweep(X, kernel=kind, groups=g, weights=w, progress=p)  # noqa: E731
+        out = tasks.run("sensitivity", key, fn, f"Sweeping {what}")
+    if out is None:
         return None
-    w = None if ds.weights is None else ds.weights[idx]
-    g = None if groups is None else groups[idx]
-    if molecules:
-        smiles = [ds.items[i] for i in idx]
-        fn = lambda p: fingerprint_radius_sweep(smiles, groups=g, weights=w, progress=p)  # noqa: E731
-    else:
-        X = compute.dense(compute.features(view, ctx.featurizer))[idx]
-        fn = lambda p: bandwidth_sweep(X, kernel=kind, groups=g, weights=w, progress=p)  # noqa: E731
-    result = attempt(lambda: compute.run_stored("sensitivity", key, fn, f"Sweeping {what}"), "Kernel sweep")
-    if result is not None:
-        _note(idx.size < ds.n, sets)
-    return result
+    _note(idx.size < ds.n, sets)
+    return out.value
 
 
 def _note(sampled: bool, sets: int) -> None:

@@ -13,19 +13,24 @@ What lives where
 
 The registry :data:`FEATURIZERS` lists each featurizer's name, modality, parameters with their
 defaults, the packages it needs and the kernel it is meant for (:func:`default_kernel`).
-:func:`featurize` validates the choice, runs it and caches the expensive ones (the neural
-networks) in memory by the dataset's content hash and the parameters.
+:func:`featurize` validates the choice, runs it and keeps the result in one process-wide cache
+keyed by the dataset's content hash and the parameters: a least-recently-used cache bounded in
+bytes (:data:`CACHE_SHARE` of the memory budget, see :func:`cache_info`) and safe to use from
+several threads (the app's sessions), which computes a missing entry once even when several
+threads ask for it at the same time.
 """
 
 from __future__ import annotations
 
 import importlib.util
-from collections import OrderedDict
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import numpy as np
+from cachetools import LRUCache
 
+from .._config import memory_budget
 from .._progress import ProgressCallback
 from .._validation import check_option
 from ..exceptions import DiversityInputError
@@ -50,7 +55,8 @@ class Featurizer:
         The kernel the features are meant for (see :mod:`diversity_core.kernels`).
     description : str
     cached : bool
-        Whether :func:`featurize` caches the result (slow featurizers).
+        Whether :func:`featurize` caches the result (every featurizer that computes features;
+        ``"embeddings"`` returns the dataset's own array).
     output : str
         ``"dense"`` (ndarray) or ``"sparse"`` (scipy CSR).
     """
@@ -155,6 +161,7 @@ FEATURIZERS: dict = {
             ("pillow",),
             "cosine",
             "Pixel vectors after resizing to side x side (32 in the VS paper): visual similarity.",
+            cached=True,
             run=_run_pixels,
         ),
         Featurizer(
@@ -179,6 +186,7 @@ FEATURIZERS: dict = {
             "n-gram overlap: L2-normalised bag-of-n-grams for n = 1..4, concatenated and scaled so the "
             "linear kernel is the mean of the four cosine similarities (VS paper).",
             output="sparse",
+            cached=True,
             run=_run_ngram,
         ),
         Featurizer(
@@ -200,6 +208,7 @@ FEATURIZERS: dict = {
             ("rdkit",),
             "tanimoto",
             "Morgan fingerprints (radius 2, 2048 bits) as 0/1 vectors, for the Tanimoto kernel.",
+            cached=True,
             run=_run_morgan,
         ),
     )
@@ -208,9 +217,88 @@ FEATURIZERS: dict = {
 #: The featurizer ``"default"`` resolves to, per modality.
 DEFAULT_FEATURIZER = {"embeddings": "embeddings", "images": "pixels", "text": "ngram", "molecules": "morgan"}
 
-_CACHE: OrderedDict[tuple, Any] = OrderedDict()
-#: Number of cached feature matrices kept (least recently used dropped first).
-CACHE_SIZE = 16
+#: Share of the memory budget (:func:`~diversity_core._config.memory_budget`) the feature cache may hold.
+CACHE_SHARE = 0.25
+
+
+def _nbytes(X) -> int:
+    """Bytes held by a feature matrix: a dense array's buffer, or a sparse matrix's three arrays."""
+    if hasattr(X, "indptr"):
+        return int(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes)
+    return int(np.asarray(X).nbytes)
+
+
+def _cache_limit() -> int:
+    """Bytes the feature cache may hold under the current memory budget."""
+    return max(1, int(memory_budget() * CACHE_SHARE))
+
+
+# One cache for the process, bounded by bytes; _lock guards every access to it (the app's
+# sessions run in threads), _pending holds a lock per key being computed so that threads asking
+# for the same features wait for one computation instead of repeating it.
+_lock = threading.Lock()
+_cache: LRUCache = LRUCache(maxsize=_cache_limit(), getsizeof=_nbytes)
+_pending: dict = {}
+
+
+def _resized(cache: LRUCache, limit: int) -> LRUCache:
+    """A cache of ``limit`` bytes holding the most recent entries of ``cache`` that fit."""
+    new = LRUCache(maxsize=limit, getsizeof=_nbytes)
+    # LRUCache iterates from least to most recently used; re-inserting in that order keeps it
+    for key in list(cache):
+        value = cache[key]
+        if _nbytes(value) <= limit:
+            new[key] = value
+    return new
+
+
+def _store(key, X) -> None:
+    """Keep ``X`` (read-only) under ``key``; a matrix larger than the whole cache is not kept."""
+    global _cache
+    for a in (X.data, X.indices, X.indptr) if hasattr(X, "indptr") else (X,):
+        a.setflags(write=False)
+    with _lock:
+        limit = _cache_limit()
+        if _cache.maxsize != limit:  # the memory budget changed since the last entry
+            _cache = _resized(_cache, limit)
+        if _nbytes(X) <= limit:
+            _cache[key] = X
+
+
+def _lookup(key):
+    """The cached features for ``key`` (None on a miss), marked as most recently used."""
+    with _lock:
+        return _cache.get(key)
+
+
+def _cached_run(key, compute: Callable[[], Any]):
+    """``compute()`` once per key: concurrent callers of a missing key wait for the first one."""
+    X = _lookup(key)
+    if X is not None:
+        return X
+    with _lock:
+        key_lock = _pending.setdefault(key, threading.Lock())
+    with key_lock:
+        try:
+            X = _lookup(key)  # computed by the thread this one waited for
+            if X is None:
+                X = compute()
+                _store(key, X)
+        finally:
+            with _lock:
+                if _pending.get(key) is key_lock:
+                    del _pending[key]
+    return X
+
+
+def cache_info() -> dict:
+    """The feature cache's state: ``entries``, ``bytes`` held and ``limit_bytes``.
+
+    The limit is :data:`CACHE_SHARE` of the memory budget; the least recently used feature
+    matrices are dropped first when a new one would exceed it.
+    """
+    with _lock:
+        return {"entries": len(_cache), "bytes": int(_cache.currsize), "limit_bytes": int(_cache.maxsize)}
 
 
 def list_featurizers(modality: Optional[str] = None) -> list:
@@ -262,10 +350,18 @@ def dense_features(X, *, max_entries: int, purpose: str) -> np.ndarray:
 
 def clear_cache() -> None:
     """Forget cached features."""
-    _CACHE.clear()
+    with _lock:
+        _cache.clear()
 
 
-def featurize(dataset, featurizer: str = "default", *, progress: Optional[ProgressCallback] = None, **params):
+def featurize(
+    dataset,
+    featurizer: str = "default",
+    *,
+    progress: Optional[ProgressCallback] = None,
+    copy: bool = True,
+    **params,
+):
     """Features of ``dataset`` from a registered featurizer, ready for :func:`default_kernel`.
 
     Parameters
@@ -275,7 +371,11 @@ def featurize(dataset, featurizer: str = "default", *, progress: Optional[Progre
         A name from :data:`FEATURIZERS`, or ``"default"`` (the dataset's embeddings when it has
         them, else pixels / ngram / morgan by modality).
     progress : callable, optional
-        ``progress(done, total, message)`` for the slow featurizers.
+        ``progress(done, total, message)`` for the slow featurizers (not called when the
+        features come from the cache).
+    copy : bool, default True
+        Return a fresh copy of cached features. ``False`` returns the cached matrix itself,
+        read-only, without copying (the app reads features on every rerun).
     **params
         The featurizer's parameters (see ``FEATURIZERS[name].parameters``).
 
@@ -284,7 +384,7 @@ def featurize(dataset, featurizer: str = "default", *, progress: Optional[Progre
     ndarray of shape (N, d), or a scipy CSR matrix for ``"ngram"``
         One row per item, in dataset order. ``"embeddings"`` returns the dataset's own
         read-only (possibly memory-mapped) array without copying; cached featurizers return a
-        fresh copy of the cached result.
+        fresh copy of the cached result (the read-only cached result with ``copy=False``).
 
     Raises
     ------
@@ -318,16 +418,10 @@ def featurize(dataset, featurizer: str = "default", *, progress: Optional[Progre
         )
     full = {**spec.parameters, **params}
     key = (dataset.content_hash, name, tuple(sorted((k, repr(v)) for k, v in full.items())))
-    if spec.cached and key in _CACHE:
-        _CACHE.move_to_end(key)
-        return _CACHE[key].copy()
-    X = spec.run(dataset, progress, **full)
-    if spec.cached:
-        _CACHE[key] = X
-        while len(_CACHE) > CACHE_SIZE:
-            _CACHE.popitem(last=False)
-        return X.copy()
-    return X
+    if not spec.cached:
+        return spec.run(dataset, progress, **full)
+    X = _cached_run(key, lambda: spec.run(dataset, progress, **full))
+    return X.copy() if copy else X
 
 
 __all__ = [
@@ -339,4 +433,6 @@ __all__ = [
     "default_kernel",
     "featurize",
     "clear_cache",
+    "cache_info",
+    "CACHE_SHARE",
 ]

@@ -18,12 +18,12 @@ from diversity_core.featurizers import default_kernel, featurize
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 PAGES = [
-    "pages/1_dataset.py",
-    "pages/2_scores.py",
-    "pages/3_spectrum.py",
-    "pages/4_magnitude.py",
-    "pages/5_rnd.py",
-    "pages/6_projection.py",
+    "app_pages/1_dataset.py",
+    "app_pages/2_scores.py",
+    "app_pages/3_spectrum.py",
+    "app_pages/4_magnitude.py",
+    "app_pages/5_rnd.py",
+    "app_pages/6_projection.py",
 ]
 HEADLINE = "Vendi score (q = "
 
@@ -184,7 +184,7 @@ def test_query_string_round_trip():
     again = start(copied)
     assert headline(again).label == "Vendi score (q = 0.5)"
     assert headline(again).value == headline(at).value
-    again.switch_page("pages/3_spectrum.py").run()
+    again.switch_page("app_pages/3_spectrum.py").run()
     assert_clean(again)
     assert again.session_state["groups"] == groups
     assert value != headline(at).value
@@ -194,7 +194,7 @@ def test_settings_survive_page_changes():
     at = start()
     at.sidebar.select_slider(key="q").set_value(3.0).run()
     at.sidebar.selectbox(key="kernel").set_value("rbf").run()
-    for page in ("pages/1_dataset.py", "pages/6_projection.py", "pages/2_scores.py"):
+    for page in ("app_pages/1_dataset.py", "app_pages/6_projection.py", "app_pages/2_scores.py"):
         at.switch_page(page).run()
         assert_clean(at)
         assert at.session_state["q"] == 3.0
@@ -208,7 +208,7 @@ def test_magnitude_page_matches_the_core():
     ds = load_demo("digits")
     groups = ds.group_names()[:2]
     at = start({"group": groups})
-    at.switch_page("pages/4_magnitude.py").run()
+    at.switch_page("app_pages/4_magnitude.py").run()
     assert_clean(at)
     table = at.dataframe[0].value
     X = featurize(ds)
@@ -224,7 +224,7 @@ def test_rnd_page_runs_and_matches_the_core():
     ds = load_demo("digits")
     group = ds.group_names()[0]
     at = start({"group": [group]})
-    at.switch_page("pages/5_rnd.py").run()
+    at.switch_page("app_pages/5_rnd.py").run()
     assert_clean(at)
     at.selectbox(key="rnd_arch").set_value("mlp")
     at.number_input(key="rnd_train").set_value(100)
@@ -242,6 +242,71 @@ def test_rnd_page_runs_and_matches_the_core():
     assert metric(at, "RND score").value == f"{expected.score:.4f}"
 
 
+def test_rnd_result_survives_slow_epochs(monkeypatch):
+    """Issue 16, blocker 1: with epochs slower than the live chart's redraw interval, the last live
+    frame equalled the finished chart, Streamlit raised StreamlitDuplicateElementId and the
+    training was lost. A finished run shows its result, on that run and the next ones."""
+    import time
+
+    import ui.rnd_ui as rnd_ui
+
+    train = rnd_ui.rnd_score
+
+    def slow(X, *, on_epoch=None, **kwargs):
+        def each(curves):
+            time.sleep(0.45)  # slower than the redraw interval (0.4 s): every epoch is drawn
+            on_epoch(curves)
+
+        return train(X, on_epoch=None if on_epoch is None else each, **kwargs)
+
+    monkeypatch.setattr(rnd_ui, "rnd_score", slow)
+    ds = load_demo("digits")
+    groups = ds.group_names()[:2]
+    at = start({"group": groups})
+    at.switch_page("app_pages/5_rnd.py").run()
+    assert_clean(at)
+    at.selectbox(key="rnd_arch").set_value("mlp")
+    at.number_input(key="rnd_train").set_value(100)
+    at.number_input(key="rnd_epochs").set_value(3)
+    at.number_input(key="rnd_last").set_value(2)
+    at.number_input(key="rnd_runs").set_value(2)
+    at.button(key="rnd_run").click().run()
+    assert_clean(at)
+    assert not at.error, [e.value for e in at.error]
+    shown = list(at.dataframe[0].value["group"])
+    assert shown == groups
+    scores = list(at.dataframe[0].value["RND score"])
+    at.run()  # kept: the next run shows the same result without training again
+    assert_clean(at)
+    assert list(at.dataframe[0].value["RND score"]) == scores
+    assert not at.button  # no "Run RND" prompt: the stored result is shown
+
+
+def test_long_tasks_store_their_result_before_drawing(monkeypatch):
+    """ui.tasks.run keeps the outcome under its key even when the page fails while drawing it."""
+    from ui import tasks
+
+    at = AppTest.from_string(
+        """
+import streamlit as st
+from ui import tasks
+
+def fn(progress):
+    progress(1, 2, "half")
+    progress(2, 2, "done")
+    return 42
+
+out = tasks.run("test_task", ("k", 1), fn, "A task")
+st.write(out.value)
+raise RuntimeError("drawing failed")
+""",
+        default_timeout=30,
+    )
+    at.run()
+    assert at.exception  # the page failed after the task finished ...
+    assert tasks.stored("test_task", ("k", 1)).value == 42  # ... and the result is kept
+
+
 def test_every_page_runs_on_an_upload_without_groups():
     X = np.random.default_rng(1).normal(size=(70, 5))
     at = start()
@@ -252,14 +317,14 @@ def test_every_page_runs_on_an_upload_without_groups():
         at.switch_page(page).run()
         assert_clean(at)
         assert not at.error, (page, [e.value for e in at.error])
-    at.switch_page("pages/4_magnitude.py").run()
+    at.switch_page("app_pages/4_magnitude.py").run()
     assert list(at.dataframe[0].value["set"]) == ["all selected items"]
 
 
 def test_dataset_page_lists_skipped_entries():
     smi = b"CCO\nnot_a_smiles\nc1ccccc1\nCCN\nCC(=O)O\n"
     at = start()
-    at.switch_page("pages/1_dataset.py").run()
+    at.switch_page("app_pages/1_dataset.py").run()
     at.sidebar.radio(key="source").set_value("Upload").run()
     at.sidebar.file_uploader(key="upload").upload("mols.smi", smi).run()
     assert_clean(at)

@@ -6,6 +6,7 @@ command installs both.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -13,6 +14,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -44,11 +46,11 @@ def artifacts() -> Path:
     return ARTIFACTS
 
 
-@pytest.fixture(scope="session")
-def app_url():
-    """Start ``streamlit run app.py`` on a free loopback port and wait until it answers."""
+@contextlib.contextmanager
+def _server(log_name: str) -> Iterator[str]:
+    """Run ``streamlit run app.py`` on a free loopback port; yield its URL once it answers."""
     port = _free_port()
-    log = (ARTIFACTS / "streamlit.log")
+    log = ARTIFACTS / log_name
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
     with open(log, "w") as fh:
@@ -58,25 +60,40 @@ def app_url():
             cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env=env,
         )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"streamlit exited early with code {proc.returncode}; see {log}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail(f"streamlit did not answer on {url} within 120 s; see {log}")
-    yield url
-    proc.terminate()
     try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if proc.poll() is not None:
+                pytest.fail(f"streamlit exited early with code {proc.returncode}; see {log}")
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail(f"streamlit did not answer on {url} within 120 s; see {log}")
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="session")
+def app_url():
+    """The app served once for the session's tests."""
+    with _server("streamlit.log") as url:
+        yield url
+
+
+@pytest.fixture
+def fresh_app_url():
+    """A server of its own whose first visitor has not arrived yet (a link opened cold)."""
+    with _server("streamlit_fresh.log") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
-"""The real app in headless Chromium: every page, the q slider, uploads good and bad.
+"""The real app in headless Chromium: a page link opened on a fresh server, every page, the q
+slider, uploads good and bad, an RND run, the Compare page's presentation layout.
 
 Screenshots of each page land in ``test-artifacts/e2e/`` (a CI artifact).
 """
@@ -15,13 +16,26 @@ pytestmark = pytest.mark.e2e
 PAGES = ["Dataset", "Scores", "Spectrum", "Magnitude", "RND", "Projection", "Compare"]
 
 
+#: True once no script run has been going for a second (Streamlit's running indicator stayed away).
+IDLE = """() => {
+  const now = performance.now();
+  if (document.querySelector('[data-testid="stStatusWidget"]')) { window.__idleSince = null; return false; }
+  if (!window.__idleSince) { window.__idleSince = now; }
+  return now - window.__idleSince > 1000;
+}"""
+
+
 def wait_idle(page, timeout: float = 90_000) -> None:
-    """Wait until the script run finishes (Streamlit's running indicator is gone)."""
-    page.wait_for_timeout(300)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout
-    )
-    page.wait_for_timeout(300)
+    """Wait until the script run finishes (the running indicator gone for a second)."""
+    page.evaluate("() => { window.__idleSince = null; }")
+    page.wait_for_function(IDLE, timeout=timeout, polling=100)
+
+
+def open_page(page, url: str, timeout: float = 120_000) -> None:
+    """Load ``url`` and wait for its page's title and the end of the script run."""
+    page.goto(url)
+    page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=timeout)
+    wait_idle(page, timeout)
 
 
 def headline(page) -> tuple[str, str]:
@@ -45,9 +59,31 @@ def assert_no_traceback(page) -> None:
     assert page.locator('[data-testid="stException"]').count() == 0
 
 
+#: True when the sidebar lies on the screen (a collapsed one is moved out of view, left of it).
+SIDEBAR_SHOWN = """() => { const r = document.querySelector('[data-testid="stSidebar"]').getBoundingClientRect();
+  return r.right > 0 && r.width > 0; }"""
+
+
+def test_page_url_on_a_fresh_server(page, fresh_app_url, artifacts):
+    """A link to a page, opened as the server's first visit, runs app.py (sidebar, navigation) and
+    then that page; other page links work the same."""
+    open_page(page, f"{fresh_app_url}/spectrum?demo=shapes&q=2")
+    assert page.locator('[data-testid="stMain"] h1').first.inner_text().startswith("Spectrum")
+    assert page.locator('[data-testid="stSidebarNavLink"]').count() == len(PAGES)
+    assert page.locator('[data-testid="stSidebar"]').get_by_text("Settings").first.is_visible()
+    assert "/spectrum" in page.url and "demo=shapes" in page.url
+    assert_no_traceback(page)
+    page.screenshot(path=str(artifacts / "fresh_server_spectrum.png"), full_page=True)
+    goto_page(page, "Scores")
+    assert headline(page)[0] == "Vendi score (q = 2)"
+    for url_path, title in (("rnd", "RND score"), ("compare", "Compare")):
+        open_page(page, f"{fresh_app_url}/{url_path}?demo=shapes")
+        assert page.locator('[data-testid="stMain"] h1').first.inner_text().startswith(title)
+        assert_no_traceback(page)
+
+
 def test_every_page_renders(page, app_url, artifacts):
-    page.goto(app_url)
-    wait_idle(page)
+    open_page(page, app_url)
     for title in PAGES:
         goto_page(page, title)
         page.locator('[data-testid="stMain"] h1, [data-testid="stMain"] h2').first.wait_for()
@@ -56,8 +92,7 @@ def test_every_page_renders(page, app_url, artifacts):
 
 
 def test_moving_q_changes_headline(page, app_url, artifacts):
-    page.goto(app_url)
-    wait_idle(page)
+    open_page(page, app_url)
     goto_page(page, "Scores")
     label0, value0 = headline(page)
     assert "q = 1" in label0
@@ -90,8 +125,7 @@ def test_upload_embeddings_then_bad_file(page, app_url, tmp_path, artifacts):
     bad = tmp_path / "broken.npy"
     bad.write_bytes(b"\x93NUMPY this is not an array")
 
-    page.goto(app_url)
-    wait_idle(page)
+    open_page(page, app_url)
     goto_page(page, "Scores")
     _choose_upload(page)
     page.locator('[data-testid="stSidebar"] input[type="file"]').set_input_files(str(good))
@@ -112,3 +146,55 @@ def test_upload_embeddings_then_bad_file(page, app_url, tmp_path, artifacts):
     # the previous dataset stays loaded and scored
     assert page.get_by_text("small_embeddings").first.is_visible()
     page.screenshot(path=str(artifacts / "upload_bad.png"), full_page=True)
+
+
+def _set_number(page, label: str, value: int) -> None:
+    field = page.get_by_label(label, exact=True)
+    field.fill(str(value))
+    field.press("Enter")
+    wait_idle(page)
+
+
+def test_rnd_run_shows_and_keeps_its_result(page, app_url, artifacts):
+    """Issue 16: the curves grow, then the result shows (no error) and stays on the next runs."""
+    open_page(page, f"{app_url}/rnd?demo=digits&group=all+ten+classes")
+    _set_number(page, "Training items per run", 100)
+    _set_number(page, "Epochs", 4)
+    _set_number(page, "Average the last … epochs", 2)
+    _set_number(page, "Runs", 3)
+    page.get_by_role("button", name="Run RND").click()
+    wait_idle(page, timeout=300_000)
+    assert_no_traceback(page)
+    score = page.locator('[data-testid="stMetric"]', has_text="RND score").first
+    score.wait_for()
+    value = score.locator('[data-testid="stMetricValue"]').inner_text()
+    page.screenshot(path=str(artifacts / "rnd_result.png"), full_page=True)
+    # another run of the script (q moved in the sidebar) shows the stored result, no new training
+    slider = page.locator('[data-testid="stSidebar"] [data-testid="stSlider"] input[type="range"]').first
+    slider.focus()
+    page.keyboard.press("ArrowRight")
+    wait_idle(page)
+    assert_no_traceback(page)
+    assert score.locator('[data-testid="stMetricValue"]').inner_text() == value
+    assert page.get_by_role("button", name="Run RND").count() == 0
+
+
+def test_compare_presentation_layout(page, app_url, artifacts):
+    """The presentation switch collapses the sidebar and enlarges the type; off, the sidebar returns."""
+    open_page(page, f"{app_url}/compare?demo=digits&n=200&seed=1")
+    assert page.evaluate(SIDEBAR_SHOWN)
+    page.get_by_role("button", name="Run comparison").click()
+    wait_idle(page, timeout=300_000)
+    assert_no_traceback(page)
+    page.get_by_text("Every score, every group").first.wait_for()
+    page.screenshot(path=str(artifacts / "compare_result.png"), full_page=True)
+    page.get_by_text("Presentation layout (wide, large type)").click()
+    wait_idle(page)
+    page.wait_for_function(f"() => !({SIDEBAR_SHOWN})()")
+    size = page.locator(".st-key-cmp_results td").first.evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
+    assert size >= 20  # 1.35rem
+    assert_no_traceback(page)
+    page.screenshot(path=str(artifacts / "compare_presentation.png"), full_page=True)
+    page.get_by_text("Presentation layout (wide, large type)").click()
+    wait_idle(page)
+    page.wait_for_function(SIDEBAR_SHOWN)

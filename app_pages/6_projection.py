@@ -4,7 +4,7 @@ import streamlit as st
 
 from diversity_core.figures import projection_figure
 from diversity_core.projection import UMAP_METRICS
-from ui import compute
+from ui import compute, tasks
 from ui.feedback import attempt
 from ui.gallery import show_items
 from ui.page import header
@@ -42,14 +42,15 @@ else:
         neighbours = st.slider("Neighbours", 2, 100, 15, key="umap_neighbours")
         min_dist = st.slider("Minimum distance", 0.0, 1.0, 0.1, 0.05, key="umap_min_dist")
     key = compute.umap_key(view, ctx.featurizer, metric, neighbours, min_dist)
-    projection = compute.stored("umap", key)
+    out = tasks.stored("umap", key)
+    if out is None and tasks.start_button(
+        "Compute UMAP", key="umap_run",
+        hint="UMAP runs on demand: the first run in a process compiles UMAP's code (~30 s), later runs take "
+             "seconds on demo data.",
+    ):
+        out = tasks.run("umap", key, compute.umap_task(view, ctx.featurizer, metric, neighbours, min_dist), "UMAP")
+    projection = None if out is None else out.value
     axes = ("UMAP 1", "UMAP 2")
-    if projection is None:
-        st.info("UMAP runs on demand: the first run in a process compiles UMAP's code (~30 s), later runs take "
-                "seconds on demo data.")
-        if st.button("Compute UMAP", type="primary", key="umap_run"):
-            if attempt(lambda: compute.run_umap(view, ctx.featurizer, metric, neighbours, min_dist), "UMAP"):
-                st.rerun()  # draw the stored map without the prompt
 
 if projection is not None:
     if colour.startswith("eigenvector"):

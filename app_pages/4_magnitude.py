@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import compute, magnitude_ui
+from ui import magnitude_ui, tasks
 from ui.page import header
 
 ctx = header(
@@ -16,14 +16,12 @@ view = ctx.view
 
 settings = magnitude_ui.settings_form(view)
 key = magnitude_ui.result_key(view, ctx.featurizer, settings)
-out = compute.stored("magnitude", key)
-if out is None:
-    if magnitude_ui.needs_click(view):
-        st.info(f"{view.n} items: magnitude solves one n × n system per scale and set, so it starts on demand.")
-        if st.button("Compute magnitude", type="primary", key="mag_run"):
-            out = magnitude_ui.run(view, ctx.featurizer, settings)
-    else:
-        out = magnitude_ui.run(view, ctx.featurizer, settings)
+out = tasks.stored("magnitude", key)
+if out is None and (not magnitude_ui.needs_click(view) or tasks.start_button(
+    "Compute magnitude", key="mag_run",
+    hint=f"{view.n} items: magnitude solves one n × n system per scale and set, so it starts on demand.",
+)):
+    out = tasks.run("magnitude", key, magnitude_ui.task(view, ctx.featurizer, settings), "Computing magnitude")
 if out is not None:
     magnitude_ui.show(out)
 st.caption("Distances between the chosen representation's vectors; exact duplicates are merged first (a "

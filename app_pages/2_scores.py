@@ -1,6 +1,7 @@
 """Scores: the Vendi score at the chosen order q, its q-profile, baselines and per-group scores."""
 
-import numpy as np
+import math
+
 import pandas as pd
 import streamlit as st
 
@@ -27,7 +28,7 @@ c1.metric(f"Vendi score (q = {s.q_label})", f"{vs_q:.2f}",
           help=f"Effective number of distinct items at order q = {s.q_label}, out of n = {view.n}.")
 c1.caption(f"effective number of distinct items, out of **n = {view.n}** ({vs_q / view.n:.1%})")
 c2.metric("VS₁ (Shannon, q = 1)", f"{spec.vendi(1.0):.2f}", help="The Vendi score of Friedman & Dieng.")
-c3.metric("VS∞ (q = ∞)", f"{spec.vendi(np.inf):.2f}", help="1 / the largest eigenvalue: the dominant mode's share.")
+c3.metric("VS∞ (q = ∞)", f"{spec.vendi(math.inf):.2f}", help="1 / the largest eigenvalue: the dominant mode's share.")
 c4.metric("Rank (q = 0)", f"{spec.rank}", help="Number of eigenvalues in the support (VS₀).")
 
 base = attempt(lambda: compute.baselines(*ctx.kernel_args), "Computing the baselines")

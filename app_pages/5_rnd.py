@@ -1,8 +1,6 @@
 """RND: diversity as the generalisation gap of a network distilling a random network."""
 
-import streamlit as st
-
-from ui import compute, rnd_ui
+from ui import rnd_ui, tasks
 from ui.page import header
 
 ctx = header(
@@ -17,11 +15,12 @@ view = ctx.view
 
 settings = rnd_ui.settings_form(view)
 key = rnd_ui.result_key(view, ctx.featurizer, settings)
-out = compute.stored("rnd", key)
-if st.button("Run RND", type="primary", key="rnd_run"):
-    out = rnd_ui.run(view, ctx.featurizer, settings)
-if out is None:
-    st.info("Choose the settings and press **Run RND**: training takes from seconds (a few runs of an MLP) "
-            "to minutes (many runs of a CNN); a progress bar follows every epoch.")
-else:
+out = tasks.stored("rnd", key)
+if out is None and tasks.start_button(
+    "Run RND", key="rnd_run",
+    hint="Choose the settings and press **Run RND**: training takes from seconds (a few runs of an MLP) to "
+         "minutes (many runs of a CNN); a progress bar follows every epoch and the curves grow as they train.",
+):
+    out = tasks.run("rnd", key, rnd_ui.task(view, ctx.featurizer, settings), "Training RND", expanded=True)
+if out is not None:
     rnd_ui.show(out, settings)

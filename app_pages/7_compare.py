@@ -1,0 +1,39 @@
+"""Compare: every score of every group at one n, with intervals, pairwise verdicts and a report."""
+
+import streamlit as st
+
+from ui import compare_ui, tasks
+from ui.compare_ui import RESULTS_KEY
+from ui.page import header
+
+ctx = header(
+    "Compare",
+    "Which group is more diverse, and by how much? Every score is computed at the **same number of items n** "
+    "(groups larger than n are subsampled without replacement and averaged), each with an interval, and each "
+    "pair of groups is called **resolved** only when the interval of its difference excludes 0.",
+)
+ds = ctx.view.data
+groups = ds.group_names()
+if len(groups) < 2:
+    st.info("Compare needs at least two groups: load a dataset with a group column (or sub-folders), "
+            "or select two or more groups in the sidebar.")
+    st.stop()
+sizes = {g: int(ds.group_indices(g).size) for g in groups}
+if ds.weights is not None:
+    st.caption("This dataset has item weights; the comparison ignores them (every subset is a uniform sample).")
+
+presentation = compare_ui.presentation_toggle()
+settings, submitted = compare_ui.settings_form(groups, min(sizes.values()), ctx.settings.seed)
+key = compare_ui.result_key(ctx, settings)
+out = tasks.stored("compare", key, max_entries=8)
+if out is None and submitted:
+    if not settings.qs:
+        st.warning("Choose at least one order q.")
+        st.stop()
+    out = tasks.run("compare", key, compare_ui.task(ctx, settings), "Comparing the groups", max_entries=8)
+if out is None:
+    st.info(f"{len(groups)} groups ({', '.join(f'{g}: {sizes[g]}' for g in groups)}). Choose the settings and "
+            "press **Run comparison**; results stay cached for these settings.")
+    st.stop()
+with st.container(key=RESULTS_KEY):
+    compare_ui.show(out, ctx, key, presentation)

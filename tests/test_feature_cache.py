@@ -1,0 +1,121 @@
+"""The process-wide feature cache: bounded in bytes, safe under concurrent use, one copy of each result."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from diversity_core._config import config_context
+from diversity_core.data import load_demo
+from diversity_core.featurizers import CACHE_SHARE, _nbytes, cache_info, clear_cache, featurize
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache():
+    clear_cache()
+    yield
+    clear_cache()
+
+
+def test_sizes_are_bytes_dense_and_sparse():
+    X = np.zeros((10, 7), dtype=np.float32)
+    assert _nbytes(X) == 280
+    S = sp.random(50, 40, density=0.1, format="csr", random_state=0)
+    assert _nbytes(S) == S.data.nbytes + S.indices.nbytes + S.indptr.nbytes
+
+
+def test_limit_is_a_share_of_the_memory_budget():
+    ds = load_demo("digits").subset(np.arange(20))
+    with config_context(memory_budget="40M"):
+        featurize(ds, "pixels")
+        info = cache_info()
+    assert info["limit_bytes"] == int(40 * 2**20 * CACHE_SHARE)
+    assert info["entries"] == 1 and info["bytes"] == featurize(ds, "pixels").nbytes
+
+
+def test_cached_features_are_copies_or_read_only():
+    ds = load_demo("digits").subset(np.arange(30))
+    a = featurize(ds, "pixels")
+    a[:] = -1.0  # a copy: the cache is untouched
+    b = featurize(ds, "pixels", copy=False)
+    assert not b.flags.writeable and b.min() >= 0
+    assert featurize(ds, "pixels", copy=False) is b
+    with pytest.raises(ValueError, match="read-only"):
+        b[0, 0] = 1.0
+
+
+def test_concurrent_featurize_identical_and_within_the_byte_limit():
+    """Threads (the app's sessions) featurizing overlapping subsets under a tight budget."""
+    ds = load_demo("digits")
+    subsets = [ds.subset(np.arange(start, start + 100)) for start in range(0, 800, 100)]
+    expected = [featurize(s, "pixels") for s in subsets]
+    per_matrix = expected[0].nbytes
+    clear_cache()
+    # room for three of the eight matrices: every thread keeps evicting the others' entries
+    budget = int(3.5 * per_matrix / CACHE_SHARE)
+    results: dict = {}
+    errors: list = []
+    seen_bytes: list = []
+
+    def work(t: int) -> None:
+        try:
+            with config_context(memory_budget=budget):
+                for rep in range(6):
+                    i = (t + 3 * rep) % len(subsets)
+                    X = featurize(subsets[i], "pixels", copy=rep % 2 == 0)
+                    results.setdefault(i, []).append(X)
+                    info = cache_info()
+                    seen_bytes.append((info["bytes"], info["limit_bytes"]))
+        except Exception as exc:  # noqa: BLE001 - collected and re-raised in the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
+    assert sorted(results) == list(range(len(subsets)))
+    for i, arrays in results.items():
+        for X in arrays:
+            np.testing.assert_array_equal(X, expected[i])
+    assert all(used <= limit for used, limit in seen_bytes)
+    assert max(used for used, _ in seen_bytes) > 0
+
+
+def test_concurrent_misses_compute_once(monkeypatch):
+    """Threads asking for the same missing features wait for one computation."""
+    from diversity_core import featurizers
+
+    calls = []
+    original = featurizers.FEATURIZERS["pixels"].run
+    gate = threading.Event()
+
+    def slow(dataset, progress, **params):
+        calls.append(1)
+        gate.wait(5)
+        return original(dataset, progress, **params)
+
+    monkeypatch.setitem(featurizers.FEATURIZERS, "pixels", replace(featurizers.FEATURIZERS["pixels"], run=slow))
+    ds = load_demo("digits").subset(np.arange(50))
+    out = []
+    threads = [threading.Thread(target=lambda: out.append(featurize(ds, "pixels"))) for _ in range(4)]
+    for th in threads:
+        th.start()
+    gate.set()
+    for th in threads:
+        th.join()
+    assert len(calls) == 1
+    assert len(out) == 4 and all(np.array_equal(X, out[0]) for X in out)
+
+
+def test_sparse_features_are_cached_by_bytes():
+    ds = load_demo("text")
+    X = featurize(ds, "ngram")
+    assert sp.issparse(X)
+    assert cache_info()["bytes"] == _nbytes(X)
+    np.testing.assert_array_equal(featurize(ds, "ngram", copy=False).toarray(), X.toarray())

@@ -1,0 +1,162 @@
+"""Compare page helpers: the settings form, the comparison task, the tables, figures and report.
+
+The presentation layout uses public means only: ``st.set_page_config`` collapses the sidebar,
+and the large type is CSS (``st.html``) scoped to the page's own keyed container, whose
+``st-key-<key>`` class Streamlit documents for styling.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import pandas as pd
+import streamlit as st
+
+from diversity_core.compare import compare
+from diversity_core.figures import format_q
+from diversity_core.report import FIGURE_TITLES, comparison_figures, report_html
+
+from . import compute
+from .tasks import Outcome, show_notes
+
+QS = (0.0, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, math.inf)
+NONE = "(none)"
+#: Key of the container holding the results (its CSS class is ``st-key-cmp_results``).
+RESULTS_KEY = "cmp_results"
+PRESENTATION_CSS = f"""<style>
+.st-key-{RESULTS_KEY} p, .st-key-{RESULTS_KEY} li, .st-key-{RESULTS_KEY} td, .st-key-{RESULTS_KEY} th,
+.st-key-{RESULTS_KEY} label {{ font-size: 1.35rem; }}
+.st-key-{RESULTS_KEY} h2, .st-key-{RESULTS_KEY} h3 {{ font-size: 2.2rem; }}
+</style>"""
+
+
+@dataclass(frozen=True)
+class CompareSettings:
+    """The form's choices (hashable: part of the result's key)."""
+
+    qs: tuple
+    n: int
+    level: float
+    reference: Optional[str]
+    magnitude: bool
+    rnd: bool
+    n_subsamples: int
+    n_resamples: int
+    magnitude_replicates: int
+    seed: int
+
+
+def presentation_toggle() -> bool:
+    """The presentation switch; when on, the sidebar collapses (and opens again when it is off)."""
+    on = st.toggle("Presentation layout (wide, large type)", key="cmp_presentation",
+                   help="For a projector: the sidebar hides, type and charts grow. Switch off to get it back.")
+    st.set_page_config(initial_sidebar_state="collapsed" if on else "auto")
+    if on:
+        st.html(PRESENTATION_CSS)
+    return on
+
+
+def settings_form(groups: list, smallest: int, seed: int) -> tuple:
+    """Draw the form; return ``(settings, submitted)``."""
+    with st.form("cmp_settings"):
+        c1, c2, c3 = st.columns(3)
+        qs = c1.multiselect("Orders q", QS, default=[0.5, 1.0, 2.0, math.inf], format_func=format_q, key="cmp_qs")
+        n = c1.number_input("Items per group n", min_value=min(10, smallest), max_value=smallest, value=smallest,
+                            help=f"At most the smallest group's {smallest} items: every group is scored at the "
+                                 "same n.")
+        level = c2.select_slider("Confidence level", [0.8, 0.9, 0.95, 0.99], value=0.95, key="cmp_level")
+        reference = c2.selectbox("MagDiff reference", [NONE] + groups, index=1,
+                                 help="MagDiff = ∫ (Mag_group − Mag_reference) dt over [0, t_conv(reference)].")
+        magnitude = c3.checkbox("Magnitude (MagArea, MagDiff)", value=True, key="cmp_magnitude")
+        rnd = c3.checkbox("RND score (slow)", value=False, key="cmp_rnd")
+        with st.expander("Replicates and seed"):
+            e1, e2, e3, e4 = st.columns(4)
+            n_subsamples = e1.number_input("n-subsets averaged", 1, 1000, 100, key="cmp_nsub")
+            n_resamples = e2.number_input("Subsets per curve size", 3, 500, 50, key="cmp_nres")
+            mag_reps = e3.number_input("Magnitude subsets per size", 3, 200, 10, key="cmp_nmag")
+            seed = e4.number_input("Seed", 0, 2**31 - 1, seed, key="cmp_seed")
+        submitted = st.form_submit_button("Run comparison", type="primary")
+    settings = CompareSettings(tuple(sorted(qs)), int(n), float(level), None if reference == NONE else reference,
+                               bool(magnitude), bool(rnd), int(n_subsamples), int(n_resamples), int(mag_reps),
+                               int(seed))
+    return settings, submitted
+
+
+def result_key(ctx, s: CompareSettings) -> tuple:
+    """The key of the comparison in the ``"compare"`` task store."""
+    return (ctx.view.key, ctx.featurizer, ctx.settings.kernel, ctx.settings.kernel_params, s)
+
+
+def task(ctx, s: CompareSettings) -> Callable:
+    """``fn(progress)`` comparing every group of the view (for :func:`ui.tasks.run`)."""
+    view, ds = ctx.view, ctx.view.data
+
+    def fn(progress):
+        X = compute.features(view, ctx.featurizer, show_progress=False)
+        groups = ds.group_names()
+        data = {g: X[ds.group_indices(g)] for g in groups}
+        sources = {g: {"dataset": ds.name, "source": ds.source, "dataset_hash": view.full.content_hash,
+                       "featurizer": ctx.featurizer} for g in groups}
+        return compare(data, kernel=ctx.settings.kernel, qs=list(s.qs), reference=s.reference, n=s.n, level=s.level,
+                       magnitude=s.magnitude, rnd=s.rnd, n_subsamples=s.n_subsamples, n_resamples=s.n_resamples,
+                       magnitude_replicates=s.magnitude_replicates, sources=sources, rng=s.seed, progress=progress,
+                       **ctx.settings.kernel_kwargs)
+
+    return fn
+
+
+@st.cache_data(max_entries=8, show_spinner="Writing the report…")
+def _report(_cmp, _ds, key: tuple, presentation: bool) -> str:
+    """The HTML report of the comparison stored under ``key`` (the arguments with ``_`` are not hashed)."""
+    return report_html(_cmp, datasets=_ds, presentation=presentation)
+
+
+def _table(df: pd.DataFrame, presentation: bool, *, hide_index: bool) -> None:
+    if presentation:  # an HTML table, whose type grows with the page's CSS
+        st.table(df)
+    else:
+        st.dataframe(df, hide_index=hide_index, width="stretch")
+
+
+def show(out: Outcome, ctx, key: tuple, presentation: bool) -> None:
+    """The settings line, the tables, the figures (with their download format) and the downloads."""
+    cmp = out.value
+    st.caption(f"n = **{cmp.n}** items per group ({cmp.settings['n_rule']}) · kernel "
+               f"{cmp.settings['kernel_description']} · {cmp.level:.0%} intervals · seed {cmp.settings['seed']}"
+               + (f" · MagDiff reference **{cmp.reference}**" if cmp.reference else ""))
+    show_notes(out)
+
+    st.subheader("Every score, every group")
+    table = pd.DataFrame(cmp.table_rows()).set_index("score")
+    table.columns = [f"{g} (N={size})" for g, size in zip(cmp.groups, cmp.group_sizes)]
+    _table(table, presentation, hide_index=False)
+    st.subheader("Pairwise differences")
+    _table(pd.DataFrame(cmp.pairwise_rows()), presentation, hide_index=True)
+    with st.expander("How the intervals are made"):
+        st.write(cmp.settings["interval_description"])
+
+    fmt = st.radio("Figure download format (camera button of each chart)", ["png", "svg"], horizontal=True,
+                   key="cmp_figfmt")
+    figs = comparison_figures(cmp, presentation=presentation)
+    config = {"displaylogo": False, "toImageButtonOptions": {"format": fmt, "scale": 2}}
+    if presentation:
+        for name, fig in figs.items():
+            st.subheader(FIGURE_TITLES[name])
+            st.plotly_chart(fig, key=f"cmp_fig_{name}", config=config)
+    else:
+        for tab, (name, fig) in zip(st.tabs([FIGURE_TITLES[k] for k in figs]), figs.items()):
+            tab.plotly_chart(fig, key=f"cmp_fig_{name}", config=config)
+
+    st.subheader("Take it to the meeting")
+    report = _report(cmp, ctx.view.data, key, presentation)
+    d1, d2, d3 = st.columns(3)
+    d1.download_button("Download report (HTML)", report, file_name="diversity-comparison.html", mime="text/html",
+                       type="primary", key="cmp_dl_report")
+    d2.download_button("Download comparison (JSON)", cmp.to_json(), file_name="diversity-comparison.json",
+                       mime="application/json", key="cmp_dl_json")
+    d3.download_button("Download table (CSV)", cmp.to_csv(), file_name="diversity-comparison.csv", mime="text/csv",
+                       key="cmp_dl_csv")
+    st.caption("The report is one self-contained HTML file (works offline): settings and data hashes, the tables, "
+               "every figure with PNG/SVG buttons, and a gallery per group.")

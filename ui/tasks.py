@@ -1,0 +1,137 @@
+"""Long tasks (magnitude, RND, UMAP, kernel sweeps, comparisons): one pattern for every page.
+
+1. The page draws its settings, makes the task's **key** from its inputs (the view's key, the
+   featurizer, the settings) and asks :func:`stored` for a finished result.
+2. When there is none, the task starts by itself (small inputs), from :func:`start_button`, or
+   from a form's submit button.
+3. :func:`run` computes ``fn(progress)`` inside ``st.status`` with a progress bar fed by the
+   core's ``progress(done, total, message)`` callback, collects the core's warnings, and keeps
+   the :class:`Outcome` under its key **before** anything else is drawn, so a finished task is
+   never lost to a later drawing error or a rerun.
+4. The page shows the outcome (now, and on every later run with the same inputs).
+
+Outcomes live in bounded, thread-safe stores shared by all sessions (``st.cache_resource``):
+their keys name content, not sessions, so a result computed once is shown to every session
+that asks for the same inputs.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Hashable, Optional
+
+import streamlit as st
+from cachetools import LRUCache
+
+from diversity_core import DiversityWarning
+
+from .feedback import ProgressBar, error_message
+
+#: Outcomes kept per kind of task (least recently used dropped first).
+MAX_ENTRIES = 16
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A finished task: its ``value`` and the core's warnings raised meanwhile (``notes``, once each)."""
+
+    value: Any
+    notes: tuple = ()
+
+
+class Store:
+    """A bounded, thread-safe least-recently-used mapping (one per kind of task)."""
+
+    def __init__(self, max_entries: int):
+        self._data: LRUCache = LRUCache(maxsize=int(max_entries))
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> Any:
+        """The value under ``key`` (None when absent), marked as most recently used."""
+        with self._lock:
+            return self._data.get(key)
+
+    def put(self, key: Hashable, value: Any) -> None:
+        """Keep ``value`` under ``key``, dropping the least recently used entry when full."""
+        with self._lock:
+            self._data[key] = value
+
+    def __contains__(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._data
+
+
+@st.cache_resource(show_spinner=False)
+def store(kind: str, max_entries: int = MAX_ENTRIES) -> Store:
+    """The process-wide store of the task ``kind`` (``"magnitude"``, ``"rnd"``, ``"umap"``, ...)."""
+    return Store(max_entries)
+
+
+def stored(kind: str, key: Hashable, *, max_entries: int = MAX_ENTRIES) -> Optional[Outcome]:
+    """The finished outcome of ``kind`` for ``key`` (None when not computed yet, or evicted)."""
+    return store(kind, max_entries).get(key)
+
+
+def start_button(label: str, *, key: str, hint: str = "", primary: bool = True) -> bool:
+    """Draw ``hint`` (an info box) and a button; True on the run where it is pressed.
+
+    Both sit in one placeholder that is cleared when the button is pressed, so the task's
+    status and then its result take their place.
+    """
+    slot = st.empty()
+    with slot.container():
+        if hint:
+            st.info(hint)
+        pressed = st.button(label, type="primary" if primary else "secondary", key=key)
+    if pressed:
+        slot.empty()
+    return pressed
+
+
+def run(
+    kind: str,
+    key: Hashable,
+    fn: Callable[[Callable], Any],
+    label: str,
+    *,
+    max_entries: int = MAX_ENTRIES,
+    expanded: bool = False,
+) -> Optional[Outcome]:
+    """Compute ``fn(progress)`` under ``st.status``; keep and return its :class:`Outcome`.
+
+    ``fn`` may draw into the status box (e.g. a live chart; ``expanded=True`` opens it). An
+    error is shown as ``st.error`` (the core's message, no traceback) and gives None; nothing
+    is stored then. Warnings of the core (:class:`~diversity_core.DiversityWarning`) become the
+    outcome's ``notes``.
+    """
+    with st.status(label, expanded=expanded) as status:
+        bar = ProgressBar(label)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                value = fn(bar)
+            except Exception as exc:  # noqa: BLE001 - every failure reaches the user as a message
+                failure = error_message(label, exc)
+                value = None
+            else:
+                failure = None
+        bar.empty()
+        if failure is not None:
+            status.update(label=f"{label}: failed", state="error", expanded=False)
+        else:
+            status.update(label=f"{label}: done", state="complete", expanded=False)
+    if failure is not None:
+        st.error(failure)
+        return None
+    notes = tuple(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, DiversityWarning)))
+    outcome = Outcome(value=value, notes=notes)
+    store(kind, max_entries).put(key, outcome)
+    return outcome
+
+
+def show_notes(outcome: Outcome) -> None:
+    """The core's warnings during the task, one info box each."""
+    for note in outcome.notes:
+        st.info(note)
