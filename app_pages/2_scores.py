@@ -68,7 +68,7 @@ result = sweep_controls(ctx)
 if result is not None:
     current = dict(s.kernel_params).get("sigma") if s.kernel in ("rbf", "laplacian") else None
     st.plotly_chart(
-        sensitivity_figure(result.values, result.vendi(q), result.labels, parameter=result.parameter,
+        sensitivity_figure(result.values, result.vendi(q), result.groups, parameter=result.parameter,
                            reference=result.reference, current=current, q=q,
                            title=f"VS (q = {s.q_label}) against the {result.kernel} {result.parameter}"),
         key="sensitivity",

@@ -19,11 +19,14 @@ Every sweep keeps the eigenvalue spectra, so scores of any order q follow withou
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ._json import to_jsonable
+from ._orders import parse_q, q_key
 from ._progress import ProgressCallback, report
 from ._validation import check_features, check_option, check_positive
 from .exceptions import DiversityInputError
@@ -56,10 +59,10 @@ class SensitivityResult:
         The swept parameter: ``"sigma"`` or ``"radius"``.
     values : ndarray of shape (m,)
         The parameter values, ascending.
-    labels : tuple of str
-        The sets swept: the groups in order of first appearance, or ``("all items",)``.
+    groups : tuple of str
+        The groups swept, in order of first appearance, or ``("all items",)``.
     spectra : tuple of tuple of Spectrum
-        ``spectra[i][j]`` is the spectrum of set ``labels[i]`` at ``values[j]``.
+        ``spectra[i][j]`` is the spectrum of group ``groups[i]`` at ``values[j]``.
     kernel : str
         The kernel's name (``"rbf"``, ``"laplacian"`` or ``"tanimoto"``).
     reference : float or None
@@ -71,27 +74,38 @@ class SensitivityResult:
 
     parameter: str
     values: np.ndarray
-    labels: Tuple[str, ...]
+    groups: Tuple[str, ...]
     spectra: Tuple[Tuple[Spectrum, ...], ...] = field(repr=False)
     kernel: str
     reference: Optional[float] = None
     sizes: Tuple[int, ...] = ()
 
+    def __post_init__(self):
+        values = np.array(self.values, dtype=np.float64)
+        values.setflags(write=False)
+        object.__setattr__(self, "values", values)
+
+    @property
+    def labels(self) -> Tuple[str, ...]:
+        """Deprecated name of :attr:`groups`."""
+        warnings.warn("SensitivityResult.labels is deprecated; use .groups", DeprecationWarning, stacklevel=2)
+        return self.groups
+
     def vendi(self, q=1.0) -> np.ndarray:
-        """Vendi scores of order ``q``, shape (len(labels), len(values)); O(m) per spectrum."""
+        """Vendi scores of order ``q``, shape (len(groups), len(values)); O(m) per spectrum."""
         return np.array([[s.vendi(q) for s in row] for row in self.spectra], dtype=np.float64)
 
     def to_dict(self, *, qs: Sequence = (1.0,)) -> Dict[str, Any]:
         """Plain-Python form with stable keys; ``scores`` holds VS_q for each q in ``qs``."""
-        return {
+        return to_jsonable({
             "parameter": self.parameter,
             "kernel": self.kernel,
-            "values": self.values.tolist(),
-            "labels": list(self.labels),
-            "sizes": list(self.sizes),
+            "values": self.values,
+            "groups": self.groups,
+            "sizes": self.sizes,
             "reference": self.reference,
-            "scores": {str(q): self.vendi(q).tolist() for q in qs},
-        }
+            "scores": {q_key(parse_q(q)): self.vendi(q) for q in qs},
+        })
 
 
 def _split(n: int, groups) -> Tuple[Tuple[str, ...], list]:
@@ -184,7 +198,7 @@ def bandwidth_sweep(
     return SensitivityResult(
         parameter="sigma",
         values=values,
-        labels=labels,
+        groups=labels,
         spectra=tuple(rows),
         kernel=kernel,
         reference=reference,
@@ -245,7 +259,7 @@ def fingerprint_radius_sweep(
     return SensitivityResult(
         parameter="radius",
         values=values,
-        labels=labels,
+        groups=labels,
         spectra=tuple(tuple(r) for r in rows),
         kernel="tanimoto",
         reference=2.0,

@@ -16,7 +16,7 @@ def test_default_bandwidths_are_multiples_of_the_median_distance(rng):
     med = median_distance(X)
     assert r.reference == pytest.approx(med)
     np.testing.assert_allclose(r.values, np.array(DEFAULT_FACTORS) * med)
-    assert r.labels == ("all items",) and r.sizes == (40,)
+    assert r.groups == ("all items",) and r.sizes == (40,)
     assert r.parameter == "sigma" and r.kernel == "rbf"
 
 
@@ -46,7 +46,7 @@ def test_groups_share_one_bandwidth(rng):
     X = np.vstack([rng.normal(size=(20, 3)), 0.1 * rng.normal(size=(15, 3))])
     groups = ["wide"] * 20 + ["narrow"] * 15
     r = bandwidth_sweep(X, groups=groups, factors=(0.5, 1.0))
-    assert r.labels == ("wide", "narrow") and r.sizes == (20, 15)
+    assert r.groups == ("wide", "narrow") and r.sizes == (20, 15)
     np.testing.assert_allclose(r.values, np.array([0.5, 1.0]) * median_distance(X))
     expected = compute_spectrum(X[20:], kernel="rbf", sigma=float(r.values[1])).vendi(1.0)
     assert r.vendi(1.0)[1, 1] == pytest.approx(expected, rel=1e-12)
@@ -96,5 +96,5 @@ def test_bad_parameters_raise(rng, kwargs, match):
 
 def test_to_dict(rng):
     d = bandwidth_sweep(rng.normal(size=(10, 2)), factors=(1.0,)).to_dict(qs=(1.0, 2.0))
-    assert set(d) == {"parameter", "kernel", "values", "labels", "sizes", "reference", "scores"}
-    assert set(d["scores"]) == {"1.0", "2.0"}
+    assert set(d) == {"parameter", "kernel", "values", "groups", "sizes", "reference", "scores"}
+    assert set(d["scores"]) == {"1", "2"}  # q_key: one spelling of an order in every JSON
