@@ -16,6 +16,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 import scipy.sparse as sp
 
+from ._json import to_jsonable
 from ._optional import require
 from ._progress import ProgressCallback, report
 from ._validation import RandomLike, check_features, check_option, check_random_state
@@ -49,20 +50,27 @@ class Projection:
     explained_variance_ratio: Optional[np.ndarray] = field(default=None, repr=False)
     settings: Dict[str, Any] = field(default_factory=dict, repr=False)
 
+    def __post_init__(self):
+        for name in ("coords", "explained_variance_ratio"):
+            a = getattr(self, name)
+            if a is not None:
+                a = np.array(a, dtype=np.float64)
+                a.setflags(write=False)
+                object.__setattr__(self, name, a)
+
     @property
     def n(self) -> int:
         """Number of items."""
         return int(self.coords.shape[0])
 
     def to_dict(self) -> Dict[str, Any]:
-        """Plain-Python form with stable keys."""
-        evr = self.explained_variance_ratio
-        return {
+        """Plain-Python form with stable keys (the project's JSON convention)."""
+        return to_jsonable({
             "method": self.method,
-            "coords": self.coords.tolist(),
-            "explained_variance_ratio": None if evr is None else evr.tolist(),
-            "settings": dict(self.settings),
-        }
+            "coords": self.coords,
+            "explained_variance_ratio": self.explained_variance_ratio,
+            "settings": self.settings,
+        })
 
 
 def _seed(rng: RandomLike) -> int:
