@@ -8,6 +8,7 @@ from ui import compute, tasks
 from ui.feedback import attempt
 from ui.gallery import show_items
 from ui.page import header
+from ui.state import KEEP
 
 #: Selected items shown at most.
 SHOW_MAX = 48
@@ -22,11 +23,11 @@ view = ctx.view
 data = view.data
 
 c1, c2, c3 = st.columns([1, 1, 2])
-method = c1.radio("Map", ["PCA", "UMAP"], horizontal=True, key="proj_method")
+method = c1.radio("Map", ["PCA", "UMAP"], horizontal=True, key="proj_method", **KEEP)
 spec = ctx.spectrum()
 k = 0 if spec.eigenvectors is None else spec.eigenvectors.shape[1]
 colour_options = (["group"] if data.groups is not None else ["none"]) + [f"eigenvector {j + 1}" for j in range(k)]
-colour = c2.selectbox("Colour by", colour_options, key="proj_colour")
+colour = c2.selectbox("Colour by", colour_options, key="proj_colour", **KEEP)
 
 projection = None
 if method == "PCA":
@@ -38,9 +39,9 @@ if method == "PCA":
 else:
     with c3.expander("UMAP settings", expanded=False):
         metric = st.selectbox("Metric", UMAP_METRICS, index=1 if ctx.settings.kernel == "cosine" else 0,
-                              key="umap_metric")
-        neighbours = st.slider("Neighbours", 2, 100, 15, key="umap_neighbours")
-        min_dist = st.slider("Minimum distance", 0.0, 1.0, 0.1, 0.05, key="umap_min_dist")
+                              key="umap_metric", **KEEP)
+        neighbours = st.slider("Neighbours", 2, 100, 15, key="umap_neighbours", **KEEP)
+        min_dist = st.slider("Minimum distance", 0.0, 1.0, 0.1, 0.05, key="umap_min_dist", **KEEP)
     key = compute.umap_key(view, ctx.featurizer, metric, neighbours, min_dist)
     out = tasks.stored("umap", key)
     if out is None and tasks.start_button(

@@ -125,6 +125,12 @@ def baselines(view: View, featurizer: str, kernel: str, kernel_params: tuple) ->
     X = features(view, featurizer, show_progress=False)
     params = resolved_kernel_params(spectrum(view, featurizer, kernel, kernel_params))
     out = dict(dc.baseline_scores(X, kernel=kernel, weights=view.data.weights, **params))
+    if "gmstds" in out:
+        # one constant feature (a border pixel) makes GMStds 0: the app takes it over the others
+        from diversity_core.baselines import constant_features, gmstds
+
+        out["gmstds"] = gmstds(X, weights=view.data.weights, skip_constant=True)
+        out["gmstds_constant"] = constant_features(X, weights=view.data.weights)
     if view.data.modality == "text":
         from diversity_core.featurizers.text import ngram_diversity
 
@@ -153,6 +159,19 @@ def score_rows(spec: dc.Spectrum, groups: dict, group_intdiv: dict, q: float) ->
             "IntDiv": group_intdiv.get(name, np.nan),
         })
     return rows
+
+
+def reading(vs: float, n: int, group_vs: dict, q_label: str) -> str:
+    """One sentence that reads the headline: the items' effective number, and which group is most
+    and least diverse (with the gap) when there are groups."""
+    head = f"**Reading:** the {n} items behave like **{vs:.1f}** distinct ones (VS at q = {q_label})"
+    if len(group_vs) < 2:
+        return head + "."
+    ranked = sorted(group_vs.items(), key=lambda kv: kv[1], reverse=True)
+    (top, vtop), (low, vlow) = ranked[0], ranked[-1]
+    gap = 1.0 - vlow / vtop if vtop > 0 else 0.0
+    return (head + f"; the most diverse group is **{top}** ({vtop:.2f}), the least **{low}** "
+            f"({vlow:.2f}, {gap:.0%} lower).")
 
 
 def _fmt_q(q: float) -> str:

@@ -26,7 +26,9 @@ def _dataset_section() -> None:
         names = uidata.demo_names()
         titles = uidata.demo_titles()
         if ss["demo"] not in names:
-            ss["load_error"] = f"Unknown demo {ss['demo']!r}; choose one of: {', '.join(names)}."
+            # kept apart from load_error, which the next successful load clears (issue 16, item 7)
+            ss["link_error"] = (f"The link asks for a demo named {ss['demo']!r}, which does not exist; showing "
+                                f"**{names[0]}** instead. Demos: {', '.join(names)}.")
             ss["demo"] = names[0]
         st.sidebar.selectbox("Demo dataset", names, key="demo", format_func=lambda n: f"{n} — {titles.get(n, '')}")
     elif ss["source"] == "Upload":
@@ -63,6 +65,7 @@ def _reset_for_new_dataset() -> None:
     ss["kernel"] = None
     ss["groups"] = None
     ss.pop("group_select", None)
+    ss.pop("link_error", None)
 
 
 def _representation_section() -> None:
@@ -85,12 +88,33 @@ def _representation_section() -> None:
     st.sidebar.selectbox("Kernel", KERNEL_CHOICES, key="kernel",
                          help="The similarity k(x, y) between two items (unit diagonal).")
     if ss["kernel"] in BANDWIDTH_KERNELS:
-        st.sidebar.checkbox("Bandwidth: median distance", key="sigma_auto",
-                            help="The median pairwise distance, the usual default for sigma.")
+        st.sidebar.checkbox("Bandwidth: median distance", key="sigma_auto", on_change=_sigma_auto_changed,
+                            help="The median pairwise distance, the usual default for sigma. Unticked, sigma "
+                                 "starts from the median in effect.")
         if not ss["sigma_auto"]:
             st.sidebar.number_input("Bandwidth sigma", min_value=1e-6, key="sigma", format="%.4g")
     elif ss["kernel"] == "polynomial":
         st.sidebar.number_input("Degree", min_value=1, max_value=10, step=1, key="degree")
+
+
+def _sigma_auto_changed() -> None:
+    """Unticking the median: sigma starts from the median bandwidth in effect, not from a constant."""
+    ss = st.session_state
+    if ss["sigma_auto"]:
+        return
+    from . import compute
+    from .state import settings
+
+    try:
+        view = uidata.current_view()
+        s = settings()
+        featurizer = compute.resolve_featurizer(view.data, s.featurizer)
+        spec = compute.spectrum(view, featurizer, s.kernel, ())  # the median default's spectrum (cached)
+        sigma = spec.kernel.get("sigma")
+    except Exception:  # noqa: BLE001 - without a median the previous value stays
+        return
+    if sigma:
+        ss["sigma"] = float(sigma)
 
 
 def _featurizer_changed() -> None:
@@ -135,7 +159,12 @@ def _groups_section() -> None:
         wanted = [g for g in (ss.get("groups") or names) if g in names]
         ss["group_select"] = wanted or list(names)
     else:
-        ss["group_select"] = [g for g in ss["group_select"] if g in names]
+        kept = [g for g in ss["group_select"] if g in names]
+        # Write the widget's state only when it must change: writing it on every run sends the
+        # value back to the browser each time, and the multiselect then dropped the next click
+        # on a tag's x until the user clicked elsewhere (issue 16, item 3).
+        if kept != list(ss["group_select"]):
+            ss["group_select"] = kept
     st.sidebar.multiselect("Groups", names, key="group_select",
                            help="Measure only these groups (empty: all of them).")
     chosen = ss["group_select"]

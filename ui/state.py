@@ -10,6 +10,8 @@ Query-string keys: ``demo`` or ``path`` (the source; an upload cannot be restore
 link), ``gcol``/``wcol``/``tcol``/``scol`` (column options of a local file), ``feat``,
 ``kernel``, ``sigma`` (absent: the median-distance default), ``degree``, ``q`` (a number or
 ``inf``), ``n`` and ``seed`` (subsample), ``group`` (repeated; absent: every group).
+Page widgets (:data:`KEEP`) add their own keys (``spectrum_k``, ``heatmap_sort``, ``cmp_qs``,
+``cmp_presentation``, ...), written by Streamlit itself.
 """
 
 from __future__ import annotations
@@ -58,6 +60,13 @@ DEFAULTS: dict = {
 }
 
 _URL_LOADED = "_url_loaded"
+
+#: Keyword arguments of every page widget (eigenvectors, heatmap sort, Compare's options,
+#: presentation mode, ...): Streamlit keeps the value for the whole session, across page
+#: changes (``persist_state``), and mirrors it in the URL under the widget's key (``bind``), so a
+#: copied link reopens exactly what was on screen. A value equal to the widget's default is
+#: left out of the URL; an invalid one in a link is ignored.
+KEEP: dict = {"bind": "query-params", "persist_state": "session"}
 
 
 @dataclass(frozen=True)

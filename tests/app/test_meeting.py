@@ -1,0 +1,158 @@
+"""Issue 16, "the app, ready for a live meeting": one test per item, each failing on the code
+before the fix (AppTest; the browser-only behaviours are in ``tests/e2e/test_meeting_browser.py``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import diversity_core as dc
+from diversity_core.data import load_demo
+from diversity_core.featurizers import featurize
+
+from test_app import _npy_bytes, assert_clean, headline, metric, start
+
+DIGITS = load_demo("digits")
+
+
+def _page(query: dict, page: str) -> AppTest:
+    at = start(query)
+    at.switch_page(page).run()
+    assert_clean(at)
+    return at
+
+
+# ------------------------------------------------------------------------------------------
+# item 8: native pixel size, the opening demo's story, a one-line reading
+# ------------------------------------------------------------------------------------------
+def test_default_demo_rank_is_that_of_8x8_images_and_the_reading_tells_the_story():
+    at = start()
+    assert int(metric(at, "Rank (q = 0)").value) <= 64  # was 676 (32 x 32 upsampling round-off)
+    reading = [m.value for m in at.markdown if m.value.startswith("**Reading:**")]
+    assert len(reading) == 1
+    assert "most diverse group is **all ten classes**" in reading[0]
+    assert "least **mode collapse (5 images + noise)**" in reading[0]
+    table = at.dataframe[0].value.set_index("group")["VS (q = 1)"]
+    assert table["mode dropping (classes 0-2)"] < 0.85 * table["all ten classes"]
+    assert table["mode collapse (5 images + noise)"] < 0.7 * table["all ten classes"]
+
+
+# ------------------------------------------------------------------------------------------
+# item 5: page widgets survive page changes and come back from a link
+# ------------------------------------------------------------------------------------------
+def test_page_widgets_reopen_from_a_link():
+    at = _page({"spectrum_k": "5", "spectrum_m": "4", "heatmap_sort": "top eigenvector"},
+               "app_pages/3_spectrum.py")
+    assert at.slider(key="spectrum_k").value == 5
+    assert at.slider(key="spectrum_m").value == 4
+    assert at.radio(key="heatmap_sort").value == "top eigenvector"
+    at = _page({"cmp_qs": ["1", "2"], "cmp_level": "0.9", "cmp_magnitude": "false"}, "app_pages/7_compare.py")
+    assert at.multiselect(key="cmp_qs").value == [1.0, 2.0]
+    assert at.select_slider(key="cmp_level").value == 0.9
+    assert at.checkbox(key="cmp_magnitude").value is False
+
+
+def test_page_widgets_survive_page_changes():
+    at = _page({}, "app_pages/3_spectrum.py")
+    at.slider(key="spectrum_k").set_value(6).run()
+    at.radio(key="heatmap_sort").set_value("top eigenvector").run()
+    for page in ("app_pages/2_scores.py", "app_pages/7_compare.py", "app_pages/3_spectrum.py"):
+        at.switch_page(page).run()
+        assert_clean(at)
+    assert at.slider(key="spectrum_k").value == 6
+    assert at.radio(key="heatmap_sort").value == "top eigenvector"
+
+
+# ------------------------------------------------------------------------------------------
+# item 4: RND on Compare for small groups; a failed task leaves no stale progress bar
+# ------------------------------------------------------------------------------------------
+def test_compare_with_rnd_runs_on_groups_of_60_items():
+    at = _page({"demo": "digits", "n": "240", "seed": "0"}, "app_pages/7_compare.py")
+    n = at.number_input(key="cmp_n").value
+    assert n < 250  # the core's defaults (train 200 + batch 50) would not fit
+    assert at.number_input(key="cmp_rnd_train").value == max(10, n - 50)
+    at.checkbox(key="cmp_rnd").check()
+    at.checkbox(key="cmp_magnitude").uncheck()
+    at.multiselect(key="cmp_qs").set_value([1.0])
+    at.number_input(key="cmp_nsub").set_value(2)
+    at.number_input(key="cmp_nres").set_value(3)
+    at.button[0].click()  # the form's submit button
+    at.run(timeout=600)
+    assert_clean(at)
+    assert not at.error, [e.value for e in at.error]
+    rows = [t.value for t in at.table] or [d.value for d in at.dataframe]
+    assert any("RND" in " ".join(map(str, df.index)) or "RND" in df.to_string() for df in rows)
+
+
+def test_compare_says_when_rnd_cannot_fit_before_starting():
+    at = _page({"demo": "digits", "n": "240", "seed": "0"}, "app_pages/7_compare.py")
+    n = at.number_input(key="cmp_n").value
+    at.checkbox(key="cmp_rnd").check()
+    at.number_input(key="cmp_rnd_train").set_value(n - 50)
+    at.number_input(key="cmp_n").set_value(n - 20)
+    at.button[0].click().run()
+    assert_clean(at)
+    assert any("Lower **RND training items per run**" in e.value for e in at.error)
+    assert not at.get("progress")
+
+
+def test_a_failed_task_leaves_its_error_only():
+    at = AppTest.from_string(
+        """
+from ui import tasks
+
+def fn(progress):
+    progress(99, 100, "almost there")
+    raise ValueError("boom")
+
+tasks.run("failing_task", ("k",), fn, "A task")
+""",
+        default_timeout=30,
+    )
+    at.run()
+    assert [e.value for e in at.error] == ["A task failed (ValueError): boom"]
+    assert not at.get("progress")
+    assert not at.get("expandable")  # no status box stuck above the error
+
+
+# ------------------------------------------------------------------------------------------
+# item 6: unticking the median starts sigma from the median in effect
+# ------------------------------------------------------------------------------------------
+def test_unticking_median_bandwidth_keeps_the_median_in_effect():
+    at = start({"kernel": "rbf"})
+    before = headline(at).value
+    X = featurize(DIGITS)
+    median = dc.compute_spectrum(X, kernel="rbf").kernel["sigma"]
+    at.sidebar.checkbox(key="sigma_auto").uncheck().run()
+    assert_clean(at)
+    assert at.session_state["sigma"] == pytest.approx(median, rel=1e-12)
+    assert headline(at).value == before  # same bandwidth, same score
+    assert float(at.query_params["sigma"]) == pytest.approx(median, rel=1e-5)
+
+
+# ------------------------------------------------------------------------------------------
+# item 7: a mistyped demo in a link is reported
+# ------------------------------------------------------------------------------------------
+def test_unknown_demo_in_a_link_is_reported():
+    at = start({"demo": "nope"})
+    assert any("'nope'" in w.value and "digits" in w.value for w in at.warning)
+    assert at.session_state["dataset"].name == "digits"
+    at.sidebar.selectbox(key="demo").set_value("shapes").run()
+    assert not any("'nope'" in w.value for w in at.warning)  # gone once another demo is chosen
+
+
+# ------------------------------------------------------------------------------------------
+# item 11: GMStds with constant features
+# ------------------------------------------------------------------------------------------
+def test_gmstds_with_constant_features_is_explained():
+    X = np.random.default_rng(0).normal(size=(60, 5))
+    X[:, 2] = 1.0
+    at = start()
+    at.sidebar.radio(key="source").set_value("Upload").run()
+    at.sidebar.file_uploader(key="upload").upload("const.npy", _npy_bytes(X)).run()
+    assert_clean(at)
+    m = metric(at, "GMStds")
+    expected = float(np.exp(np.mean(np.log(np.delete(X, 2, axis=1).std(axis=0)))))
+    assert m.value == f"{expected:.4f}"  # was 0.0000
+    assert any("1 constant feature" in c.value for c in at.caption)
