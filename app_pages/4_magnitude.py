@@ -11,6 +11,7 @@ ctx = header(
     "it rises from 1 (everything blurred into one point) to the number of distinct points; a curve that "
     "rises early and high belongs to a more diverse set, and MagArea, the area under it up to a shared "
     "t_cut, sums that up in one number.",
+    uses_kernel=False,
 )
 view = ctx.view
 

@@ -121,7 +121,7 @@ def gmstds(X, *, weights: Optional[np.ndarray] = None, skip_constant: bool = Fal
     >>> import numpy as np
     >>> X = np.array([[0.0, 1.0, 5.0], [2.0, 1.0, 1.0]])
     >>> gmstds(X), gmstds(X, skip_constant=True)
-    (0.0, 1.4142135623730951)
+    (0.0, 1.414213562373095)
     """
     X = check_features(X)
     X = np.asarray(X, dtype=np.float64)

@@ -42,6 +42,7 @@ class View:
     indices: Optional[np.ndarray]
     key: str
     description: str
+    preprocess: tuple = ()  # (steps, n_components) applied to every representation's features
 
     @property
     def n(self) -> int:
@@ -172,7 +173,8 @@ def _describe(spec: tuple) -> str:
 # the working view
 # ------------------------------------------------------------------------------------------
 @st.cache_resource(max_entries=16, show_spinner=False, hash_funcs={Dataset: lambda d: d.content_hash})
-def _view(full: Dataset, groups: Optional[tuple], subsample: Optional[int], seed: int) -> View:
+def _view(full: Dataset, groups: Optional[tuple], subsample: Optional[int], seed: int,
+          preprocess: tuple = ()) -> View:
     idx = np.arange(full.n)
     parts = []
     if groups is not None and full.groups is not None:
@@ -187,10 +189,10 @@ def _view(full: Dataset, groups: Optional[tuple], subsample: Optional[int], seed
         data, indices = full, None
     else:
         data, indices = full.subset(idx), idx
-    key_src = f"{full.content_hash}|{groups}|{subsample if indices is not None else None}|{seed}"
+    key_src = f"{full.content_hash}|{groups}|{subsample if indices is not None else None}|{seed}|{preprocess}"
     key = hashlib.blake2b(key_src.encode(), digest_size=12).hexdigest()
     description = f"{full.name}: {data.n} items" + (f" ({', '.join(parts)})" if parts else "")
-    return View(full=full, data=data, indices=indices, key=key, description=description)
+    return View(full=full, data=data, indices=indices, key=key, description=description, preprocess=preprocess)
 
 
 def current_view() -> View:
@@ -204,4 +206,4 @@ def current_view() -> View:
     if groups is not None and full.groups is not None:
         valid = set(full.group_names())
         groups = tuple(g for g in groups if g in valid) or None
-    return _view(full, groups, s.subsample, s.seed)
+    return _view(full, groups, s.subsample, s.seed, s.preprocess)

@@ -13,7 +13,7 @@ from diversity_core.featurizers import FEATURIZERS, default_kernel, resolve_feat
 from diversity_core.figures import format_q
 
 from . import data as uidata
-from .state import BANDWIDTH_KERNELS, KERNEL_CHOICES, SOURCES, q_options
+from .state import BANDWIDTH_KERNELS, KERNEL_CHOICES, PREP_KEY, SOURCES, q_options
 
 UPLOAD_TYPES = ["npy", "npz", "csv", "tsv", "parquet", "jsonl", "txt", "smi", "smiles", "sdf", "zip"]
 
@@ -66,6 +66,7 @@ def _reset_for_new_dataset() -> None:
     ss["groups"] = None
     ss.pop("group_select", None)
     ss.pop("link_error", None)
+    ss[PREP_KEY] = []
 
 
 def _representation_section() -> None:
@@ -95,6 +96,23 @@ def _representation_section() -> None:
             st.sidebar.number_input("Bandwidth sigma", min_value=1e-6, key="sigma", format="%.4g")
     elif ss["kernel"] == "polynomial":
         st.sidebar.number_input("Degree", min_value=1, max_value=10, step=1, key="degree")
+
+
+PREP_LABELS = {"standardize": "standardise (z-scores)", "pca": "PCA to k dimensions", "l2": "L2-normalise rows"}
+
+
+def _preprocess_section() -> None:
+    ss = st.session_state
+    ss.setdefault(PREP_KEY, [])
+    st.sidebar.multiselect(
+        "Preprocess features", list(PREP_LABELS), key=PREP_KEY, format_func=PREP_LABELS.get,
+        placeholder="none (raw features)", persist_state="session",
+        help="Applied in this order to the representation's features before the kernel: standardise puts "
+             "every feature on one scale (tables whose columns differ by orders of magnitude), PCA keeps the "
+             "top k principal directions, L2 divides each item by its norm.",
+    )
+    if "pca" in (ss.get(PREP_KEY) or []):
+        st.sidebar.number_input("PCA dimensions k", min_value=1, max_value=512, step=1, key="pca_k")
 
 
 def _sigma_auto_changed() -> None:
@@ -176,6 +194,7 @@ def render_sidebar() -> None:
     st.sidebar.header("Settings")
     _dataset_section()
     _representation_section()
+    _preprocess_section()
     _q_section()
     _subsample_section()
     _groups_section()

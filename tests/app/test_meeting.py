@@ -6,12 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
+from test_app import _npy_bytes, assert_clean, headline, metric, start
 
 import diversity_core as dc
 from diversity_core.data import load_demo
 from diversity_core.featurizers import featurize
-
-from test_app import _npy_bytes, assert_clean, headline, metric, start
 
 DIGITS = load_demo("digits")
 
@@ -67,8 +66,8 @@ def test_page_widgets_survive_page_changes():
 # ------------------------------------------------------------------------------------------
 # item 4: RND on Compare for small groups; a failed task leaves no stale progress bar
 # ------------------------------------------------------------------------------------------
-def test_compare_with_rnd_runs_on_groups_of_60_items():
-    at = _page({"demo": "digits", "n": "240", "seed": "0"}, "app_pages/7_compare.py")
+def test_compare_with_rnd_runs_on_small_groups():
+    at = _page({"demo": "digits", "n": "400", "seed": "0"}, "app_pages/7_compare.py")
     n = at.number_input(key="cmp_n").value
     assert n < 250  # the core's defaults (train 200 + batch 50) would not fit
     assert at.number_input(key="cmp_rnd_train").value == max(10, n - 50)
@@ -156,3 +155,34 @@ def test_gmstds_with_constant_features_is_explained():
     expected = float(np.exp(np.mean(np.log(np.delete(X, 2, axis=1).std(axis=0)))))
     assert m.value == f"{expected:.4f}"  # was 0.0000
     assert any("1 constant feature" in c.value for c in at.caption)
+
+
+# ------------------------------------------------------------------------------------------
+# item 9: preprocessing in the sidebar, a warning on raw features of very different scales
+# ------------------------------------------------------------------------------------------
+def test_preprocessing_standardises_a_table_dominated_by_one_column():
+    from diversity_core.preprocess import preprocess
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(178, 13))
+    X[:, 12] = 750.0 + 300.0 * rng.normal(size=178)  # wine's proline: one column in the thousands
+    at = start()
+    at.sidebar.radio(key="source").set_value("Upload").run()
+    at.sidebar.file_uploader(key="upload").upload("wine.npy", _npy_bytes(X)).run()
+    assert_clean(at)
+    assert any("orders of magnitude" in w.value for w in at.warning)
+    raw = float(headline(at).value)
+    at.sidebar.multiselect(key="prep").select("standardize").run()
+    assert_clean(at)
+    assert not any("orders of magnitude" in w.value for w in at.warning)
+    expected = dc.compute_spectrum(preprocess(X, steps="standardize"), kernel="cosine").vendi(1.0)
+    assert headline(at).value == f"{expected:.2f}"
+    assert float(headline(at).value) > 5 * raw
+    assert at.query_params["prep"] == "standardize"
+    at.sidebar.multiselect(key="prep").select("pca").run()
+    at.sidebar.number_input(key="pca_k").set_value(3).run()
+    assert_clean(at)
+    expected = dc.compute_spectrum(preprocess(X, steps="standardize,pca", n_components=3), kernel="cosine")
+    assert headline(at).value == f"{expected.vendi(1.0):.2f}"
+    assert int(metric(at, "Rank (q = 0)").value) == 3
+    assert (at.query_params["prep"], at.query_params["pca_k"]) == ("standardize,pca", "3")
