@@ -17,7 +17,8 @@ ctx = header(
     "Projection",
     "Each point is an item placed so that similar items lie close together: separate clusters are distinct "
     "kinds of items, a dense blob is repetition. Colour by group or by an eigenvector's entries (the "
-    "directions the Spectrum page shows); select points with the lasso or box to see the items.",
+    "directions the Spectrum page shows); hover a point for its item, click it (or draw a lasso or box) to see "
+    "the items below.",
 )
 view = ctx.view
 data = view.data
@@ -59,15 +60,24 @@ if projection is not None:
         values, categorical, title = spec.eigenvectors[:, j], False, f"eigenvector {j + 1}"
     else:
         values, categorical, title = compute.optional_group_labels(view), True, "group"
-    fig = projection_figure(projection.coords, color=values, categorical=categorical, hover=data.ids,
-                            color_title=title, axis_titles=axes,
+    fig = projection_figure(projection.coords, color=values, categorical=categorical,
+                            hover=compute.hover_labels(data), color_title=title, axis_titles=axes,
                             title=f"{method} of {data.n} items ({ctx.featurizer} features)")
-    event = st.plotly_chart(fig, key=f"projection_{method}", on_select="rerun", selection_mode=("points", "box", "lasso"))
-    selected = compute.selected_items(event)
+    # the selection is the page's own state: redrawing the map (other colours) keeps it
+    signature = (view.key, method, colour)
+    previous = st.session_state.get("proj_selected", []) if st.session_state.get("_proj_view") == view.key else []
+    fig.update_layout(clickmode="event+select")
+    event = st.plotly_chart(compute.mark_selected(fig, previous), key=f"projection_{method}", on_select="rerun",
+                            selection_mode=("points", "box", "lasso"))
+    selected = compute.keep_selection(previous, compute.selected_items(event), signature,
+                                      st.session_state.get("_proj_signature"))
+    st.session_state["proj_selected"] = selected
+    st.session_state["_proj_signature"] = signature
+    st.session_state["_proj_view"] = view.key
     if selected:
         st.subheader(f"{len(selected)} selected item(s)")
-        show_items(data, selected[:SHOW_MAX], columns=8)
+        show_items(data, selected[:SHOW_MAX], columns=min(8, max(4, len(selected))))
         if len(selected) > SHOW_MAX:
             st.caption(f"The first {SHOW_MAX} are shown.")
     else:
-        st.caption("Select points (lasso or box, or click one) to show those items here.")
+        st.caption("Click a point to see that item here, or select several with the lasso or box (toolbar).")

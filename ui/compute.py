@@ -303,6 +303,71 @@ def optional_group_labels(view: View) -> Optional[np.ndarray]:
     return None if view.data.groups is None else np.asarray(view.data.groups).astype(str)
 
 
+def hover_labels(ds, limit: int = 90) -> list:
+    """Hover text of every item: its id and group, and what it is (the sentence, the SMILES).
+
+    Plotly hover boxes hold text only, so images and molecule drawings appear below the map for
+    the points clicked or selected (the hover says so).
+    """
+    import html as _html
+
+    def wrap(text: str) -> str:
+        words, lines, line = str(text).split(), [], ""
+        for w in words:
+            if len(line) + len(w) + 1 > 48 and line:
+                lines.append(line)
+                line = w
+            else:
+                line = f"{line} {w}".strip()
+            if sum(len(x) for x in lines) > limit:
+                break
+        lines.append(line)
+        out = "<br>".join(_html.escape(x) for x in lines[:3])
+        return out + ("…" if len(" ".join(words)) > sum(len(x) for x in lines[:3]) + 2 else "")
+
+    out = []
+    for i in range(ds.n):
+        parts = [f"<b>{_html.escape(str(ds.ids[i]))}</b>"]
+        if ds.groups is not None:
+            parts.append(_html.escape(str(ds.groups[i])))
+        if ds.modality == "text":
+            parts.append(wrap(ds.items[i]))
+        elif ds.modality == "molecules":
+            parts.append(_html.escape(str(ds.items[i])[:60]) + "<br><i>click: the drawing below</i>")
+        elif ds.modality == "images":
+            parts.append("<i>click: the image below</i>")
+        out.append("<br>".join(parts))
+    return out
+
+
+def keep_selection(previous: list, event_items: list, signature: tuple, previous_signature) -> list:
+    """The selected items after a run of the Projection page.
+
+    A new selection (a click, a box, a lasso) replaces the previous one; an empty event keeps
+    the previous selection when the map was redrawn with other colours or another method (the
+    chart forgets its selection then), and clears it otherwise (the user deselected).
+    """
+    if event_items:
+        return list(event_items)
+    if signature != previous_signature:
+        return list(previous)
+    return []
+
+
+def mark_selected(fig, selected: list):
+    """Highlight ``selected`` items in a projection figure (each point's customdata is its item)."""
+    if not selected:
+        return fig
+    chosen = set(int(i) for i in selected)
+    for trace in fig.data:
+        cd = trace.customdata
+        if cd is None:
+            continue
+        trace.selectedpoints = [j for j, v in enumerate(cd)
+                                if int(v[0] if isinstance(v, (list, tuple, np.ndarray)) else v) in chosen]
+    return fig
+
+
 def selected_items(event) -> list:
     """Item indices of the points selected in a :func:`~diversity_core.figures.projection_figure`.
 

@@ -7,6 +7,8 @@ their widgets are drawn and fall back to the dataset's defaults when they no lon
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from diversity_core.featurizers import FEATURIZERS, default_kernel, resolve_featurizer
@@ -33,10 +35,13 @@ def _dataset_section() -> None:
         st.sidebar.selectbox("Demo dataset", names, key="demo", format_func=lambda n: f"{n} — {titles.get(n, '')}")
     elif ss["source"] == "Upload":
         upload = st.sidebar.file_uploader(
-            "Upload a dataset", type=UPLOAD_TYPES, key="upload",
+            "Upload a dataset (several files: one group each)", type=UPLOAD_TYPES, key="upload",
+            accept_multiple_files=True,
             help="Embeddings (.npy .npz .csv .tsv .parquet .jsonl), images (.zip or .npy), text (.txt or a "
-                 "table with a text column), molecules (.smi .sdf or a table with a SMILES column). Up to the "
-                 "server's upload limit; load larger data from a local path.",
+                 "table with a text column), molecules (.smi .sdf or a table with a SMILES column). Several "
+                 "files become one group each, named after the file (like `diversity compare A.npy B.npy`). "
+                 "Up to the server's upload limit; load larger data from a local path (a folder of .npy or "
+                 ".parquet files is read the same way).",
         )
     else:
         st.sidebar.text_input("Local path (file or folder)", key="path", placeholder="/data/embeddings.npy")
@@ -48,7 +53,14 @@ def _dataset_section() -> None:
             st.text_input("SMILES column", key="smiles_column")
     before = ss.get("dataset")
     ds = uidata.ensure_dataset(upload)
-    if ss["source"] == "Upload" and upload is None and not ds.source.startswith("upload:"):
+    if ds.groups is not None and ss["source"] != "Demo":
+        column = (ss.get("group_column") or "").strip()
+        how = (f"column **{column}**" if column else
+               "one group per file" if ds.source.startswith("upload:") and "," in ds.source or
+               uidata.group_files(Path(ds.source)) else "the file's own groups (column or sub-folders)")
+        st.sidebar.caption(f"Groups from {how}: {', '.join(ds.group_names()[:6])}"
+                           + ("…" if len(ds.group_names()) > 6 else ""))
+    if ss["source"] == "Upload" and not upload and not ds.source.startswith("upload:"):
         st.sidebar.info(f"Choose a file to upload; until then the app measures **{ds.name}** "
                         "(a link cannot carry an uploaded file).")
     if before is not None and ds is not before and ds.content_hash != before.content_hash:

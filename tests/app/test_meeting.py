@@ -186,3 +186,70 @@ def test_preprocessing_standardises_a_table_dominated_by_one_column():
     assert headline(at).value == f"{expected.vendi(1.0):.2f}"
     assert int(metric(at, "Rank (q = 0)").value) == 3
     assert (at.query_params["prep"], at.query_params["pca_k"]) == ("standardize,pca", "3")
+
+
+# ------------------------------------------------------------------------------------------
+# item 12: the projection shows the items, and keeps the selection when the colours change
+# ------------------------------------------------------------------------------------------
+def test_projection_hover_shows_the_item_and_selection_survives_a_colour_change():
+    from ui.compute import hover_labels, keep_selection, mark_selected
+
+    text = load_demo("text")
+    labels = hover_labels(text)
+    assert len(labels) == text.n
+    first_words = " ".join(str(text.items[0]).split()[:3])
+    assert first_words in labels[0].replace("<br>", " ")  # the sentence, not only the id
+    assert "click" in hover_labels(DIGITS)[0]
+    # a redraw with other colours (empty event, new signature) keeps the selection ...
+    assert keep_selection([4, 9], [], ("v", "PCA", "eigenvector 1"), ("v", "PCA", "group")) == [4, 9]
+    # ... a new click replaces it, and an empty event on the same map clears it
+    assert keep_selection([4, 9], [7], ("v", "PCA", "group"), ("v", "PCA", "group")) == [7]
+    assert keep_selection([4, 9], [], ("v", "PCA", "group"), ("v", "PCA", "group")) == []
+    from diversity_core.report.figures import projection_figure
+
+    fig = projection_figure(np.random.default_rng(0).normal(size=(6, 2)), color=np.array(list("aabbcc")),
+                            categorical=True)
+    marked = mark_selected(fig, [1, 4])
+    picked = [int(np.asarray(t.customdata)[j]) for t in marked.data for j in (t.selectedpoints or [])]
+    assert sorted(picked) == [1, 4]
+
+
+def test_projection_page_hover_carries_the_text():
+    at = _page({"demo": "text", "n": "120", "seed": "1"}, "app_pages/6_projection.py")
+    assert not at.error
+    assert any("Click a point" in c.value for c in at.caption)
+
+
+# ------------------------------------------------------------------------------------------
+# item 13: several files as groups (an upload of several files, a folder of .npy files)
+# ------------------------------------------------------------------------------------------
+def test_several_files_become_groups(tmp_path):
+    rng = np.random.default_rng(3)
+    A, B = rng.normal(size=(40, 5)), rng.normal(size=(30, 5)) * 0.1 + 1.0
+    np.save(tmp_path / "model_a.npy", A)
+    np.save(tmp_path / "model_b.npy", B)
+    at = start()
+    at.sidebar.radio(key="source").set_value("Local path").run()
+    at.sidebar.text_input(key="path").input(str(tmp_path)).run()
+    assert_clean(at)
+    assert not at.error, [e.value for e in at.error]
+    ds = at.session_state["dataset"]
+    assert ds.group_names() == ["model_a", "model_b"] and ds.n == 70
+    assert any("one group per file" in c.value for c in at.sidebar.caption)
+    table = at.dataframe[0].value
+    for g, X in (("model_a", A), ("model_b", B)):
+        expected = dc.compute_spectrum(X, kernel="cosine").vendi(1.0)
+        assert table.set_index("group").loc[g, "VS (q = 1)"] == pytest.approx(expected, rel=1e-9)
+
+
+def test_two_uploads_become_two_groups():
+    rng = np.random.default_rng(4)
+    at = start()
+    at.sidebar.radio(key="source").set_value("Upload").run()
+    uploader = at.sidebar.file_uploader(key="upload")
+    uploader.upload("first.npy", _npy_bytes(rng.normal(size=(25, 4))))
+    uploader.upload("second.npy", _npy_bytes(rng.normal(size=(35, 4))))
+    at.run()
+    assert_clean(at)
+    ds = at.session_state["dataset"]
+    assert ds.group_names() == ["first", "second"] and ds.n == 60
