@@ -66,7 +66,6 @@ if projection is not None:
     # the selection is the page's own state: redrawing the map (other colours) keeps it
     signature = (view.key, method, colour)
     previous = st.session_state.get("proj_selected", []) if st.session_state.get("_proj_view") == view.key else []
-    fig.update_layout(clickmode="event+select")
     event = st.plotly_chart(compute.mark_selected(fig, previous), key=f"projection_{method}", on_select="rerun",
                             selection_mode=("points", "box", "lasso"))
     selected = compute.keep_selection(previous, compute.selected_items(event), signature,

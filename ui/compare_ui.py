@@ -157,6 +157,53 @@ def _table(df: pd.DataFrame, presentation: bool, *, hide_index: bool) -> None:
         st.dataframe(df, hide_index=hide_index, width="stretch")
 
 
+def score_label(name: str) -> str:
+    """The app's one notation for a score: ``VS_inf`` -> ``VS (q = ∞)``, ``VS_1`` -> ``VS (q = 1)``."""
+    if name.startswith("VS_"):
+        from diversity_core._orders import parse_q
+
+        return f"VS (q = {format_q(parse_q(name[3:]))})"
+    return {"MagDiff_rel": "MagDiff / reference area"}.get(name, name)
+
+
+def _decimals(values) -> int:
+    """Decimals that give the largest |value| of a row four significant digits (0 to 6)."""
+    finite = [abs(v) for v in values if v is not None and math.isfinite(v) and v != 0]
+    if not finite:
+        return 4
+    return int(min(6, max(0, 3 - math.floor(math.log10(max(finite))))))
+
+
+def table_frame(cmp) -> pd.DataFrame:
+    """Every score (rows) of every group (columns), one precision per row: ``estimate [low, high]``."""
+    rows = {}
+    for name in cmp.scores:
+        cells, values = {}, []
+        for g in cmp.groups:
+            try:
+                e = cmp.estimate(g, name)
+            except Exception:  # noqa: BLE001 - a score that does not apply to this group
+                e = None
+            cells[g] = e
+            if e is not None:
+                values += [e.estimate, e.ci_low, e.ci_high]
+        d = _decimals(values)
+        row = {}
+        for g, size in zip(cmp.groups, cmp.group_sizes):
+            e = cells[g]
+            if e is None or e.estimate is None:
+                text = "reference" if e is not None and e.role == "reference" else "-"
+            elif e.role == "reference":
+                text = "reference"
+            elif e.ci_low is None:
+                text = f"{e.estimate:.{d}f}"
+            else:
+                text = f"{e.estimate:.{d}f} [{e.ci_low:.{d}f}, {e.ci_high:.{d}f}]"
+            row[f"{g} (N={size})"] = text
+        rows[score_label(name)] = row
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("score")
+
+
 def magnitude_line(cmp) -> str:
     """The magnitude scales the table used (t_cut decides MagArea, so it is said where it is shown)."""
     mag = cmp.settings.get("magnitude")
@@ -186,17 +233,19 @@ def _headline(cmp) -> None:
         if e.estimate is not None:
             rows.append((g, e))
     rows.sort(key=lambda r: r[1].estimate, reverse=True)
-    st.subheader(f"{score} at n = {cmp.n}: most to least diverse")
+    st.subheader(f"{score_label(score)} at n = {cmp.n}: most to least diverse")
     cols = st.columns(max(1, len(rows)))
     for col, (g, e) in zip(cols, rows):
         ci = "" if e.ci_low is None else f"{cmp.level:.0%} interval [{e.ci_low:.2f}, {e.ci_high:.2f}]"
-        col.metric(g, f"{e.estimate:.2f}", help=ci or None)
+        # markdown, not st.metric: long group names wrap instead of being cut, and the number is large
+        col.markdown(f"**{g}**")
+        col.markdown(f"## {e.estimate:.2f}")
         if ci:
             col.caption(ci)
     pairs = [p for p in cmp.pairwise if p.score == score]
     resolved = [p for p in pairs if p.resolved]
     st.markdown(f"**{len(resolved)} of {len(pairs)}** pairs of groups differ at the {cmp.level:.0%} level on "
-                f"{score}" + (": " + "; ".join(f"{p.higher} > {p.group_b if p.higher == p.group_a else p.group_a}"
+                f"{score_label(score)}" + (": " + "; ".join(f"{p.higher} > {p.group_b if p.higher == p.group_a else p.group_a}"
                                                for p in resolved) if resolved else "."))
 
 
@@ -225,11 +274,11 @@ def show(out: Outcome, ctx, key: tuple, presentation: bool) -> None:
         _headline(cmp)
 
     st.subheader("Every score, every group")
-    table = pd.DataFrame(cmp.table_rows()).set_index("score")
-    table.columns = [f"{g} (N={size})" for g, size in zip(cmp.groups, cmp.group_sizes)]
-    _table(table, presentation, hide_index=False)
+    _table(table_frame(cmp), presentation, hide_index=False)
     st.subheader("Pairwise differences")
     pairs = pd.DataFrame(cmp.pairwise_rows())
+    if not pairs.empty:
+        pairs["score"] = pairs["score"].map(score_label)
     if presentation and not pairs.empty:
         resolved = pairs[pairs["resolved"] != "no"]
         if resolved.empty:

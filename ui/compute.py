@@ -304,7 +304,7 @@ def optional_group_labels(view: View) -> Optional[np.ndarray]:
 
 
 def hover_labels(ds, limit: int = 90) -> list:
-    """Hover text of every item: its id and group, and what it is (the sentence, the SMILES).
+    """Hover text of every item: its id and what it is (the sentence, the SMILES).
 
     Plotly hover boxes hold text only, so images and molecule drawings appear below the map for
     the points clicked or selected (the hover says so).
@@ -327,9 +327,7 @@ def hover_labels(ds, limit: int = 90) -> list:
 
     out = []
     for i in range(ds.n):
-        parts = [f"<b>{_html.escape(str(ds.ids[i]))}</b>"]
-        if ds.groups is not None:
-            parts.append(_html.escape(str(ds.groups[i])))
+        parts = [f"<b>{_html.escape(str(ds.ids[i]))}</b>"]  # the figure adds the colour's value (group)
         if ds.modality == "text":
             parts.append(wrap(ds.items[i]))
         elif ds.modality == "molecules":
