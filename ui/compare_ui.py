@@ -19,6 +19,7 @@ from diversity_core.figures import format_q
 from diversity_core.report import FIGURE_TITLES, comparison_figures, presentation_style, report_html
 
 from . import compute
+from .feedback import plain
 from .state import KEEP
 from .tasks import Outcome, show_notes
 
@@ -290,7 +291,7 @@ def show(out: Outcome, ctx, key: tuple, presentation: bool) -> None:
     else:
         _table(pairs, presentation, hide_index=True)
     with st.expander("How the intervals are made"):
-        st.write(cmp.settings["interval_description"])
+        st.write(plain(cmp.settings["interval_description"]))
 
     fmt = st.radio("Figure download format (camera button of each chart)", ["png", "svg"], horizontal=True,
                    key="cmp_figfmt", **KEEP)

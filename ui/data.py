@@ -235,7 +235,9 @@ def ensure_dataset(upload=None) -> Optional[Dataset]:
                 one = upload[0] if isinstance(upload, list) else upload
                 ds = load_upload(one.name, one, dict(spec[3]))
         except DiversityError as exc:
-            ss["load_error"] = f"Could not load {_describe(spec)}: {exc}"
+            from .feedback import plain
+
+            ss["load_error"] = plain(f"Could not load {_describe(spec)}: {exc}")
         except (OSError, ValueError, MemoryError) as exc:
             ss["load_error"] = f"Could not load {_describe(spec)}: {type(exc).__name__}: {exc}"
         else:

@@ -16,10 +16,30 @@ T = TypeVar("T")
 _MIN_INTERVAL = 0.1
 
 
+#: The core's API words in messages, said the app's way (keyword names, internal terms).
+PLAIN_WORDS = (
+    ("name it with group_column= if it holds groups", "enter it as the Group column (sidebar, Column options) if "
+                                                      "it holds groups"),
+    ("group_column=", "the Group column option"),
+    ("weight_column=", "the Weight column option"),
+    ("text_column=", "the Text column option"),
+    ("smiles_column=", "the SMILES column option"),
+    (" (the twin property)", ""),
+    ("the twin property", "the rule that duplicates do not add diversity"),
+)
+
+
+def plain(message: str) -> str:
+    """A message of the core in the app's words (no keyword arguments, no internal terms)."""
+    for word, said in PLAIN_WORDS:
+        message = message.replace(word, said)
+    return message
+
+
 def error_message(what: str, exc: BaseException) -> str:
     """One line for the user: the core's own message, or the exception's type for others."""
     if isinstance(exc, DiversityError):
-        return f"{what}: {exc}"
+        return plain(f"{what}: {exc}")
     if isinstance(exc, MemoryError):
         return f"{what}: not enough memory. Subsample the data in the sidebar and try again."
     return f"{what} failed ({type(exc).__name__}): {exc}"

@@ -32,7 +32,9 @@ def _dataset_section() -> None:
             ss["link_error"] = (f"The link asks for a demo named {ss['demo']!r}, which does not exist; showing "
                                 f"**{names[0]}** instead. Demos: {', '.join(names)}.")
             ss["demo"] = names[0]
-        st.sidebar.selectbox("Demo dataset", names, key="demo", format_func=lambda n: f"{n} — {titles.get(n, '')}")
+        # the name alone in the box (a long title was cut off), the title in full below it
+        st.sidebar.selectbox("Demo dataset", names, key="demo")
+        st.sidebar.caption(titles.get(ss["demo"], ""))
     elif ss["source"] == "Upload":
         upload = st.sidebar.file_uploader(
             "Upload a dataset (several files: one group each)", type=UPLOAD_TYPES, key="upload",

@@ -32,7 +32,7 @@ from cachetools import LRUCache
 
 from diversity_core import DiversityWarning
 
-from .feedback import ProgressBar, error_message
+from .feedback import ProgressBar, error_message, plain
 
 #: Outcomes kept per kind of task (least recently used dropped first).
 MAX_ENTRIES = 16
@@ -174,4 +174,4 @@ def run(
 def show_notes(outcome: Outcome) -> None:
     """The core's warnings during the task, one info box each."""
     for note in outcome.notes:
-        st.info(note)
+        st.info(plain(note))

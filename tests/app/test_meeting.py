@@ -253,3 +253,46 @@ def test_two_uploads_become_two_groups():
     assert_clean(at)
     ds = at.session_state["dataset"]
     assert ds.group_names() == ["first", "second"] and ds.n == 60
+
+
+# ------------------------------------------------------------------------------------------
+# item 18: a result started by a click survives settings changes that do not touch it
+# ------------------------------------------------------------------------------------------
+def test_magnitude_result_started_by_a_click_survives_unrelated_changes(monkeypatch):
+    import ui.magnitude_ui as magnitude_ui
+
+    monkeypatch.setattr(magnitude_ui, "AUTO_MAX_ITEMS", 100)  # these 600 items need a click, as > 1,500 do
+    # scales of its own: results are shared by the whole process, and other tests computed the default ones
+    at = _page({"group": DIGITS.group_names()[:2], "mag_scales": "15"}, "app_pages/4_magnitude.py")
+    assert at.slider(key="mag_scales").value == 15
+    assert at.button(key="mag_run")
+    at.button(key="mag_run").click().run()
+    assert_clean(at)
+    areas = list(at.dataframe[0].value["MagArea"])
+    at.sidebar.select_slider(key="q").set_value(2.0).run()
+    at.sidebar.selectbox(key="kernel").set_value("rbf").run()
+    assert_clean(at)
+    assert list(at.dataframe[0].value["MagArea"]) == areas  # still shown, not computed again
+    assert not [b for b in at.button if b.key == "mag_run"]
+
+
+# ------------------------------------------------------------------------------------------
+# item 17: labels that are not cut mid-word, distinct captions, no API words in messages
+# ------------------------------------------------------------------------------------------
+def test_labels_are_whole_distinct_and_plain():
+    from ui.compare_ui import score_label
+    from ui.feedback import plain
+    from ui.gallery import _tail, _words
+
+    ids = [f"photos_2024_holiday_archive.zip:holiday/day_one/img_{k:04d}.png" for k in range(3)]
+    assert len({_tail(i, 24) for i in ids}) == 3  # items of one zip keep distinct captions
+    assert _words("mode collapse (5 images + noise)", 20) == "mode collapse (5…"  # cut between words
+    assert _words("mode collapse (5 images + noise)", 22) == "mode collapse (5…"  # not "(5 ima…"
+    assert score_label("VS_inf") == "VS (q = ∞)" and score_label("VS_0.5") == "VS (q = 0.5)"
+    message = plain("column 'target' holds text. Drop it, or name it with group_column= if it holds groups.")
+    assert "group_column=" not in message and "Group column" in message
+    at = start()
+    assert at.sidebar.selectbox(key="demo").options == ["digits", "shapes", "molecules", "text"]
+    assert any("Handwritten digits" in c.value for c in at.sidebar.caption)
+    at.switch_page("app_pages/5_rnd.py").run()
+    assert not any("kernel" in c.value and "q = " in c.value for c in at.caption[:1])  # RND uses no kernel
