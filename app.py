@@ -35,6 +35,8 @@ PAGES = [
 ]
 current = st.navigation([st.Page(path, title=title, icon=icon, url_path=url, default=(url == "vendi"))
                          for path, title, icon, url in PAGES])
+if st.session_state.get("link_error"):
+    st.warning(st.session_state["link_error"], icon=":material/link_off:")
 if st.session_state.get("load_error"):
     kept = st.session_state["dataset"]
     st.error(f"{st.session_state['load_error']}\n\nThe previous dataset stays loaded: **{kept.name}** ({kept.n} items).")

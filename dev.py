@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Set up and run Diversity Explorer with nothing but Python 3.11+.
 
-    python3 dev.py app     install into .venv (first time only) and open the app on the demo data
+    python3 dev.py app     install into .venv (first time only, with progress) and start the app on the
+                           demo data; the URL is printed in a banner once the app answers
     python3 dev.py test    install the test extras too (and Debian's chromium for the browser
                            tests, when missing) and run ruff and the whole test suite
     python3 dev.py bench   run the benchmarks (prints ratios, writes benchmarks/results/*.json)
@@ -17,6 +18,8 @@ import os
 import shutil
 import subprocess
 import sys
+import time
+import urllib.request
 import venv
 from pathlib import Path
 
@@ -53,9 +56,15 @@ def ensure_venv(extra: str) -> None:
     if stamp.exists() and stamp.read_text() == digest:
         return
     target = f".[{extra}]"
+    print(f"dev.py: installing Diversity Explorer with the '{extra}' extras into {VENV} (first time, or "
+          "pyproject.toml changed). This takes a few minutes (torch alone is large); pip's progress "
+          "follows.", flush=True)
+    started = time.monotonic()
     # torch is pinned to 2.13.0 in pyproject.toml (CPU wheel where one is provided locally).
-    _check([PY, "-m", "pip", "install", "--disable-pip-version-check", "-q", "-e", target], "pip install")
+    _check([PY, "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar", "on", "-e", target],
+           "pip install")
     stamp.write_text(digest)
+    print(f"dev.py: installed in {time.monotonic() - started:.0f} s.", flush=True)
 
 
 def ensure_chromium() -> None:
@@ -72,10 +81,52 @@ def ensure_chromium() -> None:
            "apt-get install chromium")
 
 
+def app_url(args: list) -> str:
+    """The local URL the app will answer on (``--server.port`` in ``args``, else Streamlit's 8501)."""
+    port = "8501"
+    for i, arg in enumerate(args):
+        if arg.startswith("--server.port="):
+            port = arg.split("=", 1)[1]
+        elif arg == "--server.port" and i + 1 < len(args):
+            port = args[i + 1]
+    return f"http://localhost:{port}"
+
+
+def wait_until_ready(url: str, proc, timeout: float = 300.0, poll: float = 0.5) -> bool:
+    """Wait for the app's health check to answer; print the URL in a banner when it does.
+
+    Returns False when the server exits or does not answer within ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    line = f"  Diversity Explorer is ready: {url}  "
+                    print("\n" + "=" * len(line) + "\n" + line + "\n" + "=" * len(line)
+                          + "\n  (open it in a browser; Ctrl+C stops the app)\n", flush=True)
+                    return True
+        except OSError:
+            time.sleep(poll)
+    print(f"dev.py: the app did not answer on {url} within {timeout:.0f} s; see the messages above.", flush=True)
+    return False
+
+
 def cmd_app(args: list) -> int:
-    """Install and launch the Streamlit app."""
+    """Install (with progress) and launch the Streamlit app; print its URL once it answers."""
     ensure_venv("all")
-    return _run([PY, "-m", "streamlit", "run", "app.py", *args])
+    print("dev.py: starting the app…", flush=True)
+    cmd = [str(PY), "-m", "streamlit", "run", "app.py", "--server.headless", "true", *args]
+    print("+", " ".join(cmd), flush=True)
+    proc = subprocess.Popen(cmd, cwd=ROOT)
+    try:
+        wait_until_ready(app_url(args), proc)
+        return proc.wait()
+    except KeyboardInterrupt:
+        proc.terminate()
+        return proc.wait()
 
 
 def cmd_test(args: list) -> int:

@@ -17,6 +17,7 @@ ctx = header(
     "The items every page measures: a preview of each group, the number of items per group, and the "
     "entries that could not be loaded; all scores below are computed on the selected groups and subsample.",
     features=False,
+    uses_kernel=False,
 )
 view = ctx.view
 full = view.full

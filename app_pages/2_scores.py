@@ -27,24 +27,34 @@ c1, c2, c3, c4 = st.columns([1.4, 1, 1, 1])
 c1.metric(f"Vendi score (q = {s.q_label})", f"{vs_q:.2f}",
           help=f"Effective number of distinct items at order q = {s.q_label}, out of n = {view.n}.")
 c1.caption(f"effective number of distinct items, out of **n = {view.n}** ({vs_q / view.n:.1%})")
+groups = attempt(lambda: compute.group_spectra(*ctx.kernel_args), "Computing per-group spectra") or {}
+st.markdown(compute.reading(vs_q, view.n, {g: gs.vendi(q) for g, gs in groups.items()}, s.q_label))
 c2.metric("VS₁ (Shannon, q = 1)", f"{spec.vendi(1.0):.2f}", help="The Vendi score of Friedman & Dieng.")
 c3.metric("VS∞ (q = ∞)", f"{spec.vendi(math.inf):.2f}", help="1 / the largest eigenvalue: the dominant mode's share.")
 c4.metric("Rank (q = 0)", f"{spec.rank}", help="Number of eigenvalues in the support (VS₀).")
 
 base = attempt(lambda: compute.baselines(*ctx.kernel_args), "Computing the baselines")
 if base:
+    constant = base.pop("gmstds_constant", 0)
+    dims = compute.features(view, ctx.featurizer, show_progress=False).shape[1]
+    gm_help = "Geometric mean of the per-feature standard deviations."
+    if constant:
+        gm_help += (f" Taken over the {dims - constant} non-constant features: {constant} are constant, and one "
+                    "constant feature alone would make it 0.")
     labels = {"intdiv": ("IntDiv", "1 − mean similarity over all pairs (MOSES); 0 when all items are identical."),
               "average_similarity": ("Average similarity", "Mean k(x, y) over pairs of distinct items."),
-              "gmstds": ("GMStds", "Geometric mean of the per-feature standard deviations."),
+              "gmstds": ("GMStds", gm_help),
               "ngram_diversity": ("n-gram diversity", "Distinct / total n-grams, averaged over n = 1..4.")}
     cols = st.columns(len(base))
     for col, (key, value) in zip(cols, base.items()):
         name, help_text = labels.get(key, (key, ""))
         col.metric(name, f"{value:.4f}", help=help_text)
+        if key == "gmstds" and constant:
+            col.caption(f"over {dims - constant} of {dims} features ({constant} constant feature"
+                        f"{'s' if constant != 1 else ''} left out)")
 
 qs = default_q_grid()
 profiles = {"all selected items": (qs, spec.profile(qs))}
-groups = attempt(lambda: compute.group_spectra(*ctx.kernel_args), "Computing per-group spectra") or {}
 for name, gs in groups.items():
     profiles[name] = (qs, gs.profile(qs))
 st.plotly_chart(q_profile_figure(profiles, q=q, n=view.n), key="q_profile")

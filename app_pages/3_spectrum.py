@@ -7,6 +7,7 @@ from ui import compute
 from ui.feedback import attempt
 from ui.gallery import show_items
 from ui.page import header
+from ui.state import KEEP
 
 ctx = header(
     "Spectrum",
@@ -26,8 +27,9 @@ st.caption(f"{spec.rank} eigenvalues in the support out of {spec.eigenvalues.siz
 st.subheader("Items at both ends of the top eigenvectors")
 available = 0 if spec.eigenvectors is None else spec.eigenvectors.shape[1]
 c1, c2 = st.columns(2)
-k = c1.slider("Eigenvectors", 1, available, min(3, available), key="spectrum_k") if available > 1 else available
-m = c2.slider("Items per end", 2, 16, 8, key="spectrum_m")
+k = (c1.slider("Eigenvectors", 1, available, min(3, available), key="spectrum_k", **KEEP)
+     if available > 1 else available)
+m = c2.slider("Items per end", 2, 16, 8, key="spectrum_m", **KEEP)
 for j in range(min(k, available)):
     share = spec.eigenvalues[j]
     high, low = spec.eigenvector_ends(j, m)
@@ -41,7 +43,7 @@ for j in range(min(k, available)):
 
 st.subheader("Kernel matrix")
 options = ["group", "top eigenvector"] if data.groups is not None else ["top eigenvector"]
-sort = st.radio("Sort items by", options, horizontal=True, key="heatmap_sort")
+sort = st.radio("Sort items by", options, horizontal=True, key="heatmap_sort", **KEEP)
 hm = attempt(lambda: compute.heatmap(*ctx.kernel_args, "group" if sort == "group" else "eigenvector"),
              "Computing the kernel matrix")
 if hm is not None:

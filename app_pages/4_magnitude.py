@@ -11,13 +11,14 @@ ctx = header(
     "it rises from 1 (everything blurred into one point) to the number of distinct points; a curve that "
     "rises early and high belongs to a more diverse set, and MagArea, the area under it up to a shared "
     "t_cut, sums that up in one number.",
+    uses_kernel=False,
 )
 view = ctx.view
 
 settings = magnitude_ui.settings_form(view)
 key = magnitude_ui.result_key(view, ctx.featurizer, settings)
 out = tasks.stored("magnitude", key)
-if out is None and (not magnitude_ui.needs_click(view) or tasks.start_button(
+if out is None and ((not magnitude_ui.needs_click(view) and not tasks.cancelled("magnitude", key)) or tasks.start_button(
     "Compute magnitude", key="mag_run",
     hint=f"{view.n} items: magnitude solves one n × n system per scale and set, so it starts on demand.",
 )):

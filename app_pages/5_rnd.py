@@ -10,6 +10,7 @@ ctx = header(
     "RND = (MSE_val − MSE_train) / (MSE_val + MSE_train) is large, and about 0 when the items barely vary. "
     "No kernel is involved.",
     features=False,
+    uses_kernel=False,
 )
 view = ctx.view
 

@@ -8,6 +8,7 @@ from ui import compute, tasks
 from ui.feedback import attempt
 from ui.gallery import show_items
 from ui.page import header
+from ui.state import KEEP
 
 #: Selected items shown at most.
 SHOW_MAX = 48
@@ -16,17 +17,18 @@ ctx = header(
     "Projection",
     "Each point is an item placed so that similar items lie close together: separate clusters are distinct "
     "kinds of items, a dense blob is repetition. Colour by group or by an eigenvector's entries (the "
-    "directions the Spectrum page shows); select points with the lasso or box to see the items.",
+    "directions the Spectrum page shows); hover a point for its item, click it (or draw a lasso or box) to see "
+    "the items below.",
 )
 view = ctx.view
 data = view.data
 
 c1, c2, c3 = st.columns([1, 1, 2])
-method = c1.radio("Map", ["PCA", "UMAP"], horizontal=True, key="proj_method")
+method = c1.radio("Map", ["PCA", "UMAP"], horizontal=True, key="proj_method", **KEEP)
 spec = ctx.spectrum()
 k = 0 if spec.eigenvectors is None else spec.eigenvectors.shape[1]
 colour_options = (["group"] if data.groups is not None else ["none"]) + [f"eigenvector {j + 1}" for j in range(k)]
-colour = c2.selectbox("Colour by", colour_options, key="proj_colour")
+colour = c2.selectbox("Colour by", colour_options, key="proj_colour", **KEEP)
 
 projection = None
 if method == "PCA":
@@ -38,9 +40,9 @@ if method == "PCA":
 else:
     with c3.expander("UMAP settings", expanded=False):
         metric = st.selectbox("Metric", UMAP_METRICS, index=1 if ctx.settings.kernel == "cosine" else 0,
-                              key="umap_metric")
-        neighbours = st.slider("Neighbours", 2, 100, 15, key="umap_neighbours")
-        min_dist = st.slider("Minimum distance", 0.0, 1.0, 0.1, 0.05, key="umap_min_dist")
+                              key="umap_metric", **KEEP)
+        neighbours = st.slider("Neighbours", 2, 100, 15, key="umap_neighbours", **KEEP)
+        min_dist = st.slider("Minimum distance", 0.0, 1.0, 0.1, 0.05, key="umap_min_dist", **KEEP)
     key = compute.umap_key(view, ctx.featurizer, metric, neighbours, min_dist)
     out = tasks.stored("umap", key)
     if out is None and tasks.start_button(
@@ -58,15 +60,23 @@ if projection is not None:
         values, categorical, title = spec.eigenvectors[:, j], False, f"eigenvector {j + 1}"
     else:
         values, categorical, title = compute.optional_group_labels(view), True, "group"
-    fig = projection_figure(projection.coords, color=values, categorical=categorical, hover=data.ids,
-                            color_title=title, axis_titles=axes,
+    fig = projection_figure(projection.coords, color=values, categorical=categorical,
+                            hover=compute.hover_labels(data), color_title=title, axis_titles=axes,
                             title=f"{method} of {data.n} items ({ctx.featurizer} features)")
-    event = st.plotly_chart(fig, key=f"projection_{method}", on_select="rerun", selection_mode=("points", "box", "lasso"))
-    selected = compute.selected_items(event)
+    # the selection is the page's own state: redrawing the map (other colours) keeps it
+    signature = (view.key, method, colour)
+    previous = st.session_state.get("proj_selected", []) if st.session_state.get("_proj_view") == view.key else []
+    event = st.plotly_chart(compute.mark_selected(fig, previous), key=f"projection_{method}", on_select="rerun",
+                            selection_mode=("points", "box", "lasso"))
+    selected = compute.keep_selection(previous, compute.selected_items(event), signature,
+                                      st.session_state.get("_proj_signature"))
+    st.session_state["proj_selected"] = selected
+    st.session_state["_proj_signature"] = signature
+    st.session_state["_proj_view"] = view.key
     if selected:
         st.subheader(f"{len(selected)} selected item(s)")
-        show_items(data, selected[:SHOW_MAX], columns=8)
+        show_items(data, selected[:SHOW_MAX], columns=min(8, max(4, len(selected))))
         if len(selected) > SHOW_MAX:
             st.caption(f"The first {SHOW_MAX} are shown.")
     else:
-        st.caption("Select points (lasso or box, or click one) to show those items here.")
+        st.caption("Click a point to see that item here, or select several with the lasso or box (toolbar).")

@@ -23,13 +23,15 @@ if ds.weights is not None:
     st.caption("This dataset has item weights; the comparison ignores them (every subset is a uniform sample).")
 
 presentation = compare_ui.presentation_toggle()
-settings, submitted = compare_ui.settings_form(groups, min(sizes.values()), ctx.settings.seed)
+settings, submitted = compare_ui.settings_form(groups, min(sizes.values()), ctx.settings.seed, collapsed=presentation)
+problem = compare_ui.check(settings)
+if problem and (submitted or presentation):
+    st.error(problem)
+    st.stop()
 key = compare_ui.result_key(ctx, settings)
 out = tasks.stored("compare", key, max_entries=8)
-if out is None and submitted:
-    if not settings.qs:
-        st.warning("Choose at least one order q.")
-        st.stop()
+# a presentation opens on its results: a link with the mode on computes them without a click
+if out is None and (submitted or (presentation and not tasks.cancelled("compare", key))):
     out = tasks.run("compare", key, compare_ui.task(ctx, settings), "Comparing the groups", max_entries=8)
 if out is None:
     st.info(f"{len(groups)} groups ({', '.join(f'{g}: {sizes[g]}' for g in groups)}). Choose the settings and "

@@ -2,7 +2,8 @@
 
 - IntDiv (MOSES): ``1 - sum_ij p_i p_j K_ij`` (uniform p: ``1 - mean(K)``);
 - average pairwise similarity over distinct pairs;
-- GMStds: geometric mean of the per-feature standard deviations;
+- GMStds: geometric mean of the per-feature standard deviations (optionally over the
+  non-constant features, :func:`constant_features` counts the others);
 - n-gram diversity for text (distinct / total n-grams) lives in
   :func:`diversity_core.featurizers.text.ngram_diversity`.
 """
@@ -17,7 +18,7 @@ import scipy.sparse as sp
 from ._validation import check_features, check_weights
 from .kernels import PrecomputedKernel, get_kernel
 
-__all__ = ["intdiv", "average_similarity", "gmstds", "baseline_scores"]
+__all__ = ["intdiv", "average_similarity", "gmstds", "constant_features", "baseline_scores"]
 
 
 def _weighted_sums(X, kernel, weights, kernel_params):
@@ -85,21 +86,52 @@ def average_similarity(X, *, kernel="cosine", weights=None, **kernel_params) -> 
     return (quad - diag_term) / (1.0 - pp)
 
 
-def gmstds(X, *, weights: Optional[np.ndarray] = None) -> float:
+def _feature_stds(X: np.ndarray, p: Optional[np.ndarray]) -> np.ndarray:
+    """Per-feature standard deviations of validated dense X (weighted when p is given)."""
+    if p is None:
+        return X.std(axis=0)
+    mean = p @ X
+    return np.sqrt(np.maximum(p @ (X - mean) ** 2, 0.0))
+
+
+def constant_features(X, *, weights: Optional[np.ndarray] = None) -> int:
+    """Number of features with zero (weighted) standard deviation, the ones that make GMStds 0."""
+    X = np.asarray(check_features(X), dtype=np.float64)
+    return int(np.count_nonzero(_feature_stds(X, check_weights(weights, X.shape[0])) == 0))
+
+
+def gmstds(X, *, weights: Optional[np.ndarray] = None, skip_constant: bool = False) -> float:
     r"""Geometric mean of the per-feature standard deviations (GMStds).
 
-    :math:`\exp(\frac{1}{d}\sum_k \log \sigma_k)`; 0 if any feature is constant. Weighted
-    standard deviations when weights are given.
+    :math:`\exp(\frac{1}{d}\sum_k \log \sigma_k)`. Weighted standard deviations when weights
+    are given.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d), dense
+    weights : array-like of shape (n,), optional
+    skip_constant : bool, default False
+        One constant feature (:math:`\sigma_k = 0`, e.g. a border pixel that is always black)
+        makes the geometric mean 0 whatever the other features do. ``True`` takes the mean over
+        the non-constant features only (0 when every feature is constant);
+        :func:`constant_features` counts the ones left out.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0, 1.0, 5.0], [2.0, 1.0, 1.0]])
+    >>> gmstds(X), gmstds(X, skip_constant=True)
+    (0.0, 1.414213562373095)
     """
     X = check_features(X)
     X = np.asarray(X, dtype=np.float64)
     p = check_weights(weights, X.shape[0])
-    if p is None:
-        std = X.std(axis=0)
-    else:
-        mean = p @ X
-        std = np.sqrt(np.maximum(p @ (X - mean) ** 2, 0.0))
-    if np.any(std == 0):
+    std = _feature_stds(X, p)
+    if skip_constant:
+        std = std[std > 0]
+        if std.size == 0:
+            return 0.0
+    elif np.any(std == 0):
         return 0.0
     return float(np.exp(np.mean(np.log(std))))
 

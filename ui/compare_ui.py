@@ -8,7 +8,7 @@ and the large type is CSS (``st.html``) scoped to the page's own keyed container
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
 import pandas as pd
@@ -16,9 +16,11 @@ import streamlit as st
 
 from diversity_core.compare import compare
 from diversity_core.figures import format_q
-from diversity_core.report import FIGURE_TITLES, comparison_figures, report_html
+from diversity_core.report import FIGURE_TITLES, comparison_figures, presentation_style, report_html
 
 from . import compute
+from .feedback import plain
+from .state import KEEP
 from .tasks import Outcome, show_notes
 
 QS = (0.0, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, math.inf)
@@ -42,50 +44,84 @@ class CompareSettings:
     reference: Optional[str]
     magnitude: bool
     rnd: bool
+    rnd_train: int
     n_subsamples: int
     n_resamples: int
     magnitude_replicates: int
     seed: int
 
 
+#: Items of one RND validation batch (``rnd_score``'s ``batch_size``): a group needs train + this.
+RND_BATCH = 50
+
+
+def rnd_train_default(n: int) -> int:
+    """RND training items per run that fit n items per group (the paper's 200 when n >= 250)."""
+    return int(max(10, min(200, n - RND_BATCH)))
+
+
 def presentation_toggle() -> bool:
     """The presentation switch; when on, the sidebar collapses (and opens again when it is off)."""
-    on = st.toggle("Presentation layout (wide, large type)", key="cmp_presentation",
-                   help="For a projector: the sidebar hides, type and charts grow. Switch off to get it back.")
+    on = st.toggle("Presentation layout (wide, large type)", key="cmp_presentation", **KEEP,
+                   help="For a projector: opens on the results, the sidebar hides, type and charts grow; "
+                        "the link keeps it. Switch off to get the form and the sidebar back.")
     st.set_page_config(initial_sidebar_state="collapsed" if on else "auto")
     if on:
         st.html(PRESENTATION_CSS)
     return on
 
 
-def settings_form(groups: list, smallest: int, seed: int) -> tuple:
-    """Draw the form; return ``(settings, submitted)``."""
-    with st.form("cmp_settings"):
+def settings_form(groups: list, smallest: int, seed: int, *, collapsed: bool = False) -> tuple:
+    """Draw the form (inside a closed expander when ``collapsed``); return ``(settings, submitted)``.
+
+    Every widget keeps its value across pages and in the link (:data:`~ui.state.KEEP`).
+    """
+    box = st.expander("Comparison settings", expanded=False) if collapsed else st.container()
+    with box, st.form("cmp_settings"):
         c1, c2, c3 = st.columns(3)
-        qs = c1.multiselect("Orders q", QS, default=[0.5, 1.0, 2.0, math.inf], format_func=format_q, key="cmp_qs")
+        qs = c1.multiselect("Orders q", QS, default=[0.5, 1.0, 2.0, math.inf], format_func=format_q, key="cmp_qs",
+                            **KEEP)
         n = c1.number_input("Items per group n", min_value=min(10, smallest), max_value=smallest, value=smallest,
+                            key="cmp_n", **KEEP,
                             help=f"At most the smallest group's {smallest} items: every group is scored at the "
                                  "same n.")
-        level = c2.select_slider("Confidence level", [0.8, 0.9, 0.95, 0.99], value=0.95, key="cmp_level")
-        reference = c2.selectbox("MagDiff reference", [NONE] + groups, index=1,
+        level = c2.select_slider("Confidence level", [0.8, 0.9, 0.95, 0.99], value=0.95, key="cmp_level", **KEEP)
+        reference = c2.selectbox("MagDiff reference", [NONE] + groups, index=1, key="cmp_reference", **KEEP,
                                  help="MagDiff = ∫ (Mag_group − Mag_reference) dt over [0, t_conv(reference)].")
-        magnitude = c3.checkbox("Magnitude (MagArea, MagDiff)", value=True, key="cmp_magnitude")
-        rnd = c3.checkbox("RND score (slow)", value=False, key="cmp_rnd")
+        magnitude = c3.checkbox("Magnitude (MagArea, MagDiff)", value=True, key="cmp_magnitude", **KEEP)
+        rnd = c3.checkbox("RND score (slow)", value=False, key="cmp_rnd", **KEEP)
+        rnd_train = c3.number_input(
+            "RND training items per run", min_value=10, max_value=max(10, smallest - RND_BATCH),
+            value=rnd_train_default(smallest), step=10, key="cmp_rnd_train", **KEEP,
+            help=f"Each RND run trains on this many of the n items and validates on the rest, which must hold "
+                 f"at least one batch of {RND_BATCH}: at most n − {RND_BATCH}. The paper uses 200 (n ≥ 250).")
         with st.expander("Replicates and seed"):
             e1, e2, e3, e4 = st.columns(4)
-            n_subsamples = e1.number_input("n-subsets averaged", 1, 1000, 100, key="cmp_nsub")
-            n_resamples = e2.number_input("Subsets per curve size", 3, 500, 50, key="cmp_nres")
-            mag_reps = e3.number_input("Magnitude subsets per size", 3, 200, 10, key="cmp_nmag")
-            seed = e4.number_input("Seed", 0, 2**31 - 1, seed, key="cmp_seed")
+            n_subsamples = e1.number_input("n-subsets averaged", 1, 1000, 100, key="cmp_nsub", **KEEP)
+            n_resamples = e2.number_input("Subsets per curve size", 3, 500, 50, key="cmp_nres", **KEEP)
+            mag_reps = e3.number_input("Magnitude subsets per size", 3, 200, 10, key="cmp_nmag", **KEEP)
+            seed = e4.number_input("Seed", 0, 2**31 - 1, seed, key="cmp_seed", **KEEP)
         submitted = st.form_submit_button("Run comparison", type="primary")
     settings = CompareSettings(tuple(sorted(qs)), int(n), float(level), None if reference == NONE else reference,
-                               bool(magnitude), bool(rnd), int(n_subsamples), int(n_resamples), int(mag_reps),
-                               int(seed))
+                               bool(magnitude), bool(rnd), int(rnd_train), int(n_subsamples), int(n_resamples),
+                               int(mag_reps), int(seed))
     return settings, submitted
 
 
+def check(s: CompareSettings) -> Optional[str]:
+    """Why these settings cannot run (None when they can): said before any work starts."""
+    if not s.qs:
+        return "Choose at least one order q."
+    if s.rnd and s.rnd_train + RND_BATCH > s.n:
+        return (f"RND needs the training items plus one validation batch of {RND_BATCH} in each n-subset: "
+                f"{s.rnd_train} + {RND_BATCH} > n = {s.n}. Lower **RND training items per run** to at most "
+                f"{max(10, s.n - RND_BATCH)}, or raise n.")
+    return None
+
+
 def result_key(ctx, s: CompareSettings) -> tuple:
-    """The key of the comparison in the ``"compare"`` task store."""
+    """The key of the comparison in the ``"compare"`` task store (RND's split only when RND runs)."""
+    s = s if s.rnd else replace(s, rnd_train=0)
     return (ctx.view.key, ctx.featurizer, ctx.settings.kernel, ctx.settings.kernel_params, s)
 
 
@@ -101,7 +137,9 @@ def task(ctx, s: CompareSettings) -> Callable:
                        "featurizer": ctx.featurizer} for g in groups}
         return compare(data, kernel=ctx.settings.kernel, qs=list(s.qs), reference=s.reference, n=s.n, level=s.level,
                        magnitude=s.magnitude, rnd=s.rnd, n_subsamples=s.n_subsamples, n_resamples=s.n_resamples,
-                       magnitude_replicates=s.magnitude_replicates, sources=sources, rng=s.seed, progress=progress,
+                       magnitude_replicates=s.magnitude_replicates,
+                       rnd_params={"train_size": s.rnd_train, "batch_size": RND_BATCH} if s.rnd else None,
+                       sources=sources, rng=s.seed, progress=progress,
                        **ctx.settings.kernel_kwargs)
 
     return fn
@@ -120,31 +158,149 @@ def _table(df: pd.DataFrame, presentation: bool, *, hide_index: bool) -> None:
         st.dataframe(df, hide_index=hide_index, width="stretch")
 
 
+def score_label(name: str) -> str:
+    """The app's one notation for a score: ``VS_inf`` -> ``VS (q = ∞)``, ``VS_1`` -> ``VS (q = 1)``."""
+    if name.startswith("VS_"):
+        from diversity_core._orders import parse_q
+
+        return f"VS (q = {format_q(parse_q(name[3:]))})"
+    return {"MagDiff_rel": "MagDiff / reference area"}.get(name, name)
+
+
+def _decimals(values) -> int:
+    """Decimals that give the largest |value| of a row four significant digits (0 to 6)."""
+    finite = [abs(v) for v in values if v is not None and math.isfinite(v) and v != 0]
+    if not finite:
+        return 4
+    return int(min(6, max(0, 3 - math.floor(math.log10(max(finite))))))
+
+
+def table_frame(cmp) -> pd.DataFrame:
+    """Every score (rows) of every group (columns), one precision per row: ``estimate [low, high]``."""
+    rows = {}
+    for name in cmp.scores:
+        cells, values = {}, []
+        for g in cmp.groups:
+            try:
+                e = cmp.estimate(g, name)
+            except Exception:  # noqa: BLE001 - a score that does not apply to this group
+                e = None
+            cells[g] = e
+            if e is not None:
+                values += [e.estimate, e.ci_low, e.ci_high]
+        d = _decimals(values)
+        row = {}
+        for g, size in zip(cmp.groups, cmp.group_sizes):
+            e = cells[g]
+            if e is None or e.estimate is None:
+                text = "reference" if e is not None and e.role == "reference" else "-"
+            elif e.role == "reference":
+                text = "reference"
+            elif e.ci_low is None:
+                text = f"{e.estimate:.{d}f}"
+            else:
+                text = f"{e.estimate:.{d}f} [{e.ci_low:.{d}f}, {e.ci_high:.{d}f}]"
+            row[f"{g} (N={size})"] = text
+        rows[score_label(name)] = row
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("score")
+
+
+def magnitude_line(cmp) -> str:
+    """The magnitude scales the table used (t_cut decides MagArea, so it is said where it is shown)."""
+    mag = cmp.settings.get("magnitude")
+    if not mag:
+        return ""
+    line = (f" · MagArea on [0, t_cut], **t_cut = {mag['t_cut']:.4g}** ({mag['t_cut_rule']}; "
+            f"{mag['metric']} distance)")
+    if mag.get("t_ref") is not None:
+        line += f" · MagDiff on [0, {mag['t_ref']:.4g}] (t_conv of the reference)"
+    return line
+
+
+def headline_score(cmp) -> str:
+    """The score the headline shows: VS at q = 1 when computed, else the first spectral score."""
+    return "VS_1" if "VS_1" in cmp.scores else cmp.scores[0]
+
+
+def _headline(cmp) -> None:
+    """One line per group of the headline score, best first, and how many pairs are resolved."""
+    score = headline_score(cmp)
+    rows = []
+    for g in cmp.groups:
+        try:
+            e = cmp.estimate(g, score)
+        except Exception:  # noqa: BLE001 - a group without this score is left out of the headline
+            continue
+        if e.estimate is not None:
+            rows.append((g, e))
+    rows.sort(key=lambda r: r[1].estimate, reverse=True)
+    st.subheader(f"{score_label(score)} at n = {cmp.n}: most to least diverse")
+    cols = st.columns(max(1, len(rows)))
+    for col, (g, e) in zip(cols, rows):
+        ci = "" if e.ci_low is None else f"{cmp.level:.0%} interval [{e.ci_low:.2f}, {e.ci_high:.2f}]"
+        # markdown, not st.metric: long group names wrap instead of being cut, and the number is large
+        col.markdown(f"**{g}**")
+        col.markdown(f"## {e.estimate:.2f}")
+        if ci:
+            col.caption(ci)
+    pairs = [p for p in cmp.pairwise if p.score == score]
+    resolved = [p for p in pairs if p.resolved]
+    st.markdown(f"**{len(resolved)} of {len(pairs)}** pairs of groups differ at the {cmp.level:.0%} level on "
+                f"{score_label(score)}" + (": " + "; ".join(f"{p.higher} > {p.group_b if p.higher == p.group_a else p.group_a}"
+                                               for p in resolved) if resolved else "."))
+
+
+def _large(fig, size: int = 22):
+    """Projector type on a figure: ticks, legends, axis titles and bar labels."""
+    presentation_style(fig, font_size=size)
+    fig.update_xaxes(tickfont_size=size, title_font_size=size)
+    fig.update_yaxes(tickfont_size=size, title_font_size=size)
+    fig.update_layout(legend_font_size=size, title_font_size=size + 4)
+    fig.update_traces(textfont_size=size, selector={"type": "bar"})
+    return fig
+
+
 def show(out: Outcome, ctx, key: tuple, presentation: bool) -> None:
-    """The settings line, the tables, the figures (with their download format) and the downloads."""
+    """The settings line, the tables, the figures (with their download format) and the downloads.
+
+    In presentation mode: the headline comparison first, the pairwise table reduced to the
+    resolved pairs (all of them in an expander), large type on every chart.
+    """
     cmp = out.value
     st.caption(f"n = **{cmp.n}** items per group ({cmp.settings['n_rule']}) · kernel "
                f"{cmp.settings['kernel_description']} · {cmp.level:.0%} intervals · seed {cmp.settings['seed']}"
-               + (f" · MagDiff reference **{cmp.reference}**" if cmp.reference else ""))
+               + (f" · MagDiff reference **{cmp.reference}**" if cmp.reference else "") + magnitude_line(cmp))
     show_notes(out)
+    if presentation:
+        _headline(cmp)
 
     st.subheader("Every score, every group")
-    table = pd.DataFrame(cmp.table_rows()).set_index("score")
-    table.columns = [f"{g} (N={size})" for g, size in zip(cmp.groups, cmp.group_sizes)]
-    _table(table, presentation, hide_index=False)
+    _table(table_frame(cmp), presentation, hide_index=False)
     st.subheader("Pairwise differences")
-    _table(pd.DataFrame(cmp.pairwise_rows()), presentation, hide_index=True)
+    pairs = pd.DataFrame(cmp.pairwise_rows())
+    if not pairs.empty:
+        pairs["score"] = pairs["score"].map(score_label)
+    if presentation and not pairs.empty:
+        resolved = pairs[pairs["resolved"] != "no"]
+        if resolved.empty:
+            st.markdown("No pair of groups is resolved at this level.")
+        else:
+            _table(resolved, presentation, hide_index=True)
+        with st.expander(f"All {len(pairs)} pairs"):
+            st.dataframe(pairs, hide_index=True, width="stretch")
+    else:
+        _table(pairs, presentation, hide_index=True)
     with st.expander("How the intervals are made"):
-        st.write(cmp.settings["interval_description"])
+        st.write(plain(cmp.settings["interval_description"]))
 
     fmt = st.radio("Figure download format (camera button of each chart)", ["png", "svg"], horizontal=True,
-                   key="cmp_figfmt")
+                   key="cmp_figfmt", **KEEP)
     figs = comparison_figures(cmp, presentation=presentation)
     config = {"displaylogo": False, "toImageButtonOptions": {"format": fmt, "scale": 2}}
     if presentation:
         for name, fig in figs.items():
             st.subheader(FIGURE_TITLES[name])
-            st.plotly_chart(fig, key=f"cmp_fig_{name}", config=config)
+            st.plotly_chart(_large(fig), key=f"cmp_fig_{name}", config=config)
     else:
         for tab, (name, fig) in zip(st.tabs([FIGURE_TITLES[k] for k in figs]), figs.items()):
             tab.plotly_chart(fig, key=f"cmp_fig_{name}", config=config)

@@ -21,7 +21,7 @@ import scipy.sparse as sp
 import streamlit as st
 
 import diversity_core as dc
-from diversity_core.featurizers import FEATURIZERS, featurize, list_featurizers, resolve_featurizer
+from diversity_core.featurizers import featurize, list_featurizers, resolve_featurizer
 from diversity_core.kernels import row_norms
 
 from .data import View, view_hash
@@ -57,11 +57,49 @@ def features(view: View, featurizer: str, *, show_progress: bool = True):
     """
     name = resolve_featurizer(view.data, featurizer)
     if not show_progress:
-        return featurize(view.data, name, copy=False)
-    model = "torch" in FEATURIZERS[name].requires
-    label = f"Computing {name} features" + (" (the model loads once, ~10-20 s)" if model else "")
-    with st.spinner(label), progress_bar(label) as bar:
-        return featurize(view.data, name, progress=bar, copy=False)
+        X = featurize(view.data, name, copy=False)
+    else:
+        label = f"Computing {name} features" + time_estimate(name, view.n)
+        with st.spinner(label), progress_bar(label) as bar:
+            X = featurize(view.data, name, progress=bar, copy=False)
+    return X if not view.preprocess else _preprocessed(view, name, X)
+
+
+@st.cache_resource(max_entries=8, show_spinner="Preprocessing the features…", hash_funcs=HASH)
+def _preprocessed(view: View, name: str, _X):
+    """The view's features after its preprocessing steps (read-only; keyed by the view's key)."""
+    from diversity_core.preprocess import preprocess
+
+    steps, k = view.preprocess
+    out = preprocess(_X, steps=steps, n_components=k)
+    if isinstance(out, np.ndarray):
+        out.setflags(write=False)
+    return out
+
+
+#: Images per second EfficientNet-Lite0 embeds on a CPU, measured (1,000 images in 156 s on a
+#: laptop-class CPU, model load included); a GPU is ~10x faster.
+EFFICIENTNET_CPU_RATE = 6.4
+#: Sentences per second all-MiniLM-L6-v2 embeds on a CPU (order of magnitude).
+MINILM_CPU_RATE = 150.0
+
+
+def time_estimate(name: str, n: int) -> str:
+    """An honest estimate for the model featurizers (empty for the fast ones); the bar adds its own."""
+    rate = {"efficientnet_lite0": EFFICIENTNET_CPU_RATE, "minilm": MINILM_CPU_RATE}.get(name)
+    if rate is None:
+        return ""
+    try:
+        import torch
+
+        gpu = torch.cuda.is_available()
+    except ImportError:
+        gpu = False
+    seconds = n / (rate * (10.0 if gpu else 1.0))
+    low, high = max(5, 0.6 * seconds), max(10, 1.5 * seconds)
+    when = f"about {low:.0f}-{high:.0f} s" if high < 120 else f"about {low / 60:.0f}-{high / 60:.0f} min"
+    return (f" for {n} items: {when} on this machine's {'GPU' if gpu else 'CPU'}, computed once and kept "
+            "(Cancel stops it)")
 
 
 def dense(X) -> np.ndarray:
@@ -125,6 +163,12 @@ def baselines(view: View, featurizer: str, kernel: str, kernel_params: tuple) ->
     X = features(view, featurizer, show_progress=False)
     params = resolved_kernel_params(spectrum(view, featurizer, kernel, kernel_params))
     out = dict(dc.baseline_scores(X, kernel=kernel, weights=view.data.weights, **params))
+    if "gmstds" in out:
+        # one constant feature (a border pixel) makes GMStds 0: the app takes it over the others
+        from diversity_core.baselines import constant_features, gmstds
+
+        out["gmstds"] = gmstds(X, weights=view.data.weights, skip_constant=True)
+        out["gmstds_constant"] = constant_features(X, weights=view.data.weights)
     if view.data.modality == "text":
         from diversity_core.featurizers.text import ngram_diversity
 
@@ -153,6 +197,19 @@ def score_rows(spec: dc.Spectrum, groups: dict, group_intdiv: dict, q: float) ->
             "IntDiv": group_intdiv.get(name, np.nan),
         })
     return rows
+
+
+def reading(vs: float, n: int, group_vs: dict, q_label: str) -> str:
+    """One sentence that reads the headline: the items' effective number, and which group is most
+    and least diverse (with the gap) when there are groups."""
+    head = f"**Reading:** the {n} items behave like **{vs:.1f}** distinct ones (VS at q = {q_label})"
+    if len(group_vs) < 2:
+        return head + "."
+    ranked = sorted(group_vs.items(), key=lambda kv: kv[1], reverse=True)
+    (top, vtop), (low, vlow) = ranked[0], ranked[-1]
+    gap = 1.0 - vlow / vtop if vtop > 0 else 0.0
+    return (head + f"; the most diverse group is **{top}** ({vtop:.2f}), the least **{low}** "
+            f"({vlow:.2f}, {gap:.0%} lower).")
 
 
 def _fmt_q(q: float) -> str:
@@ -210,6 +267,19 @@ def umap_task(view: View, featurizer: str, metric: str, n_neighbors: int, min_di
     return fn
 
 
+@st.cache_data(max_entries=16, show_spinner=False, hash_funcs=HASH)
+def scale_note(view: View, featurizer: str) -> Optional[str]:
+    """The feature-scale warning of the view's features (None when their scales are comparable)."""
+    from diversity_core.preprocess import scale_warning
+
+    X = features(view, featurizer, show_progress=False)
+    if sp.issparse(X):
+        return None
+    message = scale_warning(X)
+    return None if message is None else message.replace("(preprocessing 'standardize')",
+                                                        "(sidebar: **Preprocess features → standardise**)")
+
+
 def norms(X) -> np.ndarray:
     """Euclidean norm of each row (the embeddings summary)."""
     return row_norms(X)
@@ -231,6 +301,69 @@ def feature_summary(X) -> dict:
 
 def optional_group_labels(view: View) -> Optional[np.ndarray]:
     return None if view.data.groups is None else np.asarray(view.data.groups).astype(str)
+
+
+def hover_labels(ds, limit: int = 90) -> list:
+    """Hover text of every item: its id and what it is (the sentence, the SMILES).
+
+    Plotly hover boxes hold text only, so images and molecule drawings appear below the map for
+    the points clicked or selected (the hover says so).
+    """
+    import html as _html
+
+    def wrap(text: str) -> str:
+        words, lines, line = str(text).split(), [], ""
+        for w in words:
+            if len(line) + len(w) + 1 > 48 and line:
+                lines.append(line)
+                line = w
+            else:
+                line = f"{line} {w}".strip()
+            if sum(len(x) for x in lines) > limit:
+                break
+        lines.append(line)
+        out = "<br>".join(_html.escape(x) for x in lines[:3])
+        return out + ("…" if len(" ".join(words)) > sum(len(x) for x in lines[:3]) + 2 else "")
+
+    out = []
+    for i in range(ds.n):
+        parts = [f"<b>{_html.escape(str(ds.ids[i]))}</b>"]  # the figure adds the colour's value (group)
+        if ds.modality == "text":
+            parts.append(wrap(ds.items[i]))
+        elif ds.modality == "molecules":
+            parts.append(_html.escape(str(ds.items[i])[:60]) + "<br><i>click: the drawing below</i>")
+        elif ds.modality == "images":
+            parts.append("<i>click: the image below</i>")
+        out.append("<br>".join(parts))
+    return out
+
+
+def keep_selection(previous: list, event_items: list, signature: tuple, previous_signature) -> list:
+    """The selected items after a run of the Projection page.
+
+    A new selection (a click, a box, a lasso) replaces the previous one; an empty event keeps
+    the previous selection when the map was redrawn with other colours or another method (the
+    chart forgets its selection then), and clears it otherwise (the user deselected).
+    """
+    if event_items:
+        return list(event_items)
+    if signature != previous_signature:
+        return list(previous)
+    return []
+
+
+def mark_selected(fig, selected: list):
+    """Highlight ``selected`` items in a projection figure (each point's customdata is its item)."""
+    if not selected:
+        return fig
+    chosen = set(int(i) for i in selected)
+    for trace in fig.data:
+        cd = trace.customdata
+        if cd is None:
+            continue
+        trace.selectedpoints = [j for j, v in enumerate(cd)
+                                if int(v[0] if isinstance(v, (list, tuple, np.ndarray)) else v) in chosen]
+    return fig
 
 
 def selected_items(event) -> list:

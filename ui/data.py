@@ -42,6 +42,7 @@ class View:
     indices: Optional[np.ndarray]
     key: str
     description: str
+    preprocess: tuple = ()  # (steps, n_components) applied to every representation's features
 
     @property
     def n(self) -> int:
@@ -95,7 +96,18 @@ def load_path(path: str, options: dict) -> Dataset:
         stamp = (st_.st_mtime_ns, st_.st_size)
     except OSError:
         stamp = (0, 0)  # load_dataset reports the missing path with its own message
+    files = group_files(p)
+    if files:  # a folder of embedding files: one group per file
+        stamp = tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in files)
+        return _folder(str(p), stamp, tuple(sorted(options.items())))
     return _path(str(p), stamp, tuple(sorted(options.items())))
+
+
+@st.cache_resource(max_entries=MAX_LOADED, show_spinner="Reading the files…")
+def _folder(path: str, stamp: tuple, options: tuple) -> Dataset:
+    files = group_files(Path(path))
+    parts = {f.stem: load_dataset(str(f), **dict(options)) for f in files}
+    return combine_as_groups(parts, name=Path(path).name, source=path)
 
 
 def load_upload(name: str, data, options: dict) -> Dataset:
@@ -119,6 +131,71 @@ def load_upload(name: str, data, options: dict) -> Dataset:
     return replace(ds, name=name, source=f"upload:{name}", content_hash=ds.content_hash)
 
 
+#: Files a folder may hold to be read as one group per file (like ``diversity compare A.npy B.npy``).
+GROUP_FILE_SUFFIXES = (".npy", ".parquet", ".csv", ".tsv", ".npz")
+
+
+def combine_as_groups(parts: dict, name: str, source: str) -> Dataset:
+    """One dataset whose groups are the given datasets (group name -> Dataset), in order.
+
+    Every part must hold the same modality (and, with features, the same dimension); a part's own
+    groups become ``"<part>: <group>"``.
+    """
+    names = list(parts)
+    first = parts[names[0]]
+    for g, d in parts.items():
+        if d.modality != first.modality:
+            raise DiversityError(f"{g!r} holds {d.modality} but {names[0]!r} holds {first.modality}; "
+                                 "files combined as groups must hold the same kind of items.")
+        if (d.features is None) != (first.features is None) or (
+                d.features is not None and d.features.shape[1] != first.features.shape[1]):
+            dims = [None if x.features is None else x.features.shape[1] for x in parts.values()]
+            raise DiversityError(f"files combined as groups need features of one dimension; got {dims} "
+                                 f"for {names}.")
+    groups, ids, weights = [], [], []
+    for g, d in parts.items():
+        own = None if d.groups is None else np.asarray(d.groups).astype(str)
+        groups.extend([g] * d.n if own is None else [f"{g}: {x}" for x in own])
+        ids.extend(f"{g} · {i}" for i in d.ids)
+        weights.append(np.ones(d.n) if d.weights is None else np.asarray(d.weights, dtype=float))
+    features = None if first.features is None else np.concatenate([np.asarray(d.features) for d in parts.values()])
+    if first.items is None:
+        items = None
+    elif isinstance(first.items, np.ndarray):
+        shapes = {d.items.shape[1:] for d in parts.values()}
+        if len(shapes) > 1:
+            raise DiversityError(f"images combined as groups need one size; got {sorted(shapes)}.")
+        items = np.concatenate([d.items for d in parts.values()])
+    else:
+        items = [x for d in parts.values() for x in d.items]
+    any_weights = any(d.weights is not None for d in parts.values())
+    skipped = tuple(sk for d in parts.values() for sk in d.skipped)
+    return Dataset(name=name, modality=first.modality, items=items, features=features,
+                   groups=np.asarray(groups, dtype=str), weights=np.concatenate(weights) if any_weights else None,
+                   ids=ids, skipped=skipped, source=source)
+
+
+def group_files(path: Path) -> list:
+    """The files of a folder that hold one group each (empty when it is not such a folder)."""
+    if not path.is_dir():
+        return []
+    files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+    if len(files) >= 2 and all(p.suffix.lower() in GROUP_FILE_SUFFIXES for p in files):
+        return files
+    return []
+
+
+def load_uploads(uploads: list, options: dict) -> Dataset:
+    """Several uploaded files as one dataset, one group per file (named after the file)."""
+    parts = {}
+    for up in uploads:
+        parts[Path(up.name).stem or up.name] = load_upload(up.name, up, options)
+    if len(parts) < len(uploads):
+        raise DiversityError("two uploads have the same file name; rename one so each group has its own name.")
+    names = ", ".join(up.name for up in uploads)
+    return combine_as_groups(parts, name=f"{len(uploads)} files", source=f"upload:{names}")
+
+
 def requested_source(ss, upload=None) -> Optional[tuple]:
     """A hashable description of the source the sidebar asks for (None: nothing to load)."""
     source = ss["source"]
@@ -127,8 +204,14 @@ def requested_source(ss, upload=None) -> Optional[tuple]:
     if source == "Local path":
         path = (ss.get("path") or "").strip()
         return ("path", path, tuple(sorted(_options(ss).items()))) if path else None
-    if upload is None:
+    if not upload:
         return None
+    if isinstance(upload, list):
+        if len(upload) == 1:
+            upload = upload[0]
+        else:
+            return ("uploads", tuple(u.file_id for u in upload), tuple(u.name for u in upload),
+                    tuple(sorted(_options(ss).items())))
     return ("upload", upload.file_id, upload.name, tuple(sorted(_options(ss).items())))
 
 
@@ -146,10 +229,15 @@ def ensure_dataset(upload=None) -> Optional[Dataset]:
                 ds = _demo(spec[1])
             elif spec[0] == "path":
                 ds = load_path(spec[1], dict(spec[2]))
+            elif spec[0] == "uploads":
+                ds = load_uploads(list(upload), dict(spec[3]))
             else:
-                ds = load_upload(upload.name, upload, dict(spec[3]))
+                one = upload[0] if isinstance(upload, list) else upload
+                ds = load_upload(one.name, one, dict(spec[3]))
         except DiversityError as exc:
-            ss["load_error"] = f"Could not load {_describe(spec)}: {exc}"
+            from .feedback import plain
+
+            ss["load_error"] = plain(f"Could not load {_describe(spec)}: {exc}")
         except (OSError, ValueError, MemoryError) as exc:
             ss["load_error"] = f"Could not load {_describe(spec)}: {type(exc).__name__}: {exc}"
         else:
@@ -165,6 +253,8 @@ def _describe(spec: tuple) -> str:
         return f"the demo {spec[1]!r}"
     if spec[0] == "path":
         return repr(spec[1])
+    if spec[0] == "uploads":
+        return "the uploads " + ", ".join(repr(n) for n in spec[2])
     return f"the upload {spec[2]!r}"
 
 
@@ -172,7 +262,8 @@ def _describe(spec: tuple) -> str:
 # the working view
 # ------------------------------------------------------------------------------------------
 @st.cache_resource(max_entries=16, show_spinner=False, hash_funcs={Dataset: lambda d: d.content_hash})
-def _view(full: Dataset, groups: Optional[tuple], subsample: Optional[int], seed: int) -> View:
+def _view(full: Dataset, groups: Optional[tuple], subsample: Optional[int], seed: int,
+          preprocess: tuple = ()) -> View:
     idx = np.arange(full.n)
     parts = []
     if groups is not None and full.groups is not None:
@@ -187,10 +278,10 @@ def _view(full: Dataset, groups: Optional[tuple], subsample: Optional[int], seed
         data, indices = full, None
     else:
         data, indices = full.subset(idx), idx
-    key_src = f"{full.content_hash}|{groups}|{subsample if indices is not None else None}|{seed}"
+    key_src = f"{full.content_hash}|{groups}|{subsample if indices is not None else None}|{seed}|{preprocess}"
     key = hashlib.blake2b(key_src.encode(), digest_size=12).hexdigest()
     description = f"{full.name}: {data.n} items" + (f" ({', '.join(parts)})" if parts else "")
-    return View(full=full, data=data, indices=indices, key=key, description=description)
+    return View(full=full, data=data, indices=indices, key=key, description=description, preprocess=preprocess)
 
 
 def current_view() -> View:
@@ -204,4 +295,4 @@ def current_view() -> View:
     if groups is not None and full.groups is not None:
         valid = set(full.group_names())
         groups = tuple(g for g in groups if g in valid) or None
-    return _view(full, groups, s.subsample, s.seed)
+    return _view(full, groups, s.subsample, s.seed, s.preprocess)

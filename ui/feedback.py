@@ -16,10 +16,30 @@ T = TypeVar("T")
 _MIN_INTERVAL = 0.1
 
 
+#: The core's API words in messages, said the app's way (keyword names, internal terms).
+PLAIN_WORDS = (
+    ("name it with group_column= if it holds groups", "enter it as the Group column (sidebar, Column options) if "
+                                                      "it holds groups"),
+    ("group_column=", "the Group column option"),
+    ("weight_column=", "the Weight column option"),
+    ("text_column=", "the Text column option"),
+    ("smiles_column=", "the SMILES column option"),
+    (" (the twin property)", ""),
+    ("the twin property", "the rule that duplicates do not add diversity"),
+)
+
+
+def plain(message: str) -> str:
+    """A message of the core in the app's words (no keyword arguments, no internal terms)."""
+    for word, said in PLAIN_WORDS:
+        message = message.replace(word, said)
+    return message
+
+
 def error_message(what: str, exc: BaseException) -> str:
     """One line for the user: the core's own message, or the exception's type for others."""
     if isinstance(exc, DiversityError):
-        return f"{what}: {exc}"
+        return plain(f"{what}: {exc}")
     if isinstance(exc, MemoryError):
         return f"{what}: not enough memory. Subsample the data in the sidebar and try again."
     return f"{what} failed ({type(exc).__name__}): {exc}"
@@ -56,6 +76,18 @@ class ProgressBar:
         self._slot = (container or st).empty()
         self._bar = None
         self._last = 0.0
+        self._start: Optional[float] = None
+
+    def _eta(self, done: int, total: int, now: float) -> str:
+        """Elapsed time and, from the rate so far, the time left (after a few seconds of work)."""
+        if self._start is None:
+            self._start = now
+            return ""
+        elapsed = now - self._start
+        if elapsed < 3.0 or done <= 0 or total <= 0 or done >= total:
+            return ""
+        left = elapsed * (total - done) / done
+        return f" · {_duration(elapsed)} so far, about {_duration(left)} left"
 
     def __call__(self, done: int, total: int, message: str = "") -> None:
         now = time.monotonic()
@@ -63,7 +95,7 @@ class ProgressBar:
             return
         self._last = now
         frac = 0.0 if total <= 0 else min(max(done / total, 0.0), 1.0)
-        text = f"{self.label} — {message}" if message else self.label
+        text = (f"{self.label} — {message}" if message else self.label) + self._eta(done, total, now)
         if self._bar is None:
             self._bar = self._slot.progress(frac, text=text)
         else:
@@ -72,6 +104,10 @@ class ProgressBar:
     def empty(self) -> None:
         self._slot.empty()
         self._bar = None
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 
 
 @contextlib.contextmanager

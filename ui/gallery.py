@@ -27,16 +27,29 @@ def molecule_png(smiles: str, size: int = 160) -> Optional[bytes]:
         return None
 
 
-def _short(text: str, limit: int) -> str:
-    text = str(text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _words(text: str, limit: int) -> str:
+    """``text`` cut at a word boundary to at most ``limit`` characters (never mid-word)."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1].rsplit(" ", 1)[0]
+    return (cut if cut else text[: limit - 1]) + "…"
+
+
+def _tail(ident: str, limit: int) -> str:
+    """The end of an id (a zip member's file name), where items of one archive differ."""
+    ident = str(ident)
+    if len(ident) <= limit:
+        return ident
+    name = ident.replace("\\", "/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+    return name if len(name) <= limit else "…" + name[-(limit - 1):]
 
 
 def _caption(ds: Dataset, i: int, extra: Optional[str]) -> str:
-    """A short caption: the item's id, its group, and a note (each cut to a few words)."""
-    parts = [_short(ds.ids[i], 22)]
-    if ds.groups is not None:
-        parts.append(_short(ds.groups[i], 18))
+    """A short caption: the item's id (its distinct end), its group and a note, cut between words."""
+    parts = [_tail(ds.ids[i], 24)]
+    if ds.groups is not None and len(ds.group_names()) > 1:
+        parts.append(_words(ds.groups[i], 28))
     if extra:
         parts.append(extra)
     return " · ".join(parts)

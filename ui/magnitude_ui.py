@@ -13,6 +13,7 @@ from diversity_core.figures import magnitude_figure
 from diversity_core.magnitude import compare_magnitude
 
 from . import compute
+from .state import KEEP
 from .tasks import Outcome, show_notes
 
 #: Sets of at most this many items in all are computed without a click.
@@ -33,12 +34,12 @@ class MagnitudeSettings:
 def settings_form(view) -> MagnitudeSettings:
     groups = view.data.group_names()
     c1, c2, c3 = st.columns(3)
-    metric = c1.selectbox("Distance", list(METRICS), format_func=METRICS.get, key="mag_metric")
-    n_scales = c1.slider("Scales on [0, t_cut]", 10, 100, 30, 5, key="mag_scales")
-    per_group = c2.checkbox("One curve per group", value=bool(groups), disabled=not groups, key="mag_per_group")
+    metric = c1.selectbox("Distance", list(METRICS), format_func=METRICS.get, key="mag_metric", **KEEP)
+    n_scales = c1.slider("Scales on [0, t_cut]", 10, 100, 30, 5, key="mag_scales", **KEEP)
+    per_group = c2.checkbox("One curve per group", value=bool(groups), disabled=not groups, key="mag_per_group", **KEEP)
     reference = NO_REFERENCE
     if per_group and groups:
-        reference = c3.selectbox("Reference group (MagDiff)", [NO_REFERENCE] + groups, key="mag_reference",
+        reference = c3.selectbox("Reference group (MagDiff)", [NO_REFERENCE] + groups, key="mag_reference", **KEEP,
                                  help="With a reference, t_cut is its t_conv and every other group gets "
                                       "MagDiff = ∫ (Mag_group − Mag_reference) dt over [0, t_cut].")
     return MagnitudeSettings(metric, int(n_scales), bool(per_group and groups),

@@ -42,15 +42,28 @@ class Context:
         return spec
 
 
-def header(title: str, explanation: str, *, features: bool = True) -> Context:
-    """Draw the page's title and explanation; return its context (features computed if asked)."""
+def header(title: str, explanation: str, *, features: bool = True, uses_kernel: bool = True) -> Context:
+    """Draw the page's title and explanation; return its context (features computed if asked).
+
+    The settings line shows only what the page uses (no kernel or q where none is involved);
+    raw features whose scales differ by orders of magnitude get a warning with the fix.
+    """
     st.title(title)
     st.markdown(explanation)
     view = require(current_view, "Preparing the data")
     s = settings()
     featurizer = require(lambda: compute.resolve_featurizer(view.data, s.featurizer), "Choosing the representation")
     kernel = s.kernel + "".join(f", {k} = {v:g}" if isinstance(v, float) else f", {k} = {v}" for k, v in s.kernel_params)
-    st.caption(f"{view.description} · representation **{featurizer}** · kernel **{kernel}** · q = {s.q_label}")
+    prep = ""
+    if view.preprocess:
+        steps, k = view.preprocess
+        prep = " · preprocessed: " + " → ".join(f"PCA to {k}" if st_ == "pca" else st_ for st_ in steps)
+    kernel_part = f" · kernel **{kernel}** · q = {s.q_label}" if uses_kernel else ""
+    st.caption(f"{view.description} · representation **{featurizer}**{prep}{kernel_part}")
     if features:
         require(lambda: compute.features(view, featurizer), f"Computing {featurizer} features")
+        if not view.preprocess:
+            note = compute.scale_note(view, featurizer)
+            if note:
+                st.warning(note, icon=":material/straighten:")
     return Context(view=view, settings=s, featurizer=featurizer)

@@ -22,6 +22,7 @@ from diversity_core.rnd import rnd_score
 
 from . import compute
 from .feedback import error_message
+from .state import KEEP
 from .tasks import Outcome
 
 #: Architectures offered (``resnet18`` needs a GPU to be practical).
@@ -60,18 +61,18 @@ def settings_form(view) -> RNDSettings:
     smallest = min((int(np.sum(ds.groups == g)) for g in groups), default=ds.n)
     c1, c2, c3, c4 = st.columns(4)
     arch_options = list(ARCHITECTURES) if ds.modality == "images" else ["auto", "mlp"]
-    arch = c1.selectbox("Network", arch_options, format_func=ARCHITECTURES.get, key="rnd_arch")
-    per_group = c1.checkbox("Per group", value=bool(groups), key="rnd_per_group", disabled=not groups)
+    arch = c1.selectbox("Network", arch_options, format_func=ARCHITECTURES.get, key="rnd_arch", **KEEP)
+    per_group = c1.checkbox("Per group", value=bool(groups), key="rnd_per_group", **KEEP, disabled=not groups)
     fit = int(min(200, max(10, smallest - 50)))  # leave at least one validation batch of 50
     train = c2.number_input("Training items per run", min_value=10, max_value=max(10, ds.n), value=fit, step=10,
-                            key="rnd_train", help="Each run trains on this many random items and validates on "
+                            key="rnd_train", **KEEP, help="Each run trains on this many random items and validates on "
                             "the rest (at least one batch of 50 must remain in every set).")
-    epochs = c2.number_input("Epochs", min_value=2, max_value=500, value=30, step=5, key="rnd_epochs")
+    epochs = c2.number_input("Epochs", min_value=2, max_value=500, value=30, step=5, key="rnd_epochs", **KEEP)
     last = c3.number_input("Average the last … epochs", min_value=1, max_value=int(epochs),
-                           value=int(min(10, epochs)), key="rnd_last")
-    runs = c3.number_input("Runs", min_value=2, max_value=200, value=10, step=1, key="rnd_runs")
-    lr = c4.number_input("Learning rate", min_value=1e-5, max_value=1.0, value=0.01, format="%.4g", key="rnd_lr")
-    seed = c4.number_input("Seed", min_value=0, value=0, step=1, key="rnd_seed")
+                           value=int(min(10, epochs)), key="rnd_last", **KEEP)
+    runs = c3.number_input("Runs", min_value=2, max_value=200, value=10, step=1, key="rnd_runs", **KEEP)
+    lr = c4.number_input("Learning rate", min_value=1e-5, max_value=1.0, value=0.01, format="%.4g", key="rnd_lr", **KEEP)
+    seed = c4.number_input("Seed", min_value=0, value=0, step=1, key="rnd_seed", **KEEP)
     st.caption("The paper's protocol: ResNet-18, 200 training items, 50 epochs averaged over the last 10, "
                "40 runs, lr 0.01 (SGD, momentum 0.9). Scores are comparable only under the same settings.")
     return RNDSettings(arch, int(train), int(epochs), int(last), int(runs), float(lr), int(seed),

@@ -48,7 +48,7 @@ def sweep_controls(ctx) -> Optional[SensitivityResult]:
     what = ("Morgan fingerprint radii " + ", ".join(map(str, DEFAULT_RADII)) + " under the Tanimoto kernel"
             if molecules else f"{kind.upper()} bandwidths from 1/8 to 8 times the median distance")
     out = tasks.stored("sensitivity", key)
-    auto = min(largest, SWEEP_MAX) <= AUTO_MAX and sets <= 6
+    auto = min(largest, SWEEP_MAX) <= AUTO_MAX and sets <= 6 and not tasks.cancelled("sensitivity", key)
     if out is None and (auto or tasks.start_button(
         f"Run the sweep over {what}", key="run_sweep", primary=False,
         hint=f"Not run yet: one dense eigendecomposition per set and value "

@@ -7,13 +7,15 @@ their widgets are drawn and fall back to the dataset's defaults when they no lon
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from diversity_core.featurizers import FEATURIZERS, default_kernel, resolve_featurizer
 from diversity_core.figures import format_q
 
 from . import data as uidata
-from .state import BANDWIDTH_KERNELS, KERNEL_CHOICES, SOURCES, q_options
+from .state import BANDWIDTH_KERNELS, KERNEL_CHOICES, PREP_KEY, SOURCES, q_options
 
 UPLOAD_TYPES = ["npy", "npz", "csv", "tsv", "parquet", "jsonl", "txt", "smi", "smiles", "sdf", "zip"]
 
@@ -26,15 +28,22 @@ def _dataset_section() -> None:
         names = uidata.demo_names()
         titles = uidata.demo_titles()
         if ss["demo"] not in names:
-            ss["load_error"] = f"Unknown demo {ss['demo']!r}; choose one of: {', '.join(names)}."
+            # kept apart from load_error, which the next successful load clears (issue 16, item 7)
+            ss["link_error"] = (f"The link asks for a demo named {ss['demo']!r}, which does not exist; showing "
+                                f"**{names[0]}** instead. Demos: {', '.join(names)}.")
             ss["demo"] = names[0]
-        st.sidebar.selectbox("Demo dataset", names, key="demo", format_func=lambda n: f"{n} — {titles.get(n, '')}")
+        # the name alone in the box (a long title was cut off), the title in full below it
+        st.sidebar.selectbox("Demo dataset", names, key="demo")
+        st.sidebar.caption(titles.get(ss["demo"], ""))
     elif ss["source"] == "Upload":
         upload = st.sidebar.file_uploader(
-            "Upload a dataset", type=UPLOAD_TYPES, key="upload",
+            "Upload a dataset (several files: one group each)", type=UPLOAD_TYPES, key="upload",
+            accept_multiple_files=True,
             help="Embeddings (.npy .npz .csv .tsv .parquet .jsonl), images (.zip or .npy), text (.txt or a "
-                 "table with a text column), molecules (.smi .sdf or a table with a SMILES column). Up to the "
-                 "server's upload limit; load larger data from a local path.",
+                 "table with a text column), molecules (.smi .sdf or a table with a SMILES column). Several "
+                 "files become one group each, named after the file (like `diversity compare A.npy B.npy`). "
+                 "Up to the server's upload limit; load larger data from a local path (a folder of .npy or "
+                 ".parquet files is read the same way).",
         )
     else:
         st.sidebar.text_input("Local path (file or folder)", key="path", placeholder="/data/embeddings.npy")
@@ -46,7 +55,14 @@ def _dataset_section() -> None:
             st.text_input("SMILES column", key="smiles_column")
     before = ss.get("dataset")
     ds = uidata.ensure_dataset(upload)
-    if ss["source"] == "Upload" and upload is None and not ds.source.startswith("upload:"):
+    if ds.groups is not None and ss["source"] != "Demo":
+        column = (ss.get("group_column") or "").strip()
+        how = (f"column **{column}**" if column else
+               "one group per file" if ds.source.startswith("upload:") and "," in ds.source or
+               uidata.group_files(Path(ds.source)) else "the file's own groups (column or sub-folders)")
+        st.sidebar.caption(f"Groups from {how}: {', '.join(ds.group_names()[:6])}"
+                           + ("…" if len(ds.group_names()) > 6 else ""))
+    if ss["source"] == "Upload" and not upload and not ds.source.startswith("upload:"):
         st.sidebar.info(f"Choose a file to upload; until then the app measures **{ds.name}** "
                         "(a link cannot carry an uploaded file).")
     if before is not None and ds is not before and ds.content_hash != before.content_hash:
@@ -63,6 +79,8 @@ def _reset_for_new_dataset() -> None:
     ss["kernel"] = None
     ss["groups"] = None
     ss.pop("group_select", None)
+    ss.pop("link_error", None)
+    ss[PREP_KEY] = []
 
 
 def _representation_section() -> None:
@@ -85,12 +103,50 @@ def _representation_section() -> None:
     st.sidebar.selectbox("Kernel", KERNEL_CHOICES, key="kernel",
                          help="The similarity k(x, y) between two items (unit diagonal).")
     if ss["kernel"] in BANDWIDTH_KERNELS:
-        st.sidebar.checkbox("Bandwidth: median distance", key="sigma_auto",
-                            help="The median pairwise distance, the usual default for sigma.")
+        st.sidebar.checkbox("Bandwidth: median distance", key="sigma_auto", on_change=_sigma_auto_changed,
+                            help="The median pairwise distance, the usual default for sigma. Unticked, sigma "
+                                 "starts from the median in effect.")
         if not ss["sigma_auto"]:
             st.sidebar.number_input("Bandwidth sigma", min_value=1e-6, key="sigma", format="%.4g")
     elif ss["kernel"] == "polynomial":
         st.sidebar.number_input("Degree", min_value=1, max_value=10, step=1, key="degree")
+
+
+PREP_LABELS = {"standardize": "standardise (z-scores)", "pca": "PCA to k dimensions", "l2": "L2-normalise rows"}
+
+
+def _preprocess_section() -> None:
+    ss = st.session_state
+    ss.setdefault(PREP_KEY, [])
+    st.sidebar.multiselect(
+        "Preprocess features", list(PREP_LABELS), key=PREP_KEY, format_func=PREP_LABELS.get,
+        placeholder="none (raw features)", persist_state="session",
+        help="Applied in this order to the representation's features before the kernel: standardise puts "
+             "every feature on one scale (tables whose columns differ by orders of magnitude), PCA keeps the "
+             "top k principal directions, L2 divides each item by its norm.",
+    )
+    if "pca" in (ss.get(PREP_KEY) or []):
+        st.sidebar.number_input("PCA dimensions k", min_value=1, max_value=512, step=1, key="pca_k")
+
+
+def _sigma_auto_changed() -> None:
+    """Unticking the median: sigma starts from the median bandwidth in effect, not from a constant."""
+    ss = st.session_state
+    if ss["sigma_auto"]:
+        return
+    from . import compute
+    from .state import settings
+
+    try:
+        view = uidata.current_view()
+        s = settings()
+        featurizer = compute.resolve_featurizer(view.data, s.featurizer)
+        spec = compute.spectrum(view, featurizer, s.kernel, ())  # the median default's spectrum (cached)
+        sigma = spec.kernel.get("sigma")
+    except Exception:  # noqa: BLE001 - without a median the previous value stays
+        return
+    if sigma:
+        ss["sigma"] = float(sigma)
 
 
 def _featurizer_changed() -> None:
@@ -135,7 +191,12 @@ def _groups_section() -> None:
         wanted = [g for g in (ss.get("groups") or names) if g in names]
         ss["group_select"] = wanted or list(names)
     else:
-        ss["group_select"] = [g for g in ss["group_select"] if g in names]
+        kept = [g for g in ss["group_select"] if g in names]
+        # Write the widget's state only when it must change: writing it on every run sends the
+        # value back to the browser each time, and the multiselect then dropped the next click
+        # on a tag's x until the user clicked elsewhere (issue 16, item 3).
+        if kept != list(ss["group_select"]):
+            ss["group_select"] = kept
     st.sidebar.multiselect("Groups", names, key="group_select",
                            help="Measure only these groups (empty: all of them).")
     chosen = ss["group_select"]
@@ -147,6 +208,7 @@ def render_sidebar() -> None:
     st.sidebar.header("Settings")
     _dataset_section()
     _representation_section()
+    _preprocess_section()
     _q_section()
     _subsample_section()
     _groups_section()

@@ -9,7 +9,10 @@ order q, subsample and groups (the page is the URL's path).
 Query-string keys: ``demo`` or ``path`` (the source; an upload cannot be restored from a
 link), ``gcol``/``wcol``/``tcol``/``scol`` (column options of a local file), ``feat``,
 ``kernel``, ``sigma`` (absent: the median-distance default), ``degree``, ``q`` (a number or
-``inf``), ``n`` and ``seed`` (subsample), ``group`` (repeated; absent: every group).
+``inf``), ``n`` and ``seed`` (subsample), ``group`` (repeated; absent: every group), ``prep``
+(preprocessing steps, e.g. ``standardize,pca``) and ``pca_k``.
+Page widgets (:data:`KEEP`) add their own keys (``spectrum_k``, ``heatmap_sort``, ``cmp_qs``,
+``cmp_presentation``, ...), written by Streamlit itself.
 """
 
 from __future__ import annotations
@@ -55,9 +58,19 @@ DEFAULTS: dict = {
     "subsample_n": 500,
     "subsample_seed": 0,
     "groups": None,  # None: every group
+    "pca_k": 10,
 }
+#: The preprocessing steps' multiselect (not re-assigned on every run, see ui.sidebar).
+PREP_KEY = "prep"
 
 _URL_LOADED = "_url_loaded"
+
+#: Keyword arguments of every page widget (eigenvectors, heatmap sort, Compare's options,
+#: presentation mode, ...): Streamlit keeps the value for the whole session, across page
+#: changes (``persist_state``), and mirrors it in the URL under the widget's key (``bind``), so a
+#: copied link reopens exactly what was on screen. A value equal to the widget's default is
+#: left out of the URL; an invalid one in a link is ignored.
+KEEP: dict = {"bind": "query-params", "persist_state": "session"}
 
 
 @dataclass(frozen=True)
@@ -71,6 +84,7 @@ class Settings:
     subsample: Optional[int]
     seed: int
     groups: Optional[tuple]
+    preprocess: tuple = ()  # (steps, n_components) or () for raw features
 
     @property
     def kernel_kwargs(self) -> dict:
@@ -172,6 +186,16 @@ def read_query_params(params) -> None:
     seed = _int_at_least(params.get("seed"), 0)
     if seed is not None:
         ss["subsample_seed"] = seed
+    if params.get("prep"):
+        from diversity_core.preprocess import parse_steps
+
+        try:
+            ss["prep"] = list(parse_steps(params["prep"]))
+        except ValueError:
+            pass
+    pca_k = _int_at_least(params.get("pca_k"), 1)
+    if pca_k is not None:
+        ss["pca_k"] = pca_k
     groups = params.get_all("group") if hasattr(params, "get_all") else params.get("group")
     if groups:
         ss["groups"] = [groups] if isinstance(groups, str) else list(groups)
@@ -206,12 +230,16 @@ def query_dict() -> dict:
         out["seed"] = str(int(ss["subsample_seed"]))
     if ss.get("groups") is not None:
         out["group"] = list(ss["groups"])
+    if ss.get("prep"):
+        out["prep"] = ",".join(ss["prep"])
+        if "pca" in ss["prep"]:
+            out["pca_k"] = str(int(ss["pca_k"]))
     return out
 
 
 #: Query-string keys this module owns (others, e.g. a page's own, are left alone).
 QUERY_KEYS = ("demo", "path", "source", "gcol", "wcol", "tcol", "scol", "feat", "kernel", "sigma", "degree",
-              "q", "n", "seed", "group")
+              "q", "n", "seed", "group", "prep", "pca_k")
 
 
 def write_query_params() -> None:
@@ -246,4 +274,14 @@ def settings() -> Settings:
         subsample=int(ss["subsample_n"]) if ss["subsample_on"] else None,
         seed=int(ss["subsample_seed"]),
         groups=None if ss.get("groups") is None else tuple(ss["groups"]),
+        preprocess=preprocess_spec(),
     )
+
+
+def preprocess_spec() -> tuple:
+    """``(steps, n_components)`` of the sidebar's preprocessing; ``()`` for raw features."""
+    ss = st.session_state
+    steps = tuple(ss.get("prep") or ())
+    if not steps:
+        return ()
+    return (steps, int(ss["pca_k"]) if "pca" in steps else None)

@@ -10,6 +10,11 @@
    never lost to a later drawing error or a rerun.
 4. The page shows the outcome (now, and on every later run with the same inputs).
 
+Every running task shows a **Cancel** button: pressing it makes Streamlit stop the script at
+its next progress report and rerun it; that rerun says the task was cancelled, keeps nothing,
+and a task that would start by itself waits for a click instead (:func:`cancelled`). On a
+failure the progress bar and the status box go before the error is shown.
+
 Outcomes live in bounded, thread-safe stores shared by all sessions (``st.cache_resource``):
 their keys name content, not sessions, so a result computed once is shown to every session
 that asks for the same inputs.
@@ -27,7 +32,7 @@ from cachetools import LRUCache
 
 from diversity_core import DiversityWarning
 
-from .feedback import ProgressBar, error_message
+from .feedback import ProgressBar, error_message, plain
 
 #: Outcomes kept per kind of task (least recently used dropped first).
 MAX_ENTRIES = 16
@@ -69,9 +74,33 @@ def store(kind: str, max_entries: int = MAX_ENTRIES) -> Store:
     return Store(max_entries)
 
 
+#: Session-state key of the keys of cancelled tasks (kind -> key).
+_CANCELLED = "_tasks_cancelled"
+#: Session-state key of the task running in this session (kind, key), while it runs.
+_RUNNING = "_tasks_running"
+
+
+def _cancel_key(kind: str) -> str:
+    return f"cancel_{kind}"
+
+
 def stored(kind: str, key: Hashable, *, max_entries: int = MAX_ENTRIES) -> Optional[Outcome]:
-    """The finished outcome of ``kind`` for ``key`` (None when not computed yet, or evicted)."""
+    """The finished outcome of ``kind`` for ``key`` (None when not computed yet, or evicted).
+
+    On the run that follows a press of the task's **Cancel** button, says so once.
+    """
+    ss = st.session_state
+    running = ss.get(_RUNNING)
+    if running is not None and running[0] == kind and ss.get(_cancel_key(kind)):
+        ss.setdefault(_CANCELLED, {})[kind] = running[1]
+        ss[_RUNNING] = None
+        st.warning("Cancelled: nothing was kept. Start it again when you are ready.")
     return store(kind, max_entries).get(key)
+
+
+def cancelled(kind: str, key: Hashable) -> bool:
+    """Whether the task ``kind`` with ``key`` was cancelled in this session (it then waits for a click)."""
+    return st.session_state.get(_CANCELLED, {}).get(kind) == key
 
 
 def start_button(label: str, *, key: str, hint: str = "", primary: bool = True) -> bool:
@@ -106,7 +135,16 @@ def run(
     is stored then. Warnings of the core (:class:`~diversity_core.DiversityWarning`) become the
     outcome's ``notes``.
     """
-    with st.status(label, expanded=expanded) as status:
+    ss = st.session_state
+    ss.setdefault(_CANCELLED, {}).pop(kind, None)
+    ss[_RUNNING] = (kind, key)
+    box = st.empty()
+    with box.container():
+        cancel_slot = st.empty()
+        cancel_slot.button("Cancel", key=_cancel_key(kind), icon=":material/cancel:",
+                           help="Stop this computation (at its next progress step); nothing is kept.")
+        status = st.status(label, expanded=expanded)
+    with status:
         bar = ProgressBar(label)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -118,11 +156,13 @@ def run(
             else:
                 failure = None
         bar.empty()
-        if failure is not None:
-            status.update(label=f"{label}: failed", state="error", expanded=False)
-        else:
+        if failure is None:
             status.update(label=f"{label}: done", state="complete", expanded=False)
+    ss[_RUNNING] = None
+    cancel_slot.empty()
     if failure is not None:
+        # the status box goes with its bar (a bar stuck at 99 % and its label above the error mislead)
+        box.empty()
         st.error(failure)
         return None
     notes = tuple(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, DiversityWarning)))
@@ -134,4 +174,4 @@ def run(
 def show_notes(outcome: Outcome) -> None:
     """The core's warnings during the task, one info box each."""
     for note in outcome.notes:
-        st.info(note)
+        st.info(plain(note))

@@ -1,17 +1,21 @@
 """``diversity inspect FILE``: what was loaded, per group, and what was skipped and why.
 
 ``FILE`` may also be ``demo:<name>`` (``demo:digits``, ``demo:molecules``, ...). The data flags
-here (:func:`add_data_arguments`, :func:`dataset_from_args`) are shared by the other
-sub-commands that read a dataset.
+here (:func:`add_data_arguments`, :func:`dataset_from_args`, and :func:`preprocess_from_args`
+for ``--preprocess``/``--n-components``) are shared by the other sub-commands that read a
+dataset.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import warnings
 
 from .._table import format_table
 from ..data import DEFAULT_MAX_BYTES, Dataset, load_dataset
+from ..exceptions import DiversityWarning
+from ..preprocess import PREPROCESS_STEPS, parse_steps, preprocess, scale_warning
 from ._progress import TqdmProgress
 
 FORMATS = ("table", "json")
@@ -41,6 +45,29 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_MAX_BYTES,
         help=f"size limit of the input in bytes (default: {DEFAULT_MAX_BYTES})",
     )
+    parser.add_argument(
+        "--preprocess",
+        default=None,
+        metavar="STEPS",
+        help="preprocess the features before the kernel, comma-separated steps in "
+        f"{', '.join(PREPROCESS_STEPS)} (applied in that order), e.g. standardize or standardize,pca",
+    )
+    parser.add_argument(
+        "--n-components", type=int, default=None, help="dimensions kept by the pca preprocessing step"
+    )
+
+
+def preprocess_from_args(args: argparse.Namespace, X):
+    """``X`` after the ``--preprocess`` steps (unchanged without them); warns when raw feature
+    scales differ by orders of magnitude."""
+    steps = parse_steps(getattr(args, "preprocess", None))
+    if not steps:
+        message = scale_warning(X)
+        if message:
+            warnings.warn(message.replace("(preprocessing 'standardize')", "(--preprocess standardize)"),
+                          DiversityWarning, stacklevel=2)
+        return X
+    return preprocess(X, steps=steps, n_components=getattr(args, "n_components", None))
 
 
 def dataset_from_args(args: argparse.Namespace) -> Dataset:
@@ -108,6 +135,9 @@ def format_summary(summary: dict) -> str:
 def run(args: argparse.Namespace) -> int:
     """Load ``args.file`` and print its summary; exit code 0."""
     dataset = dataset_from_args(args)
+    parse_steps(args.preprocess)  # a bad step is a usage error, even without features to apply it to
+    if dataset.features is not None:
+        preprocess_from_args(args, dataset.features)
     summary = dataset.summary(max_examples=max(0, args.max_examples))
     if args.format == "json":
         print(json.dumps(summary, indent=2, sort_keys=True))

