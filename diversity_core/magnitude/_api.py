@@ -11,6 +11,7 @@ import numpy as np
 from .._progress import ProgressCallback
 from .._validation import check_option, check_positive, check_scalar
 from ..exceptions import ConvergenceWarning, DiversityInputError, NumericalError
+from ._free import _free_curve, _free_tconv_of, _prepare_any
 from ._metric import _prepare, _Space
 from ._results import MagnitudeDimension, MagnitudeFunction, MagnitudeResult
 from ._scales import _check_ts, _curve, _tconv, _weighting_at
@@ -78,6 +79,17 @@ def _function_of_space(space: _Space, ts: Optional[np.ndarray], *, n_scales: int
                        total: Optional[int] = None, t_conv: Optional[float] = None, scales: str = "linear",
                        derivatives: bool = False, positive: bool = False) -> MagnitudeFunction:
     """The magnitude function of a prepared space (consumes ``space.D``; no warnings)."""
+    if space.free is not None:
+        if derivatives or positive:
+            raise DiversityInputError(
+                f"derivatives and positive magnitude need the dense path; the {space.n} x {space.n} matrices "
+                "exceed the memory budget. Raise the budget (diversity_core.set_config) or use a subset."
+            )
+        c = _free_curve(space.free, ts, t_cut=t_cut, n_scales=n_scales, fraction=fraction, progress=progress,
+                        offset=offset, total=total, t_conv=t_conv, scales=scales)
+        return MagnitudeFunction(c.ts, c.values, c.errors, c.ill_conditioned, c.singular, c.methods, c.t_conv,
+                                 fraction, space.n_points, c.n_distinct, space.n_merged, space.metric,
+                                 method="matrix-free")
     D, space.D = space.D, None
     c = _curve(D, ts, t_cut=t_cut, n_scales=n_scales, fraction=fraction, progress=progress, offset=offset,
                total=total, t_conv=t_conv, scales=scales, derivatives=derivatives, positive=positive)
@@ -88,6 +100,8 @@ def _function_of_space(space: _Space, ts: Optional[np.ndarray], *, n_scales: int
 
 def _tconv_of_space(space: _Space, fraction: float) -> float:
     """t_conv of a prepared space (leaves ``space.D`` intact)."""
+    if space.free is not None:
+        return _free_tconv_of(space.free, fraction)
     return _tconv(space.D, fraction)
 
 
@@ -255,6 +269,7 @@ def magnitude_function(
     scales: str = "linear",
     derivatives: bool = False,
     positive: bool = False,
+    method: str = "auto",
 ) -> MagnitudeFunction:
     """The magnitude function t -> Mag(t) on a grid of scales (Definition 3.2 of [1]_).
 
@@ -301,6 +316,12 @@ def magnitude_function(
         Also compute the positive magnitude :math:`\\sum_i \\max(w_i, 0)` at every scale
         (``positive_values``; magnipy's ``positive_magnitude=True``), from the weighting solved
         to a residual of 1e-11 (Mag alone needs a less accurate weighting).
+    method : {"auto", "dense", "matrix-free"}, default "auto"
+        "dense" holds D, Z_t and a factor (about 24 n^2 bytes); "matrix-free" never holds an
+        n x n matrix: conjugate gradients with Z_t products computed from the points block by
+        block (Nyström-preconditioned at small scales), error estimates from the CG-Lanczos
+        Ritz values, ``method="matrix-free"`` on the result. "auto" is dense while those
+        matrices fit the memory budget (:func:`diversity_core.set_config`).
 
     Returns
     -------
@@ -349,7 +370,7 @@ def magnitude_function(
     n_scales = _check_n_scales(n_scales)
     fraction = _check_fraction(fraction)
     scales = _check_scales(scales)
-    space = _prepare(X_or_D, metric, p=p)
+    space = _prepare_any(X_or_D, metric, p=p, method=method)
     if grid is None and t_cut is None and space.n > 1 and space.n * fraction <= 1.0:
         raise DiversityInputError(
             f"the default grid ends at t_conv, which needs fraction * n_distinct > 1; got {fraction:g} * "
@@ -362,7 +383,7 @@ def magnitude_function(
 
 
 def convergence_scale(X_or_D, *, fraction: float = 0.95, metric: str = "euclidean",
-                      p: Optional[float] = None) -> float:
+                      p: Optional[float] = None, method: str = "auto") -> float:
     """The convergence scale t_conv with Mag(t_conv) = fraction * n (Definition 3.5 of [1]_).
 
     .. math::
@@ -387,6 +408,9 @@ def convergence_scale(X_or_D, *, fraction: float = 0.95, metric: str = "euclidea
         ``scipy.spatial.distance`` ("minkowski", "chebyshev", "canberra", ...), or "precomputed".
     p : float, optional
         Exponent of ``metric="minkowski"`` (default 2; ``p >= 1``, ``inf`` allowed); only with it.
+
+    method : {"auto", "dense", "matrix-free"}, default "auto"
+        As :func:`magnitude_function`.
 
     Returns
     -------
@@ -423,7 +447,7 @@ def convergence_scale(X_or_D, *, fraction: float = 0.95, metric: str = "euclidea
     True
     """
     fraction = _check_fraction(fraction)
-    space = _prepare(X_or_D, metric, p=p)
+    space = _prepare_any(X_or_D, metric, p=p, method=method)
     return _tconv_of_space(space, fraction)
 
 

@@ -19,7 +19,8 @@ from ._api import (
     _warn_flags,
     magnitude_function,
 )
-from ._metric import _DENSE_ARRAYS, _prepare
+from ._free import _prepare_any
+from ._metric import _DENSE_ARRAYS
 from ._results import MagAreaResult, MagDiffMatrix, MagDiffResult, MagnitudeComparison, MagnitudeFunction
 from ._scales import _area, _check_ts
 
@@ -46,6 +47,7 @@ def mag_area(
     metric: str = "euclidean",
     progress: Optional[ProgressCallback] = None,
     p: Optional[float] = None,
+    method: str = "auto",
 ) -> MagAreaResult:
     """MagArea: the area under the magnitude function on [0, t_cut] (Definition 3.3 of [1]_).
 
@@ -70,6 +72,8 @@ def mag_area(
     p : float, optional
         Exponent of ``metric="minkowski"``.
     progress : callable, optional
+    method : {"auto", "dense", "matrix-free"}, default "auto"
+        As :func:`magnitude_function`.
 
     Returns
     -------
@@ -100,7 +104,7 @@ def mag_area(
     if t_cut is not None:
         t_cut = check_positive(t_cut, "t_cut")
     func = magnitude_function(X_or_D, None, n_scales=n_scales, t_cut=t_cut, fraction=fraction, metric=metric,
-                              progress=progress, p=p)
+                              progress=progress, p=p, method=method)
     _check_curve(func, "X")
     end = float(func.ts[-1])
     area = _area(func.ts, func.values, end)
@@ -119,6 +123,7 @@ def mag_diff(
     progress: Optional[ProgressCallback] = None,
     p: Optional[float] = None,
     ts: Optional[Sequence[float]] = None,
+    method: str = "auto",
 ) -> MagDiffResult:
     """MagDiff: the integral of Mag_X - Mag_Y over [0, t_cut] (Definition 3.4 of [1]_).
 
@@ -152,6 +157,8 @@ def mag_diff(
     ts : sequence of float, optional
         An explicit common grid (e.g. the union of two curves' grids); the integrals run over
         ``[min ts, max ts]`` and ``t_cut = max ts``. Excludes ``t_cut``.
+    method : {"auto", "dense", "matrix-free"}, default "auto"
+        As :func:`magnitude_function`.
 
     Returns
     -------
@@ -181,7 +188,8 @@ def mag_diff(
     if reference is not None:
         check_option(reference, ("X", "Y"), "reference")
     comp = compare_magnitude({"X": X, "Y": Y}, reference=reference, t_cut=t_cut, n_scales=n_scales,
-                             fraction=fraction, metric=metric, progress=progress, p=p, ts=ts)
+                             fraction=fraction, metric=metric, progress=progress, p=p, ts=ts,
+                             method=method)
     value = comp.areas["X"] - comp.areas["Y"]
     fx, fy = comp.functions["X"], comp.functions["Y"]
     absolute = _area(fx.ts, np.abs(fx.values - fy.values), comp.t_cut)
@@ -219,6 +227,7 @@ def compare_magnitude(
     progress: Optional[ProgressCallback] = None,
     p: Optional[float] = None,
     ts: Optional[Sequence[float]] = None,
+    method: str = "auto",
 ) -> MagnitudeComparison:
     """MagArea of several sets on a common interval, and MagDiff against a reference ([1]_, Sec. 3.4).
 
@@ -252,6 +261,8 @@ def compare_magnitude(
     ts : sequence of float, optional
         An explicit common grid instead of ``n_scales`` scales on ``[0, t_cut]`` (rule
         ``"given ts"``, ``t_cut = max ts``). Excludes ``t_cut``.
+    method : {"auto", "dense", "matrix-free"}, default "auto"
+        As :func:`magnitude_function`.
 
     Returns
     -------
@@ -315,7 +326,7 @@ def compare_magnitude(
     done = 0
     if need_tconv:
         for name in names:
-            space = _prepare(sets[name], metric, p=p, name=name)
+            space = _prepare_any(sets[name], metric, p=p, name=name, method=method)
             if space.n * fraction <= 1.0:
                 raise DiversityInputError(
                     f"set {name!r} has {space.n} distinct point(s): its convergence scale needs "
@@ -323,9 +334,10 @@ def compare_magnitude(
                 )
             report(progress, done, total, f"{name}: finding the convergence scale")
             t_conv[name] = _tconv_of_space(space, fraction)  # leaves space.D intact
-            if fits_memory(keep_bytes + space.D.nbytes + working):
+            held = 0 if space.D is None else space.D.nbytes  # a matrix-free space holds no n x n matrix
+            if fits_memory(keep_bytes + held + working) or space.D is None:
                 spaces[name] = space
-                keep_bytes += space.D.nbytes
+                keep_bytes += held
             done += 1
             report(progress, done, total, f"{name}: t_conv = {t_conv[name]:.6g}")
         if reference is not None:
@@ -340,7 +352,7 @@ def compare_magnitude(
         space = spaces.pop(name, None)
         if space is None:
             # the first pass (if any) already warned about duplicates
-            space = _prepare(sets[name], metric, p=p, name=name, warn=not need_tconv)
+            space = _prepare_any(sets[name], metric, p=p, name=name, warn=not need_tconv, method=method)
         sub = _sub_progress(progress, done, total, name)
         functions[name] = _function_of_space(space, ts, n_scales=n_scales, t_cut=None, fraction=fraction,
                                              progress=sub, total=n_scales - 1, t_conv=t_conv[name])
@@ -380,6 +392,7 @@ def mag_diff_matrix(
     p: Optional[float] = None,
     ts: Optional[Sequence[float]] = None,
     progress: Optional[ProgressCallback] = None,
+    method: str = "auto",
 ) -> MagDiffMatrix:
     """MagDiff between every pair of sets, all curves on one common grid (magnipy's ``Diversipy``).
 
@@ -395,7 +408,7 @@ def mag_diff_matrix(
     ----------
     sets : mapping of str to array-like
         Named point sets (or distance matrices with ``metric="precomputed"``).
-    reference, t_cut, n_scales, fraction, metric, p, ts, progress
+    reference, t_cut, n_scales, fraction, metric, p, ts, progress, method
         As :func:`compare_magnitude`.
 
     Returns
@@ -422,7 +435,7 @@ def mag_diff_matrix(
     (True, True)
     """
     comp = compare_magnitude(sets, reference=reference, t_cut=t_cut, n_scales=n_scales, fraction=fraction,
-                             metric=metric, progress=progress, p=p, ts=ts)
+                             metric=metric, progress=progress, p=p, ts=ts, method=method)
     names = comp.names
     k = len(names)
     ts_grid = comp.functions[names[0]].ts

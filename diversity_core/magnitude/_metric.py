@@ -63,6 +63,7 @@ class _Space:
     indices: np.ndarray
     n_points: int
     metric: str
+    free: Optional[object] = None  # the matrix-free products (``_free._FreeSpace``) when D is not held
 
     @property
     def n(self) -> int:
@@ -190,30 +191,33 @@ class _PointMetric:
 
     def rows(self, i0: int, i1: int) -> np.ndarray:
         """``D[i0:i1]`` (a new array; the diagonal entries in it are 0)."""
+        return self.rows_of(slice(i0, i1), np.arange(i0, i1))
+
+    def rows_of(self, sel, idx: np.ndarray) -> np.ndarray:
+        """``D[idx]`` where ``sel`` selects the same rows (a slice, or ``idx`` itself)."""
         m = self.metric
         if m == "euclidean":
-            G = self.Xc[i0:i1] @ self.Xc.T
+            G = self.Xc[sel] @ self.Xc.T
             G *= -2.0
-            G += self.sq[i0:i1, None]
+            G += self.sq[sel, None]
             G += self.sq[None, :]
             # |x|^2 + |y|^2 - 2 x.y loses relative accuracy for close pairs: recompute those exactly
-            rows, cols = np.nonzero(G < 1e-2 * (self.sq[i0:i1, None] + self.sq[None, :]))
+            rows, cols = np.nonzero(G < 1e-2 * (self.sq[sel, None] + self.sq[None, :]))
             if rows.size:
-                diff = self.Xc[rows + i0] - self.Xc[cols]
+                diff = self.Xc[idx[rows]] - self.Xc[cols]
                 G[rows, cols] = np.einsum("ij,ij->i", diff, diff)
             np.sqrt(G, out=G)
             out = G
         elif m == "cosine":
-            out = self.U[i0:i1] @ self.U.T
+            out = self.U[sel] @ self.U.T
             np.subtract(1.0, out, out=out)
             np.clip(out, 0.0, 2.0, out=out)
         elif m in ("tanimoto", "jaccard"):
-            out = _tanimoto_from_gram(self.X[i0:i1] @ self.X.T, self.sq[i0:i1], self.sq)
+            out = _tanimoto_from_gram(self.X[sel] @ self.X.T, self.sq[sel], self.sq)
         else:
-            out = cdist(self.X[i0:i1], self.X, metric=m, **self.kwargs)
+            out = cdist(self.X[sel], self.X, metric=m, **self.kwargs)
             np.maximum(out, 0.0, out=out)  # round-off below 0 (correlation)
-        idx = np.arange(i0, i1)
-        out[idx - i0, idx] = 0.0
+        out[np.arange(idx.size), idx] = 0.0
         return out
 
 

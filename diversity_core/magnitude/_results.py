@@ -141,6 +141,9 @@ class MagnitudeFunction:
         of the weighting at each scale (equal to ``values`` where the weighting is non-negative).
     derivatives : ndarray of shape (m,) or None
         :math:`\\mathrm{Mag}'(t) = w^\\top (D \\circ Z_t)\\, w` when asked for (``derivatives=True``).
+    method : {"dense", "matrix-free"}
+        How the curve was computed. Matrix-free values are conjugate-gradient iterates whose
+        ``errors`` are a-posteriori estimates (no factorisation confirms them); see ``exact``.
     """
 
     ts: np.ndarray
@@ -157,9 +160,18 @@ class MagnitudeFunction:
     metric: str
     positive_values: Optional[np.ndarray] = None
     derivatives: Optional[np.ndarray] = None
+    method: str = "dense"
 
     def __post_init__(self) -> None:
         _freeze(self)
+
+    @property
+    def exact(self) -> np.ndarray:
+        """Per scale: the value is accurate to :data:`ACCURACY_RTOL` by its error estimate (not singular,
+        not ill-conditioned); False marks an approximate value whose ``errors`` entry bounds its error."""
+        out = ~(self.ill_conditioned | self.singular)
+        out.setflags(write=False)
+        return out
 
     @property
     def dimension_profile(self) -> Optional[np.ndarray]:
@@ -184,6 +196,7 @@ class MagnitudeFunction:
         """JSON-ready dictionary with stable keys."""
         out = _fields_dict(self)
         out["max_rel_error"] = to_jsonable(self.max_rel_error)
+        out["exact"] = to_jsonable(self.exact)
         return out
 
 

@@ -59,14 +59,22 @@ def _mean_field_guess(D: np.ndarray, target: float, k: int = 24, rows: int = 256
     is only the Newton starting point.
     """
     n = D.shape[0]
+    return _mean_field_guess_rows(D[_guess_sample(n, rows)], n, target, k)
+
+
+def _guess_sample(n: int, rows: int = 256) -> np.ndarray:
+    """The evenly spaced sample rows of :func:`_mean_field_guess`."""
+    return np.unique(np.linspace(0, n - 1, min(rows, n)).astype(np.intp))
+
+
+def _mean_field_guess_rows(block: np.ndarray, n: int, target: float, k: int = 24) -> float:
+    """:func:`_mean_field_guess` from the distance rows ``block`` of the sample points (of n)."""
     kk = min(k + 1, n)
-    sample = np.unique(np.linspace(0, n - 1, min(rows, n)).astype(np.intp))
-    block = D[sample]
     near = np.partition(block, kk - 1, axis=1)[:, :kk] if kk < n else block
     positive = near[near > 0]
     if positive.size == 0:
         return 1.0
-    goal = target / n * sample.size
+    goal = target / n * block.shape[0]
     lo, hi = 1e-6 / float(np.median(positive)), 1e6 / float(positive.min())
 
     def f(logt: float) -> float:
