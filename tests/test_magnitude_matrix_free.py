@@ -116,3 +116,11 @@ def test_exact_flags_follow_the_stated_error(rng):
         warnings.simplefilter("ignore")
         s = spread_function(rng.normal(size=(30, 2)), [1.0])
     assert math.isfinite(s.values[0])
+
+
+def test_spread_matrix_free_equals_dense(rng):
+    X = _mixture(rng, 300, 4)
+    a = spread_function(X, n_scales=6, method="matrix-free")
+    b = spread_function(X, n_scales=6, method="dense")
+    assert a.t_conv == pytest.approx(b.t_conv, rel=1e-12)
+    np.testing.assert_allclose(a.values, b.values, rtol=1e-12)

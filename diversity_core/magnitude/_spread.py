@@ -18,7 +18,8 @@ from scipy.optimize import brentq
 from .._progress import ProgressCallback, report
 from ..exceptions import DiversityInputError
 from ._api import _check_fraction, _check_n_scales, _check_scales, _check_t_cut
-from ._metric import _cache_rows, _prepare
+from ._free import _prepare_any
+from ._metric import _cache_rows
 from ._results import SpreadFunction
 from ._scales import _check_ts, _grid
 
@@ -82,6 +83,7 @@ def spread_function(
     metric: str = "euclidean",
     p: Optional[float] = None,
     progress: Optional[ProgressCallback] = None,
+    method: str = "auto",
 ) -> SpreadFunction:
     """Willerton's spread on a grid of scales.
 
@@ -109,6 +111,9 @@ def spread_function(
     p : float, optional
         Exponent of ``metric="minkowski"``.
     progress : callable, optional
+    method : {"auto", "dense", "matrix-free"}, default "auto"
+        "matrix-free" reads the distances row block by row block from the points (no n x n
+        matrix); "auto" does so when D does not fit the memory budget.
 
     Returns
     -------
@@ -144,12 +149,10 @@ def spread_function(
     n_scales = _check_n_scales(n_scales)
     fraction = _check_fraction(fraction)
     scales = _check_scales(scales)
-    space = _prepare(X_or_D, metric, p=p)
+    space = _prepare_any(X_or_D, metric, p=p, method=method)
     n = space.n
     D = space.D
-
-    def rows(i0: int, i1: int) -> np.ndarray:
-        return D[i0:i1]
+    rows = space.free.pm.rows if D is None else (lambda i0, i1: D[i0:i1])
 
     t_conv = None
     if grid is None:
@@ -159,7 +162,8 @@ def spread_function(
                     f"the default grid ends at the spread's t_conv, which needs fraction * n_distinct > 1; got "
                     f"{fraction:g} * {n}. Give ts or t_cut."
                 )
-            positive = D[D > 0]
+            sample = D if D is not None else space.free.rows_at(np.unique(np.linspace(0, n - 1, 256).astype(int)))
+            positive = sample[sample > 0]
             t_conv = _spread_tconv(rows, n, fraction, float(np.median(positive)))
             t_cut = t_conv
         grid = _grid(t_cut, n_scales, scales)
