@@ -26,6 +26,9 @@ _metric       distances of the metrics (:data:`METRICS`: ours, the Tanimoto dist
               precomputed D, duplicate and twin merging (``_merge_duplicates``), the memory-budget check
 _solvers      Cholesky (LAPACK and blocked), float32 factors with float64 refinement, CG with
               error estimates (``_Engine``), :data:`ACCURACY_RTOL`
+_free         the matrix-free path (``method="matrix-free"``, or "auto" over the memory
+              budget): blocked Z_t products from the points, lockstep CG over the grid,
+              Nyström preconditioning, error estimates
 _scales       the grid solve, the t_conv search, and the private computes on validated input
               (``_magnitude_values``, ``_convergence_scale_of``, ``_area``)
 
@@ -38,7 +41,8 @@ on an evenly spaced grid as :math:`Z_{t_k} = Z_{t_1}^{\\circ k}` by elementwise 
 Every solve reports an a-posteriori error estimate; the solvers are described in ``_solvers``.
 Peak memory is about 20 n^2 bytes (D, Z_t and one float32 factor; 24 n^2 with a float64
 factor), checked against the memory budget (:func:`diversity_core.set_config`) before any
-n x n allocation.
+n x n allocation. Above the budget, ``method="auto"`` takes the matrix-free path (``_free``),
+which holds no n x n matrix and says so in the result (``method``, ``exact`` per scale).
 
 Magnitude is defined whenever :math:`Z_t` is invertible: when Cholesky fails (:math:`Z_t` not
 positive definite, as for some graph metrics) an LU factorisation takes over (method

@@ -115,6 +115,7 @@ class _FreeSpace:
         Q = np.empty_like(P)
 
         def block(i0: int, i1: int) -> None:
+            """Rows i0:i1 of every product."""
             D = self.pm.rows(i0, i1)
             if h is not None:
                 E = np.exp(np.multiply(D, -h, out=D), out=D)
@@ -159,6 +160,7 @@ class _FreeSpace:
             return later
 
         def block(i0: int, i1: int) -> None:
+            """Mark the later row of each zero distance in rows i0:i1."""
             D = self.pm.rows(i0, i1)
             rows, cols = np.nonzero(D == 0)
             rows += i0
@@ -188,6 +190,7 @@ class _Nystrom:
         self.ratio = float(lam[-1]) / self.nu if m else 0.0
 
     def apply(self, r: np.ndarray) -> np.ndarray:
+        """M^{-1} r = r / nu + U ((lam)^{-1} - 1 / nu) U^T r."""
         c = (self.U.T @ r.astype(np.float32)).astype(np.float64)
         return r / self.nu + (self.U @ (c * (1.0 / self.lam - 1.0 / self.nu)).astype(np.float32)).astype(np.float64)
 
@@ -227,9 +230,11 @@ class _Lane:
         self.failed = False
 
     def z(self, r: np.ndarray) -> np.ndarray:
+        """M^{-1} r (the identity without a preconditioner)."""
         return self.pre.apply(r) if self.pre is not None else r
 
     def start(self) -> None:
+        """First search direction from the initial residual."""
         zr = self.z(self.r)
         self.rz = float(self.r @ zr)
         self.p = zr
@@ -336,6 +341,7 @@ def _free_tconv(space: _FreeSpace, fraction: float, guess: float) -> float:
     pts: list = []  # (t, g, x)
 
     def add(ts_new: np.ndarray, warm: Optional[list] = None) -> None:
+        """Solve at ``ts_new`` (lockstep) and record (t, g, weighting)."""
         for t, ln in zip(ts_new, _solve_scales(space, np.sort(ts_new), warm)):
             if ln.failed or not np.isfinite(ln.value):
                 continue
