@@ -8,17 +8,22 @@ For n = 2000 Gaussian mixtures with d = 10 and d = 128, in one run on the same d
   the cost of the 30 solves alone;
 - magnipy 1.0.0: ``Magnipy(X).MagArea()`` from scratch, in its own venv (see ``magnipy_env.py``);
 
-the three interleaved, best time of each (the machine may be shared);
+the three interleaved, best time of each (the machine may be shared), in wall time and in CPU
+time (``time.process_time`` of all the process's threads: much less sensitive to other jobs);
 - agreement: t_conv, MagArea, and Mag(t) on magnipy's own grid.
 
-Targets: ours <= floor (ratio ours / floor <= 1), magnipy / ours >= 3, results equal to 1e-8.
+``--threads N`` limits the BLAS threads of ours, the floor and magnipy alike (``threadpoolctl``
+here, ``OPENBLAS_NUM_THREADS`` for magnipy's process); on a loaded machine ``--threads 1`` gives
+the most reproducible ratios. The load average is recorded before and after.
+
+Targets: ours <= floor (ratio ours / floor <= 1), magnipy / ours >= 4, results equal to 1e-8.
 
 ``--large`` adds the n = 20000 run (d = 10): time, peak memory, the stated accuracy (a-posteriori
 error estimates) and a check of the hardest scale against a float64 Cholesky solve.
 
 Writes ``benchmarks/results/magnitude.json``. Usage::
 
-    python benchmarks/bench_magnitude.py [--repeats 4] [--magnipy-repeats 2] [--large | --only-large]
+    python benchmarks/bench_magnitude.py [--repeats 4] [--magnipy-repeats 2] [--threads N] [--large | --only-large]
 """
 
 from __future__ import annotations
@@ -78,31 +83,51 @@ def machine() -> dict:
     return info
 
 
+THREADS = None  # BLAS threads (None: the libraries' default)
+
+
+def _limited():
+    """Context limiting the BLAS threads to ``THREADS`` (no-op by default)."""
+    import contextlib
+
+    if THREADS is None:
+        return contextlib.nullcontext()
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(THREADS, user_api="blas")
+
+
 def time_ours(X: np.ndarray):
-    start = time.perf_counter()
-    res = mag_area(X)
-    return time.perf_counter() - start, res
+    """Wall and CPU seconds of ``mag_area(X)``."""
+    with _limited():
+        start, cpu = time.perf_counter(), time.process_time()
+        res = mag_area(X)
+        return time.perf_counter() - start, time.process_time() - cpu, res
 
 
-def time_floor(X: np.ndarray, t: float, count: int = 30) -> float:
-    """``count`` float64 Cholesky factorisations (and the two triangular solves) of Z_t."""
+def time_floor(X: np.ndarray, t: float, count: int = 30) -> tuple:
+    """Wall and CPU seconds of ``count`` float64 Cholesky factorisations (and the two triangular solves) of Z_t."""
     from scipy.spatial.distance import cdist
 
     Z = np.exp(-t * cdist(X, X))
     ones = np.ones(X.shape[0])
-    start = time.perf_counter()
-    for _ in range(count):
-        c = sla.cho_factor(Z, lower=True, check_finite=False)
-        sla.cho_solve(c, ones, check_finite=False)
-    return time.perf_counter() - start
+    with _limited():
+        start, cpu = time.perf_counter(), time.process_time()
+        for _ in range(count):
+            c = sla.cho_factor(Z, lower=True, check_finite=False)
+            sla.cho_solve(c, ones, check_finite=False)
+        return time.perf_counter() - start, time.process_time() - cpu
 
 
 def run_magnipy(X: np.ndarray) -> dict:
     """``Magnipy(X).MagArea()`` from scratch in the magnipy venv."""
+    env = dict(os.environ)
+    if THREADS is not None:
+        env.update(OPENBLAS_NUM_THREADS=str(THREADS), OMP_NUM_THREADS=str(THREADS), MKL_NUM_THREADS=str(THREADS))
     with tempfile.TemporaryDirectory() as tmp:
         xp, op = Path(tmp) / "X.npy", Path(tmp) / "out.json"
         np.save(xp, X)
-        subprocess.run([sys.executable, str(HERE / "magnipy_env.py"), "bench", str(xp), str(op)], check=True)
+        subprocess.run([sys.executable, str(HERE / "magnipy_env.py"), "bench", str(xp), str(op)], check=True, env=env)
         return json.loads(op.read_text())
 
 
@@ -114,20 +139,30 @@ def bench_n2000(d: int, repeats: int, magnipy_repeats: int) -> dict:
     """
     X = gaussian_mixture(2000, d, seed=1000 + d)
     ours_times, floor_times, mp_times = [], [], []
+    ours_cpu, floor_cpu, mp_cpu = [], [], []
+    loads = [os.getloadavg()[0]]
     res = mp = None
     for rep in range(repeats):
-        t, res = time_ours(X)
+        t, c, res = time_ours(X)
         ours_times.append(t)
-        floor_times.append(time_floor(X, res.t_cut / 2))
+        ours_cpu.append(c)
+        t, c = time_floor(X, res.t_cut / 2)
+        floor_times.append(t)
+        floor_cpu.append(c)
         if rep < magnipy_repeats:
             mp = run_magnipy(X)
             mp_times.append(mp["seconds"])
+            mp_cpu.append(mp.get("cpu_seconds", float("nan")))
+        loads.append(os.getloadavg()[0])
     func = res.function
     out = {
-        "n": 2000, "d": d,
+        "n": 2000, "d": d, "blas_threads": THREADS, "load_average_1min": loads,
         "ours_seconds": min(ours_times), "ours_all": ours_times,
+        "ours_cpu_seconds": min(ours_cpu), "ours_cpu_all": ours_cpu,
         "floor_30_cholesky_seconds": min(floor_times), "floor_all": floor_times,
+        "floor_cpu_seconds": min(floor_cpu),
         "ratio_ours_over_floor": min(ours_times) / min(floor_times),
+        "ratio_ours_over_floor_cpu": min(ours_cpu) / min(floor_cpu),
         "t_conv": res.t_cut, "mag_area": res.area, "stated_max_rel_error": func.max_rel_error,
         "methods": dict(Counter(func.methods)),
     }
@@ -136,6 +171,8 @@ def bench_n2000(d: int, repeats: int, magnipy_repeats: int) -> dict:
         out.update({
             "magnipy_seconds": min(mp_times), "magnipy_all": mp_times,
             "ratio_magnipy_over_ours": min(mp_times) / min(ours_times),
+            "magnipy_cpu_seconds": min(mp_cpu), "magnipy_cpu_all": mp_cpu,
+            "ratio_magnipy_over_ours_cpu": min(mp_cpu) / min(ours_cpu),
             "ratio_magnipy_over_floor": min(mp_times) / min(floor_times),
             "magnipy_t_conv": mp["t_conv"], "magnipy_mag_area": mp["mag_area"], "magnipy_jittered": mp["jittered"],
             "rel_diff_t_conv": abs(res.t_cut - mp["t_conv"]) / mp["t_conv"],
@@ -205,7 +242,10 @@ def main(argv=None) -> int:
     parser.add_argument("--large-n", type=int, default=20000)
     parser.add_argument("--magnipy-repeats", type=int, default=2, help="0 skips magnipy")
     parser.add_argument("--only-large", action="store_true")
+    parser.add_argument("--threads", type=int, default=None, help="BLAS threads for all three (default: all)")
     args = parser.parse_args(argv)
+    global THREADS
+    THREADS = args.threads
 
     report = {"machine": machine(), "n2000": [], "large": None}
     if RESULTS.exists():  # keep the part of an earlier run that is not repeated now
@@ -221,10 +261,13 @@ def main(argv=None) -> int:
         for d in (10, 128):
             r = bench_n2000(d, args.repeats, min(args.magnipy_repeats, args.repeats))
             report["n2000"].append(r)
-            line = (f"n=2000 d={d:<3}  ours {r['ours_seconds']:.2f}s  floor(30 chol64) "
-                    f"{r['floor_30_cholesky_seconds']:.2f}s  ours/floor {r['ratio_ours_over_floor']:.2f}")
+            line = (f"n=2000 d={d:<3} threads={THREADS} load={max(r['load_average_1min']):.1f}  "
+                    f"ours {r['ours_seconds']:.2f}s (cpu {r['ours_cpu_seconds']:.2f}s)  floor(30 chol64) "
+                    f"{r['floor_30_cholesky_seconds']:.2f}s  ours/floor {r['ratio_ours_over_floor']:.2f} "
+                    f"(cpu {r['ratio_ours_over_floor_cpu']:.2f})")
             if "magnipy_seconds" in r:
-                line += (f"  magnipy {r['magnipy_seconds']:.1f}s  magnipy/ours {r['ratio_magnipy_over_ours']:.1f}x"
+                line += (f"  magnipy {r['magnipy_seconds']:.1f}s (cpu {r['magnipy_cpu_seconds']:.1f}s)  magnipy/ours "
+                         f"{r['ratio_magnipy_over_ours']:.1f}x (cpu {r['ratio_magnipy_over_ours_cpu']:.1f}x)"
                          f"  |dMagArea| {r['rel_diff_mag_area']:.1e}  |dt_conv| {r['rel_diff_t_conv']:.1e}"
                          f"  on magnipy's grid: |dMag| {r['max_rel_diff_mag_on_magnipy_grid']:.1e}"
                          f" |dMagArea| {r['rel_diff_mag_area_on_magnipy_grid']:.1e}")

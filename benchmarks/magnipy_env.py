@@ -7,7 +7,10 @@ so it cannot live in the project's environment. This script
   ``pip install magnipy==1.0.0`` when it is missing (``ensure_venv``);
 - ``fixtures``: computes magnipy's values on seeded inputs and writes
   ``tests/fixtures/magnipy_reference.json`` (the inputs are stored too, so the tests do not
-  depend on a random generator's stream);
+  depend on a random generator's stream): magnitude functions, t_conv and MagArea for several
+  metrics (euclidean, cityblock, cosine, precomputed, minkowski p=1.5, chebyshev, jaccard on
+  binary fingerprints), MagDiff, spread, the magnitude dimension profile, positive magnitude,
+  MagDiff on two different grids (``exact=True``) and the Diversipy MagDiff matrix;
 - ``bench X.npy OUT.json``: times ``Magnipy(X).MagArea()`` from scratch and writes the time,
   the area, t_conv, the scales and the curve (used by ``bench_magnitude.py``).
 
@@ -76,8 +79,11 @@ def _quiet(fn, *args, **kwargs):
     return out, buf.getvalue()
 
 
-def _magnipy_case(name: str, data, metric: str) -> dict:
-    """magnipy's t_conv, curve and MagArea for one input, plus values refined to full precision."""
+def _magnipy_case(name: str, data, metric: str, **kwargs) -> dict:
+    """magnipy's t_conv, curve and MagArea for one input, plus values refined to full precision.
+
+    ``kwargs`` go to ``Magnipy`` (the distance's parameters, e.g. ``p`` of "minkowski").
+    """
     import numpy as np
     from magnipy import Magnipy
     from magnipy.magnitude.compute import compute_magnitude_from_distances
@@ -85,7 +91,7 @@ def _magnipy_case(name: str, data, metric: str) -> dict:
 
     data = np.asarray(data, dtype=np.float64)
     log = ""
-    mp, out = _quiet(Magnipy, data, metric=metric, n_ts=30)
+    mp, out = _quiet(Magnipy, data, metric=metric, n_ts=30, **kwargs)
     log += out
     area, out = _quiet(mp.MagArea)
     log += out
@@ -105,7 +111,7 @@ def _magnipy_case(name: str, data, metric: str) -> dict:
     lo, hi = t_conv * (1 - 1e-3), t_conv * (1 + 1e-3)
     t_ref = brentq(lambda t: mag_at(t) - target, lo, hi, xtol=1e-15, rtol=1e-15, maxiter=200)
     ts_ref = np.linspace(0.0, t_ref, 30)
-    mp_ref, out = _quiet(Magnipy, data, metric=metric, ts=ts_ref)
+    mp_ref, out = _quiet(Magnipy, data, metric=metric, ts=ts_ref, **kwargs)
     log += out
     mag_ref, _ = _quiet(mp_ref.get_magnitude)
     mag_ref = mag_ref[0]
@@ -116,6 +122,7 @@ def _magnipy_case(name: str, data, metric: str) -> dict:
     return {
         "name": name,
         "metric": metric,
+        "metric_kwargs": kwargs,
         "input": data.tolist(),
         "n_distinct": int(n),
         "ts": [float(v) for v in ts],
@@ -160,6 +167,15 @@ def worker_fixtures(out_path: str) -> None:
     mx, _ = _quiet(Magnipy, X, ts=ts)
     my, _ = _quiet(Magnipy, Y, ts=ts)
     diff, _ = _quiet(mx.MagDiff, my)
+    # Minkowski with 1 <= p <= 2 and the 2-D Chebyshev distance (L1 rotated by 45 degrees) keep Z_t
+    # positive definite, so magnipy's Cholesky works without its jitter
+    X6 = rng.normal(size=(60, 4))
+    cases.append(_magnipy_case("gauss4_minkowski1.5", X6, "minkowski", p=1.5))
+    X7 = rng.uniform(0, 5, size=(50, 2))
+    cases.append(_magnipy_case("uniform2_chebyshev", X7, "chebyshev"))
+    B = (rng.random((60, 48)) < 0.25).astype(np.float64)  # binary fingerprints: jaccard = 1 - Tanimoto
+    cases.append(_magnipy_case("bits48_jaccard", B, "jaccard"))
+
     out = {
         "generator": "benchmarks/magnipy_env.py fixtures",
         "magnipy": MAGNIPY,
@@ -168,7 +184,82 @@ def worker_fixtures(out_path: str) -> None:
         "cases": cases,
         "mag_diff": {"X": X.tolist(), "Y": Y.tolist(), "t_cut": t_cut, "n_scales": 30, "value": float(diff)},
     }
+    out.update(_extra_fixtures(rng))
     Path(out_path).write_text(json.dumps(out, indent=1) + "\n")
+
+
+def _extra_fixtures(rng) -> dict:
+    """Spread, the dimension profile, positive magnitude, MagDiff on different grids, Diversipy."""
+    import numpy as np
+    from magnipy import Diversipy, Magnipy
+    from magnipy.magnitude.compute import compute_magnitude_from_distances
+    from magnipy.magnitude.dimension import magnitude_dimension_profile_exact
+    from scipy.spatial.distance import cdist
+
+    out = {}
+    # spread: on magnipy's own grid (its t_conv of the spread) and on explicit scales
+    X = rng.normal(size=(70, 3))
+    mp, log = _quiet(Magnipy, X, method="spread", n_ts=30)
+    spread, ts = _quiet(mp.get_magnitude)[0]
+    ts_explicit = np.linspace(0.0, 4.0, 17)
+    values, _ = _quiet(compute_magnitude_from_distances, cdist(X, X), ts=ts_explicit, method="spread")
+    out["spread"] = {"X": X.tolist(), "ts": [float(v) for v in ts], "values": [float(v) for v in spread],
+                     "t_conv": float(mp.get_t_conv()), "ts_explicit": ts_explicit.tolist(),
+                     "values_explicit": [float(v) for v in values]}
+
+    # magnitude dimension profile: central differences with a tiny step in log t (h = 1e-4,
+    # error ~h^2) on a log grid; and magnipy's default (secant) profile and its maximum
+    X = rng.uniform(0, 1, size=(80, 2))
+    D = cdist(X, X)
+    ts_log = np.geomspace(0.5, 60.0, 12)
+    slopes, ts_dim = _quiet(magnitude_dimension_profile_exact, D, ts=ts_log, h=1e-4, one_point_property=False)[0]
+    mp, log2 = _quiet(Magnipy, X, log_scale=True, n_ts=30)
+    prof, ts_prof = _quiet(mp.get_magnitude_dimension_profile)[0]
+    dim, _ = _quiet(mp.get_magnitude_dimension)
+    mag_log, ts_mag_log = _quiet(mp.get_magnitude)[0]
+    out["dimension"] = {"X": X.tolist(), "ts": ts_log.tolist(), "profile_central_h1e-4": [float(v) for v in slopes],
+                        "magnipy_log_grid": [float(v) for v in ts_mag_log],
+                        "magnipy_magnitude_on_log_grid": [float(v) for v in mag_log],
+                        "magnipy_t_conv": float(mp.get_t_conv()),
+                        "magnipy_secant_profile": [float(v) for v in prof],
+                        "magnipy_secant_ts": [float(v) for v in ts_prof], "magnipy_dimension": float(dim)}
+
+    # positive magnitude: clustered points, whose weightings have negative entries at mid scales
+    centres = rng.normal(size=(4, 2)) * 3.0
+    X = centres[rng.integers(0, 4, 50)] + 0.3 * rng.normal(size=(50, 2))
+    ts_pos = np.linspace(0.0, 6.0, 13)
+    mp_pos, log3 = _quiet(Magnipy, X, ts=ts_pos, positive_magnitude=True)
+    mp_all, _ = _quiet(Magnipy, X, ts=ts_pos)
+    out["positive_magnitude"] = {"X": X.tolist(), "ts": ts_pos.tolist(),
+                                 "values": [float(v) for v in _quiet(mp_pos.get_magnitude)[0][0]],
+                                 "magnitude": [float(v) for v in _quiet(mp_all.get_magnitude)[0][0]]}
+
+    # MagDiff of two curves on their own grids (each [0, its t_conv]), re-evaluated on the union
+    # of the grids (exact=True), absolute area, not scaled
+    X = rng.normal(size=(50, 3))
+    Y = 0.8 * rng.normal(size=(45, 3))
+    mx, _ = _quiet(Magnipy, X, n_ts=30)
+    my, _ = _quiet(Magnipy, Y, n_ts=30)
+    _quiet(mx.get_magnitude)
+    _quiet(my.get_magnitude)
+    exact, log4 = _quiet(mx.MagDiff, my, exact=True, absolute_area=True, scale=False)
+    out["mag_diff_grids"] = {"X": X.tolist(), "Y": Y.tolist(), "ts_x": [float(v) for v in mx.get_scales()],
+                             "ts_y": [float(v) for v in my.get_scales()], "absolute": float(exact)}
+
+    # Diversipy: all-pairs MagDiff (absolute, scaled by t_cut) on an explicit common grid and on
+    # its own median-t_conv grid
+    Xs = [rng.normal(size=(40, 3)), 0.7 * rng.normal(size=(45, 3)), 1.3 * rng.normal(size=(35, 3))]
+    ts_common = np.linspace(0.0, 5.0, 30)
+    dv, _ = _quiet(Diversipy, Xs, ts=ts_common)
+    given, _ = _quiet(dv.MagDiffs)
+    dv2, _ = _quiet(Diversipy, Xs, n_ts=30)
+    auto, _ = _quiet(dv2.MagDiffs)
+    out["diversipy"] = {"Xs": [x.tolist() for x in Xs], "ts": ts_common.tolist(),
+                        "magdiffs_scaled": np.asarray(given).tolist(), "auto_t_convs": [float(v) for v in dv2._t_convs],
+                        "auto_ts": [float(v) for v in dv2._ts], "auto_magdiffs_scaled": np.asarray(auto).tolist()}
+    if "perturbing" in log + log2 + log3 + log4:
+        raise RuntimeError("magnipy jittered Z in an extra fixture; not a valid oracle case")
+    return out
 
 
 def worker_bench(x_path: str, out_path: str, eval_ts_path: str = "") -> None:
@@ -179,13 +270,14 @@ def worker_bench(x_path: str, out_path: str, eval_ts_path: str = "") -> None:
     from magnipy import Magnipy
 
     X = np.load(x_path, allow_pickle=False)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     mp, log1 = _quiet(Magnipy, X)
     area, log2 = _quiet(mp.MagArea)
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     mag, ts = mp.get_magnitude()
     out = {
         "seconds": elapsed,
+        "cpu_seconds": cpu,
         "mag_area": float(area),
         "t_conv": float(mp.get_t_conv()),
         "ts": [float(v) for v in ts],

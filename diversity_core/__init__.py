@@ -9,7 +9,8 @@ spectrum      the eigenvalue spectrum of the density matrix, dense O(n^3) or dua
 vendi         Vendi scores of every order q from a spectrum; drop-ins for the ``vendi_score`` package
 baselines     IntDiv, average similarity, GMStds
 data          loading embeddings, images, text and molecules into a Dataset; the demo datasets
-magnitude     metric-space magnitude (a package): Mag(t) by magnitude_at, t_conv, MagArea, MagDiff
+magnitude     metric-space magnitude (a package): Mag(t) by magnitude_at, t_conv, MagArea, MagDiff,
+              spread, the magnitude dimension, MagDiff matrices
 rnd           the RND score (random network distillation; torch, from the extra [rnd])
 compare       comparisons of groups at equal n, with intervals and pairwise verdicts
 report        the self-contained HTML report (Jinja2), the plotly figures, PNG/SVG export (kaleido);
@@ -49,17 +50,24 @@ from .featurizers import FEATURIZERS, default_kernel, featurize, list_featurizer
 from .kernels import KERNELS, Kernel, combine_kernel_matrices, get_kernel, kernel_matrix, median_distance
 from .magnitude import (
     MagAreaResult,
+    MagDiffMatrix,
     MagDiffResult,
     MagnitudeComparison,
+    MagnitudeDimension,
     MagnitudeFunction,
     MagnitudeResult,
+    SpreadFunction,
     compare_magnitude,
     convergence_scale,
     mag_area,
     mag_diff,
+    mag_diff_matrix,
     magnitude_at,
+    magnitude_dimension,
     magnitude_function,
     magnitude_weights,
+    spread_at,
+    spread_function,
 )
 from .rnd import PAPER_PRESET, RNDResult, rnd_score
 from .spectrum import Spectrum, compute_spectrum, spectrum_from_eigenvalues, spectrum_from_kernel
@@ -115,6 +123,13 @@ __all__ = [
     "mag_area",
     "mag_diff",
     "compare_magnitude",
+    "mag_diff_matrix",
+    "magnitude_dimension",
+    "spread_function",
+    "spread_at",
+    "MagDiffMatrix",
+    "MagnitudeDimension",
+    "SpreadFunction",
     "MagnitudeResult",
     "MagnitudeFunction",
     "MagAreaResult",

@@ -29,8 +29,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         ),
     )
     p.add_argument("file", help="data file or folder (.npy .npz .csv .tsv .parquet, images, text, molecules)")
-    p.add_argument("--metric", choices=METRICS, default="euclidean",
-                   help="distance (default euclidean); 'precomputed' reads FILE as a distance matrix")
+    p.add_argument("--metric", choices=METRICS, default="euclidean", metavar="METRIC",
+                   help="distance (default euclidean): euclidean, cityblock, cosine, tanimoto/jaccard "
+                        "(fingerprints), any scipy.spatial.distance name (minkowski, chebyshev, ...); "
+                        "'precomputed' reads FILE as a distance matrix")
+    p.add_argument("--p", type=float, default=None, help="exponent of --metric minkowski (default 2)")
+    p.add_argument("--method", choices=("auto", "dense", "matrix-free"), default="auto",
+                   help="dense matrices, or matrix-free conjugate gradients for sets whose n x n matrices "
+                        "exceed the memory budget (default auto: dense while they fit)")
     p.add_argument("--n-scales", type=int, default=30, help="evenly spaced scales on [0, t_cut] (default 30)")
     p.add_argument("--fraction", type=float, default=0.95,
                    help="t_conv solves Mag(t_conv) = fraction * n (default 0.95)")
@@ -106,13 +112,16 @@ def result_rows(comp) -> list[dict]:
             "mag_diff": _num(comp.mag_diff.get(name)),
             "mag_diff_scaled": _num(comp.mag_diff_scaled.get(name)),
             "mag_diff_relative": _num(comp.mag_diff_relative.get(name)),
+            "mag_diff_absolute": _num(comp.mag_diff_absolute.get(name)),
             "max_rel_error": _num(f.max_rel_error),
+            "method": f.method,
             "curve": {
                 "t": [float(t) for t in f.ts],
                 "magnitude": [_num(v) for v in f.values],
                 "error": [_num(v) for v in f.errors],
                 "ill_conditioned": [bool(v) for v in f.ill_conditioned],
                 "singular": [bool(v) for v in f.singular],
+                "exact": [bool(v) for v in f.exact],
             },
         })
     return rows
@@ -171,7 +180,8 @@ def run(args: argparse.Namespace) -> int:
             f"{', '.join(repr(k) for k in sets)}."
         )
     comp = compare_magnitude(sets, reference=args.reference, t_cut=args.t_cut, n_scales=args.n_scales,
-                             fraction=args.fraction, metric=args.metric, progress=_progress)
+                             fraction=args.fraction, metric=args.metric, progress=_progress, p=args.p,
+                             method=args.method)
     rows = result_rows(comp)
     for r in rows:
         c = r["curve"]

@@ -10,16 +10,25 @@ the entries of :math:`Z_t^{-1}`, i.e. :math:`\\mathrm{Mag}(t) = \\mathbf 1^\\top
 What lives where
 ----------------
 _api          :func:`magnitude_at` (one scale, a float), :func:`magnitude_weights` (with the
-              weighting and an error estimate), :func:`magnitude_function` (the curve on a grid),
-              :func:`convergence_scale` (:math:`t_{conv}`, Mag = ``fraction`` * n)
-_comparison   :func:`mag_area`, :func:`mag_diff` (explicit ``t_cut``), :func:`compare_magnitude`
-              (several sets with the paper's conventions for ``t_cut``)
+              weighting, its positive magnitude and an error estimate), :func:`magnitude_function`
+              (the curve on a linear or log grid, with positive magnitude and optionally the
+              exact derivative), :func:`convergence_scale` (:math:`t_{conv}`, Mag = ``fraction`` * n),
+              :func:`magnitude_dimension` (the profile d log Mag / d log t and its maximum)
+_spread       :func:`spread_function`, :func:`spread_at` (Willerton's spread)
+_comparison   :func:`mag_area`, :func:`mag_diff` (signed and absolute), :func:`compare_magnitude`
+              (several sets with the paper's conventions for ``t_cut``), :func:`mag_diff_matrix`
+              (all pairs on one grid, magnipy's Diversipy)
 _results      the frozen results: :class:`MagnitudeResult`, :class:`MagnitudeFunction`,
-              :class:`MagAreaResult`, :class:`MagDiffResult`, :class:`MagnitudeComparison`
-_metric       distances of the metrics (:data:`METRICS`), validation of a precomputed D,
-              duplicate and twin merging (``_merge_duplicates``), the memory-budget check
+              :class:`MagAreaResult`, :class:`MagDiffResult`, :class:`MagnitudeComparison`,
+              :class:`MagDiffMatrix`, :class:`SpreadFunction`, :class:`MagnitudeDimension`
+_metric       distances of the metrics (:data:`METRICS`: ours, the Tanimoto distance of
+              fingerprints, and every distance of ``scipy.spatial.distance``), validation of a
+              precomputed D, duplicate and twin merging (``_merge_duplicates``), the memory-budget check
 _solvers      Cholesky (LAPACK and blocked), float32 factors with float64 refinement, CG with
               error estimates (``_Engine``), :data:`ACCURACY_RTOL`
+_free         the matrix-free path (``method="matrix-free"``, or "auto" over the memory
+              budget): blocked Z_t products from the points, lockstep CG over the grid,
+              Nyström preconditioning, error estimates
 _scales       the grid solve, the t_conv search, and the private computes on validated input
               (``_magnitude_values``, ``_convergence_scale_of``, ``_area``)
 
@@ -32,7 +41,8 @@ on an evenly spaced grid as :math:`Z_{t_k} = Z_{t_1}^{\\circ k}` by elementwise 
 Every solve reports an a-posteriori error estimate; the solvers are described in ``_solvers``.
 Peak memory is about 20 n^2 bytes (D, Z_t and one float32 factor; 24 n^2 with a float64
 factor), checked against the memory budget (:func:`diversity_core.set_config`) before any
-n x n allocation.
+n x n allocation. Above the budget, ``method="auto"`` takes the matrix-free path (``_free``),
+which holds no n x n matrix and says so in the result (``method``, ``exact`` per scale).
 
 Magnitude is defined whenever :math:`Z_t` is invertible: when Cholesky fails (:math:`Z_t` not
 positive definite, as for some graph metrics) an LU factorisation takes over (method
@@ -59,26 +69,51 @@ import sys
 import types
 import warnings
 
-from ._api import convergence_scale, magnitude_at, magnitude_function, magnitude_weights
-from ._comparison import compare_magnitude, mag_area, mag_diff
+from ._api import (
+    SCALES,
+    convergence_scale,
+    magnitude_at,
+    magnitude_dimension,
+    magnitude_function,
+    magnitude_weights,
+)
+from ._comparison import compare_magnitude, mag_area, mag_diff, mag_diff_matrix
 from ._metric import METRICS
-from ._results import MagAreaResult, MagDiffResult, MagnitudeComparison, MagnitudeFunction, MagnitudeResult
+from ._results import (
+    MagAreaResult,
+    MagDiffMatrix,
+    MagDiffResult,
+    MagnitudeComparison,
+    MagnitudeDimension,
+    MagnitudeFunction,
+    MagnitudeResult,
+    SpreadFunction,
+)
 from ._solvers import ACCURACY_RTOL
+from ._spread import spread_at, spread_function
 
 __all__ = [
     "METRICS",
+    "SCALES",
     "ACCURACY_RTOL",
     "MagnitudeResult",
     "MagnitudeFunction",
     "MagAreaResult",
     "MagDiffResult",
     "MagnitudeComparison",
+    "MagDiffMatrix",
+    "SpreadFunction",
+    "MagnitudeDimension",
     "magnitude_at",
     "magnitude_weights",
     "magnitude_function",
     "convergence_scale",
+    "magnitude_dimension",
+    "spread_function",
+    "spread_at",
     "mag_area",
     "mag_diff",
+    "mag_diff_matrix",
     "compare_magnitude",
 ]
 

@@ -9,14 +9,18 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .._progress import ProgressCallback
-from .._validation import check_positive, check_scalar
+from .._validation import check_option, check_positive, check_scalar
 from ..exceptions import ConvergenceWarning, DiversityInputError, NumericalError
+from ._free import _free_curve, _free_tconv_of, _prepare_any
 from ._metric import _prepare, _Space
-from ._results import MagnitudeFunction, MagnitudeResult
+from ._results import MagnitudeDimension, MagnitudeFunction, MagnitudeResult
 from ._scales import _check_ts, _curve, _tconv, _weighting_at
 from ._solvers import ACCURACY_RTOL
 
-__all__ = ["magnitude_weights", "magnitude_at", "magnitude_function", "convergence_scale"]
+__all__ = ["magnitude_weights", "magnitude_at", "magnitude_function", "convergence_scale", "magnitude_dimension"]
+
+#: Grids of ``scales=``: evenly spaced from 0, or 0 and log-spaced scales from t_end / n_scales.
+SCALES = ("linear", "log")
 
 #: magnitude_weights iterates until max |1 - Z w| <= this (Mag alone needs far less).
 _WEIGHTS_RTOL = 1e-12
@@ -30,6 +34,11 @@ def _check_fraction(fraction) -> float:
 def _check_n_scales(n_scales) -> int:
     """``n_scales``: a whole number >= 2."""
     return check_scalar(n_scales, "n_scales", int, min_val=2)
+
+
+def _check_scales(scales) -> str:
+    """``scales``: one of :data:`SCALES`."""
+    return check_option(scales, SCALES, "scales")
 
 
 def _check_t_cut(t_cut, t_max, *, ts=None) -> Optional[float]:
@@ -67,21 +76,36 @@ def _warn_flags(func: MagnitudeFunction) -> None:
 
 def _function_of_space(space: _Space, ts: Optional[np.ndarray], *, n_scales: int, t_cut: Optional[float],
                        fraction: float, progress: Optional[ProgressCallback], offset: int = 0,
-                       total: Optional[int] = None, t_conv: Optional[float] = None) -> MagnitudeFunction:
+                       total: Optional[int] = None, t_conv: Optional[float] = None, scales: str = "linear",
+                       derivatives: bool = False, positive: bool = False) -> MagnitudeFunction:
     """The magnitude function of a prepared space (consumes ``space.D``; no warnings)."""
+    if space.free is not None:
+        if derivatives or positive:
+            raise DiversityInputError(
+                f"derivatives and positive magnitude need the dense path; the {space.n} x {space.n} matrices "
+                "exceed the memory budget. Raise the budget (diversity_core.set_config) or use a subset."
+            )
+        c = _free_curve(space.free, ts, t_cut=t_cut, n_scales=n_scales, fraction=fraction, progress=progress,
+                        offset=offset, total=total, t_conv=t_conv, scales=scales)
+        return MagnitudeFunction(c.ts, c.values, c.errors, c.ill_conditioned, c.singular, c.methods, c.t_conv,
+                                 fraction, space.n_points, c.n_distinct, space.n_merged, space.metric,
+                                 method="matrix-free")
     D, space.D = space.D, None
     c = _curve(D, ts, t_cut=t_cut, n_scales=n_scales, fraction=fraction, progress=progress, offset=offset,
-               total=total, t_conv=t_conv)
+               total=total, t_conv=t_conv, scales=scales, derivatives=derivatives, positive=positive)
     return MagnitudeFunction(c.ts, c.values, c.errors, c.ill_conditioned, c.singular, c.methods, c.t_conv,
-                             fraction, space.n_points, c.n_distinct, space.n_merged, space.metric)
+                             fraction, space.n_points, c.n_distinct, space.n_merged, space.metric,
+                             positive_values=c.positive, derivatives=c.derivatives)
 
 
 def _tconv_of_space(space: _Space, fraction: float) -> float:
     """t_conv of a prepared space (leaves ``space.D`` intact)."""
+    if space.free is not None:
+        return _free_tconv_of(space.free, fraction)
     return _tconv(space.D, fraction)
 
 
-def magnitude_weights(X_or_D, t: float, *, metric: str = "euclidean") -> MagnitudeResult:
+def magnitude_weights(X_or_D, t: float, *, metric: str = "euclidean", p: Optional[float] = None) -> MagnitudeResult:
     """Magnitude at one scale together with its weighting vector.
 
     .. math::
@@ -98,7 +122,12 @@ def magnitude_weights(X_or_D, t: float, *, metric: str = "euclidean") -> Magnitu
         Points (rows), or a distance matrix (square, symmetric, finite, zero diagonal, >= 0).
     t : float
         Scale, ``t >= 0``; ``Mag(0) = 1`` by convention (the one-point property).
-    metric : {"euclidean", "cityblock", "cosine", "precomputed"}, default "euclidean"
+    metric : str, default "euclidean"
+        One of :data:`METRICS`: "euclidean", "cityblock", "cosine", "tanimoto" (or its alias
+        "jaccard": 1 - Tanimoto similarity of non-negative fingerprints), any other distance of
+        ``scipy.spatial.distance`` ("minkowski", "chebyshev", "canberra", ...), or "precomputed".
+    p : float, optional
+        Exponent of ``metric="minkowski"`` (default 2; ``p >= 1``, ``inf`` allowed); only with it.
 
     Returns
     -------
@@ -143,7 +172,7 @@ def magnitude_weights(X_or_D, t: float, *, metric: str = "euclidean") -> Magnitu
     (True, (2,))
     """
     t = check_positive(t, "t", allow_zero=True)
-    space = _prepare(X_or_D, metric)
+    space = _prepare(X_or_D, metric, p=p)
     n = space.n
     common = dict(t=t, indices=space.indices, n_points=space.n_points, n_distinct=n,
                   n_merged=space.n_merged, metric=metric)
@@ -166,7 +195,7 @@ def magnitude_weights(X_or_D, t: float, *, metric: str = "euclidean") -> Magnitu
                            ill_conditioned=bool(rel > ACCURACY_RTOL), singular=False, method=res.method, **common)
 
 
-def magnitude_at(X_or_D, t: float, *, metric: str = "euclidean") -> float:
+def magnitude_at(X_or_D, t: float, *, metric: str = "euclidean", p: Optional[float] = None) -> float:
     """Magnitude of the points (or distances) at scale ``t``: the sum of the entries of Z_t^{-1}.
 
     .. math::
@@ -182,7 +211,12 @@ def magnitude_at(X_or_D, t: float, *, metric: str = "euclidean") -> float:
     X_or_D : array-like of shape (n, d), or (n, n) with ``metric="precomputed"``
     t : float
         Scale ``t >= 0``.
-    metric : {"euclidean", "cityblock", "cosine", "precomputed"}, default "euclidean"
+    metric : str, default "euclidean"
+        One of :data:`METRICS`: "euclidean", "cityblock", "cosine", "tanimoto" (or its alias
+        "jaccard": 1 - Tanimoto similarity of non-negative fingerprints), any other distance of
+        ``scipy.spatial.distance`` ("minkowski", "chebyshev", "canberra", ...), or "precomputed".
+    p : float, optional
+        Exponent of ``metric="minkowski"`` (default 2; ``p >= 1``, ``inf`` allowed); only with it.
 
     Returns
     -------
@@ -210,7 +244,7 @@ def magnitude_at(X_or_D, t: float, *, metric: str = "euclidean") -> float:
     >>> bool(abs(v - (1 + math.tanh(0.35) + math.tanh(0.7))) < 1e-12)
     True
     """
-    res = magnitude_weights(X_or_D, t, metric=metric)
+    res = magnitude_weights(X_or_D, t, metric=metric, p=p)
     if res.ill_conditioned:
         warnings.warn(
             f"Mag({t:g}) = {res.value:.12g} has an estimated relative error of {res.error / abs(res.value):.2g} "
@@ -231,6 +265,11 @@ def magnitude_function(
     metric: str = "euclidean",
     progress: Optional[ProgressCallback] = None,
     t_max: Optional[float] = None,
+    p: Optional[float] = None,
+    scales: str = "linear",
+    derivatives: bool = False,
+    positive: bool = False,
+    method: str = "auto",
 ) -> MagnitudeFunction:
     """The magnitude function t -> Mag(t) on a grid of scales (Definition 3.2 of [1]_).
 
@@ -253,11 +292,36 @@ def magnitude_function(
         Upper end of the default grid instead of ``t_conv``.
     fraction : float, default 0.95
         ``t_conv`` solves ``Mag(t_conv) = fraction * n`` (only used for the default grid).
-    metric : {"euclidean", "cityblock", "cosine", "precomputed"}, default "euclidean"
+    metric : str, default "euclidean"
+        One of :data:`METRICS`: "euclidean", "cityblock", "cosine", "tanimoto" (or its alias
+        "jaccard": 1 - Tanimoto similarity of non-negative fingerprints), any other distance of
+        ``scipy.spatial.distance`` ("minkowski", "chebyshev", "canberra", ...), or "precomputed".
+    p : float, optional
+        Exponent of ``metric="minkowski"`` (default 2; ``p >= 1``, ``inf`` allowed); only with it.
     progress : callable, optional
         ``progress(done, total, message)``: the convergence scale, then "scale i of m".
     t_max : float, optional
         Deprecated alias of ``t_cut`` (DeprecationWarning).
+    p : float, optional
+        Exponent of ``metric="minkowski"``.
+    scales : {"linear", "log"}, default "linear"
+        The default grid: ``n_scales`` evenly spaced scales from 0, or 0 followed by
+        ``n_scales - 1`` log-spaced scales from ``t_end / n_scales`` to ``t_end`` (magnipy's
+        ``log_scale=True`` grid). Ignored with ``ts``.
+    derivatives : bool, default False
+        Also compute the exact derivative :math:`\\mathrm{Mag}'(t) = w^\\top (D \\circ Z_t) w`
+        at every scale (``derivatives`` and ``dimension_profile`` of the result); the weighting
+        is then solved to a residual of 1e-11 and each :math:`Z_t` formed from D.
+    positive : bool, default False
+        Also compute the positive magnitude :math:`\\sum_i \\max(w_i, 0)` at every scale
+        (``positive_values``; magnipy's ``positive_magnitude=True``), from the weighting solved
+        to a residual of 1e-11 (Mag alone needs a less accurate weighting).
+    method : {"auto", "dense", "matrix-free"}, default "auto"
+        "dense" holds D, Z_t and a factor (about 24 n^2 bytes); "matrix-free" never holds an
+        n x n matrix: conjugate gradients with Z_t products computed from the points block by
+        block (Nyström-preconditioned at small scales), error estimates from the CG-Lanczos
+        Ritz values, ``method="matrix-free"`` on the result. "auto" is dense while those
+        matrices fit the memory budget (:func:`diversity_core.set_config`).
 
     Returns
     -------
@@ -305,18 +369,21 @@ def magnitude_function(
     t_cut = _check_t_cut(t_cut, t_max, ts=grid)
     n_scales = _check_n_scales(n_scales)
     fraction = _check_fraction(fraction)
-    space = _prepare(X_or_D, metric)
+    scales = _check_scales(scales)
+    space = _prepare_any(X_or_D, metric, p=p, method=method)
     if grid is None and t_cut is None and space.n > 1 and space.n * fraction <= 1.0:
         raise DiversityInputError(
             f"the default grid ends at t_conv, which needs fraction * n_distinct > 1; got {fraction:g} * "
             f"{space.n}. Give ts or t_cut."
         )
-    func = _function_of_space(space, grid, n_scales=n_scales, t_cut=t_cut, fraction=fraction, progress=progress)
+    func = _function_of_space(space, grid, n_scales=n_scales, t_cut=t_cut, fraction=fraction, progress=progress,
+                              scales=scales, derivatives=bool(derivatives), positive=bool(positive))
     _warn_flags(func)
     return func
 
 
-def convergence_scale(X_or_D, *, fraction: float = 0.95, metric: str = "euclidean") -> float:
+def convergence_scale(X_or_D, *, fraction: float = 0.95, metric: str = "euclidean",
+                      p: Optional[float] = None, method: str = "auto") -> float:
     """The convergence scale t_conv with Mag(t_conv) = fraction * n (Definition 3.5 of [1]_).
 
     .. math::
@@ -335,7 +402,15 @@ def convergence_scale(X_or_D, *, fraction: float = 0.95, metric: str = "euclidea
     X_or_D : array-like of shape (n, d), or (n, n) with ``metric="precomputed"``
     fraction : float, default 0.95
         In (0, 1), with ``fraction * n > 1``.
-    metric : {"euclidean", "cityblock", "cosine", "precomputed"}, default "euclidean"
+    metric : str, default "euclidean"
+        One of :data:`METRICS`: "euclidean", "cityblock", "cosine", "tanimoto" (or its alias
+        "jaccard": 1 - Tanimoto similarity of non-negative fingerprints), any other distance of
+        ``scipy.spatial.distance`` ("minkowski", "chebyshev", "canberra", ...), or "precomputed".
+    p : float, optional
+        Exponent of ``metric="minkowski"`` (default 2; ``p >= 1``, ``inf`` allowed); only with it.
+
+    method : {"auto", "dense", "matrix-free"}, default "auto"
+        As :func:`magnitude_function`.
 
     Returns
     -------
@@ -372,5 +447,109 @@ def convergence_scale(X_or_D, *, fraction: float = 0.95, metric: str = "euclidea
     True
     """
     fraction = _check_fraction(fraction)
-    space = _prepare(X_or_D, metric)
+    space = _prepare_any(X_or_D, metric, p=p, method=method)
     return _tconv_of_space(space, fraction)
+
+
+def magnitude_dimension(
+    X_or_D,
+    ts: Optional[Sequence[float]] = None,
+    *,
+    n_scales: int = 30,
+    t_cut: Optional[float] = None,
+    scales: str = "log",
+    fraction: float = 0.95,
+    metric: str = "euclidean",
+    p: Optional[float] = None,
+    progress: Optional[ProgressCallback] = None,
+) -> MagnitudeDimension:
+    """The magnitude dimension profile and the magnitude dimension.
+
+    .. math::
+
+        \\dim_{\\mathrm{Mag}}(t) = \\frac{d \\log \\mathrm{Mag}(t)}{d \\log t}
+        = \\frac{t\\, \\mathrm{Mag}'(t)}{\\mathrm{Mag}(t)}, \\qquad
+        \\mathrm{Mag}'(t) = w^\\top (D \\circ Z_t)\\, w, \\qquad Z_t w = \\mathbf 1,
+
+        \\dim_{\\mathrm{Mag}} = \\max_t \\dim_{\\mathrm{Mag}}(t)
+
+    (the instantaneous growth rate of magnitude, Meckes [2]_; the profile and its maximum as
+    in [1]_). :math:`\\mathrm{Mag}'` follows from differentiating :math:`Z_t w = \\mathbf 1`:
+    :math:`Z_t w' = (D \\circ Z_t) w`, so :math:`\\mathbf 1^\\top w' = w^\\top (D \\circ Z_t) w`
+    (:math:`Z_t` symmetric).
+
+    Parameters
+    ----------
+    X_or_D : array-like of shape (n, d), or (n, n) with ``metric="precomputed"``
+    ts : sequence of float, optional
+        Explicit scales (any order). Excludes ``t_cut``.
+    n_scales : int, default 30
+    t_cut : float, optional
+        End of the default grid instead of ``t_conv``.
+    scales : {"log", "linear"}, default "log"
+        The default grid (see :func:`magnitude_function`).
+    fraction : float, default 0.95
+    metric : str, default "euclidean"
+        As :func:`magnitude_function`.
+    p : float, optional
+        Exponent of ``metric="minkowski"``.
+    progress : callable, optional
+
+    Returns
+    -------
+    MagnitudeDimension
+        ``profile`` at every scale (0 at t = 0), ``dimension`` (its largest value on the grid),
+        ``t_dimension`` and the ``function`` with its ``derivatives``.
+
+    Raises
+    ------
+    DiversityInputError, NumericalError, MemoryBudgetError
+        As :func:`magnitude_function`.
+
+    Notes
+    -----
+    Cost: that of :func:`magnitude_function` plus one O(n^2) pass per scale for the
+    derivative. magnipy estimates the slope by finite differences instead: secants between
+    neighbouring grid points placed at their log-midpoints (default), or central differences
+    with a step ``h`` in log t (``exact=True``); its magnitude dimension is the maximum of that
+    profile, as here. The exact derivative has no step error (central differences carry
+    ``O(h^2)``), and the profile is reported at the grid scales themselves.
+
+    References
+    ----------
+    .. [1] R. Andreeva, K. Limbeck, B. Rieck, R. Sarkar, "Metric Space Magnitude and
+       Generalisation in Neural Networks", TAG-ML workshop, ICML 2023.
+    .. [2] M. W. Meckes, "Magnitude, diversity, capacities, and dimensions of metric spaces",
+       Potential Analysis 42 (2015).
+
+    Examples
+    --------
+    Two points at distance 1: Mag = 2 / (1 + e^{-t}), slope t e^{-t} / (1 + e^{-t}).
+
+    >>> r = magnitude_dimension([[0.0], [1.0]], ts=[1.0])
+    >>> bool(abs(r.profile[0] - math.exp(-1) / (1 + math.exp(-1))) < 1e-10)
+    True
+    """
+    grid = _check_ts(ts) if ts is not None else None
+    t_cut = _check_t_cut(t_cut, None, ts=grid)
+    n_scales = _check_n_scales(n_scales)
+    fraction = _check_fraction(fraction)
+    scales = _check_scales(scales)
+    space = _prepare(X_or_D, metric, p=p)
+    if grid is None and t_cut is None and space.n > 1 and space.n * fraction <= 1.0:
+        raise DiversityInputError(
+            f"the default grid ends at t_conv, which needs fraction * n_distinct > 1; got {fraction:g} * "
+            f"{space.n}. Give ts or t_cut."
+        )
+    func = _function_of_space(space, grid, n_scales=n_scales, t_cut=t_cut, fraction=fraction, progress=progress,
+                              scales=scales, derivatives=True)
+    _warn_flags(func)
+    profile = np.array(func.dimension_profile)
+    finite = np.isfinite(profile)
+    if finite.any():
+        k = int(np.argmax(np.where(finite, profile, -np.inf)))
+        dimension, t_dim = float(profile[k]), float(func.ts[k])
+    else:
+        dimension, t_dim = math.nan, math.nan
+    return MagnitudeDimension(ts=np.array(func.ts), profile=profile, dimension=dimension, t_dimension=t_dim,
+                              function=func)

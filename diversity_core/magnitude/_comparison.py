@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -19,11 +19,12 @@ from ._api import (
     _warn_flags,
     magnitude_function,
 )
-from ._metric import _DENSE_ARRAYS, _prepare
-from ._results import MagAreaResult, MagDiffResult, MagnitudeComparison, MagnitudeFunction
-from ._scales import _area
+from ._free import _prepare_any
+from ._metric import _DENSE_ARRAYS
+from ._results import MagAreaResult, MagDiffMatrix, MagDiffResult, MagnitudeComparison, MagnitudeFunction
+from ._scales import _area, _check_ts
 
-__all__ = ["mag_area", "mag_diff", "compare_magnitude"]
+__all__ = ["mag_area", "mag_diff", "compare_magnitude", "mag_diff_matrix"]
 
 
 def _check_curve(func: MagnitudeFunction, name: str) -> None:
@@ -45,6 +46,8 @@ def mag_area(
     fraction: float = 0.95,
     metric: str = "euclidean",
     progress: Optional[ProgressCallback] = None,
+    p: Optional[float] = None,
+    method: str = "auto",
 ) -> MagAreaResult:
     """MagArea: the area under the magnitude function on [0, t_cut] (Definition 3.3 of [1]_).
 
@@ -64,8 +67,13 @@ def mag_area(
         Evenly spaced scales on ``[0, t_cut]`` (the trapezoid nodes).
     fraction : float, default 0.95
         For ``t_conv`` when ``t_cut`` is not given.
-    metric : {"euclidean", "cityblock", "cosine", "precomputed"}, default "euclidean"
+    metric : str, default "euclidean"
+        A name of :data:`METRICS` (see :func:`magnitude_function`).
+    p : float, optional
+        Exponent of ``metric="minkowski"``.
     progress : callable, optional
+    method : {"auto", "dense", "matrix-free"}, default "auto"
+        As :func:`magnitude_function`.
 
     Returns
     -------
@@ -96,7 +104,7 @@ def mag_area(
     if t_cut is not None:
         t_cut = check_positive(t_cut, "t_cut")
     func = magnitude_function(X_or_D, None, n_scales=n_scales, t_cut=t_cut, fraction=fraction, metric=metric,
-                              progress=progress)
+                              progress=progress, p=p, method=method)
     _check_curve(func, "X")
     end = float(func.ts[-1])
     area = _area(func.ts, func.values, end)
@@ -113,6 +121,9 @@ def mag_diff(
     fraction: float = 0.95,
     metric: str = "euclidean",
     progress: Optional[ProgressCallback] = None,
+    p: Optional[float] = None,
+    ts: Optional[Sequence[float]] = None,
+    method: str = "auto",
 ) -> MagDiffResult:
     """MagDiff: the integral of Mag_X - Mag_Y over [0, t_cut] (Definition 3.4 of [1]_).
 
@@ -121,8 +132,11 @@ def mag_diff(
         \\mathrm{MagDiff}(X, Y) = \\int_0^{t_{cut}} (\\mathrm{Mag}_X(t) - \\mathrm{Mag}_Y(t))\\, dt,
         \\qquad t_{cut} = t_{conv}(\\text{reference})
 
-    Both curves are evaluated on the same ``n_scales`` evenly spaced scales, so the trapezoid
-    rule needs no interpolation. Positive means X is more diverse than Y over the interval.
+    Both curves are evaluated on the same ``n_scales`` evenly spaced scales (or on ``ts``),
+    so the trapezoid rule needs no interpolation: curves whose own grids differ (each set's
+    ``[0, t_conv]``) are re-evaluated on the common grid, never interpolated. Positive means X is
+    more diverse than Y over the interval. ``absolute`` is the area between the curves,
+    :math:`\\int |\\mathrm{Mag}_X - \\mathrm{Mag}_Y|` (magnipy's default).
 
     Parameters
     ----------
@@ -135,13 +149,22 @@ def mag_diff(
         Explicit upper end (overrides the ``reference`` rule; ``relative`` still uses its area).
     n_scales : int, default 30
     fraction : float, default 0.95
-    metric : {"euclidean", "cityblock", "cosine", "precomputed"}, default "euclidean"
+    metric : str, default "euclidean"
+        A name of :data:`METRICS` (see :func:`magnitude_function`).
     progress : callable, optional
+    p : float, optional
+        Exponent of ``metric="minkowski"``.
+    ts : sequence of float, optional
+        An explicit common grid (e.g. the union of two curves' grids); the integrals run over
+        ``[min ts, max ts]`` and ``t_cut = max ts``. Excludes ``t_cut``.
+    method : {"auto", "dense", "matrix-free"}, default "auto"
+        As :func:`magnitude_function`.
 
     Returns
     -------
     MagDiffResult
-        ``value`` (raw integral), ``value_scaled`` (/ ``t_cut``), ``relative`` (/ reference area).
+        ``value`` (raw integral), ``value_scaled`` (/ ``t_cut``), ``relative`` (/ reference area),
+        ``absolute`` (area between the curves) and ``absolute_scaled``.
 
     Raises
     ------
@@ -165,8 +188,11 @@ def mag_diff(
     if reference is not None:
         check_option(reference, ("X", "Y"), "reference")
     comp = compare_magnitude({"X": X, "Y": Y}, reference=reference, t_cut=t_cut, n_scales=n_scales,
-                             fraction=fraction, metric=metric, progress=progress)
+                             fraction=fraction, metric=metric, progress=progress, p=p, ts=ts,
+                             method=method)
     value = comp.areas["X"] - comp.areas["Y"]
+    fx, fy = comp.functions["X"], comp.functions["Y"]
+    absolute = _area(fx.ts, np.abs(fx.values - fy.values), comp.t_cut)
     rel = math.nan
     if reference is not None:
         ref_area = comp.areas[reference]
@@ -175,6 +201,7 @@ def mag_diff(
         value=value, value_scaled=value / comp.t_cut, relative=rel, t_cut=comp.t_cut, reference=reference,
         area_x=comp.areas["X"], area_y=comp.areas["Y"], t_conv_x=comp.t_conv["X"], t_conv_y=comp.t_conv["Y"],
         function_x=comp.functions["X"], function_y=comp.functions["Y"],
+        absolute=absolute, absolute_scaled=absolute / comp.t_cut,
     )
 
 
@@ -198,6 +225,9 @@ def compare_magnitude(
     fraction: float = 0.95,
     metric: str = "euclidean",
     progress: Optional[ProgressCallback] = None,
+    p: Optional[float] = None,
+    ts: Optional[Sequence[float]] = None,
+    method: str = "auto",
 ) -> MagnitudeComparison:
     """MagArea of several sets on a common interval, and MagDiff against a reference ([1]_, Sec. 3.4).
 
@@ -220,16 +250,27 @@ def compare_magnitude(
         Explicit common ``t_cut`` (skips the ``t_conv`` computations).
     n_scales : int, default 30
     fraction : float, default 0.95
-    metric : {"euclidean", "cityblock", "cosine", "precomputed"}, default "euclidean"
+    metric : str, default "euclidean"
+        A name of :data:`METRICS` (see :func:`magnitude_function`).
+    p : float, optional
+        Exponent of ``metric="minkowski"``.
     progress : callable, optional
         ``progress(done, total, message)`` over all sets.
+    p : float, optional
+        Exponent of ``metric="minkowski"``.
+    ts : sequence of float, optional
+        An explicit common grid instead of ``n_scales`` scales on ``[0, t_cut]`` (rule
+        ``"given ts"``, ``t_cut = max ts``). Excludes ``t_cut``.
+    method : {"auto", "dense", "matrix-free"}, default "auto"
+        As :func:`magnitude_function`.
 
     Returns
     -------
     MagnitudeComparison
         Roles (``reference``, ``candidates``), ``t_cut`` and its rule, each set's ``t_conv``,
         ``areas`` (raw) and ``areas_scaled`` (/ ``t_cut``), and for candidates ``mag_diff``,
-        ``mag_diff_scaled`` and ``mag_diff_relative`` (/ the reference's area).
+        ``mag_diff_scaled``, ``mag_diff_relative`` (/ the reference's area) and
+        ``mag_diff_absolute`` (the area between the curves).
 
     Raises
     ------
@@ -262,7 +303,15 @@ def compare_magnitude(
         )
     n_scales = _check_n_scales(n_scales)
     fraction = _check_fraction(fraction)
-    if t_cut is not None:
+    if ts is not None:
+        if t_cut is not None:
+            raise DiversityInputError("give either ts (an explicit common grid) or t_cut, not both.")
+        grid = np.sort(_check_ts(ts))
+        if grid.size < 2 or grid[-1] <= 0:
+            raise DiversityInputError("ts must hold at least two scales and a positive one to integrate over.")
+        t_cut = float(grid[-1])
+        n_scales = grid.size
+    elif t_cut is not None:
         t_cut = check_positive(t_cut, "t_cut")
 
     spaces: dict = {}
@@ -277,7 +326,7 @@ def compare_magnitude(
     done = 0
     if need_tconv:
         for name in names:
-            space = _prepare(sets[name], metric, name=name)
+            space = _prepare_any(sets[name], metric, p=p, name=name, method=method)
             if space.n * fraction <= 1.0:
                 raise DiversityInputError(
                     f"set {name!r} has {space.n} distinct point(s): its convergence scale needs "
@@ -285,9 +334,10 @@ def compare_magnitude(
                 )
             report(progress, done, total, f"{name}: finding the convergence scale")
             t_conv[name] = _tconv_of_space(space, fraction)  # leaves space.D intact
-            if fits_memory(keep_bytes + space.D.nbytes + working):
+            held = 0 if space.D is None else space.D.nbytes  # a matrix-free space holds no n x n matrix
+            if fits_memory(keep_bytes + held + working) or space.D is None:
                 spaces[name] = space
-                keep_bytes += space.D.nbytes
+                keep_bytes += held
             done += 1
             report(progress, done, total, f"{name}: t_conv = {t_conv[name]:.6g}")
         if reference is not None:
@@ -295,14 +345,14 @@ def compare_magnitude(
         else:
             t_cut, rule = float(np.median([t_conv[k] for k in names])), "median t_conv"
     else:
-        rule = "given"
-    ts = np.linspace(0.0, t_cut, n_scales)
+        rule = "given" if ts is None else "given ts"
+    ts = np.linspace(0.0, t_cut, n_scales) if ts is None else grid
     functions: dict = {}
     for name in names:
         space = spaces.pop(name, None)
         if space is None:
             # the first pass (if any) already warned about duplicates
-            space = _prepare(sets[name], metric, name=name, warn=not need_tconv)
+            space = _prepare_any(sets[name], metric, p=p, name=name, warn=not need_tconv, method=method)
         sub = _sub_progress(progress, done, total, name)
         functions[name] = _function_of_space(space, ts, n_scales=n_scales, t_cut=None, fraction=fraction,
                                              progress=sub, total=n_scales - 1, t_conv=t_conv[name])
@@ -315,17 +365,91 @@ def compare_magnitude(
     diffs: dict = {}
     diffs_scaled: dict = {}
     diffs_rel: dict = {}
+    diffs_abs: dict = {}
     if reference is not None:
         ref_area = areas[reference]
         for k in candidates:
             diffs[k] = areas[k] - ref_area
             diffs_scaled[k] = diffs[k] / t_cut
             diffs_rel[k] = diffs[k] / ref_area if ref_area else math.nan
+            gap = np.abs(functions[k].values - functions[reference].values)
+            diffs_abs[k] = _area(ts, gap, t_cut)
     return MagnitudeComparison(
         names=names, reference=reference, candidates=candidates, t_cut=float(t_cut), t_cut_rule=rule,
         t_conv=t_conv, areas=areas, areas_scaled=areas_scaled, mag_diff=diffs, mag_diff_scaled=diffs_scaled,
-        mag_diff_relative=diffs_rel, functions=functions,
+        mag_diff_relative=diffs_rel, functions=functions, mag_diff_absolute=diffs_abs,
     )
+
+
+def mag_diff_matrix(
+    sets: Mapping[str, Any],
+    *,
+    reference: Optional[str] = None,
+    t_cut: Optional[float] = None,
+    n_scales: int = 30,
+    fraction: float = 0.95,
+    metric: str = "euclidean",
+    p: Optional[float] = None,
+    ts: Optional[Sequence[float]] = None,
+    progress: Optional[ProgressCallback] = None,
+    method: str = "auto",
+) -> MagDiffMatrix:
+    """MagDiff between every pair of sets, all curves on one common grid (magnipy's ``Diversipy``).
+
+    .. math::
+
+        M_{ij} = \\int_0^{t_{cut}} (\\mathrm{Mag}_{X_i}(t) - \\mathrm{Mag}_{X_j}(t))\\, dt, \\qquad
+        A_{ij} = \\int_0^{t_{cut}} |\\mathrm{Mag}_{X_i}(t) - \\mathrm{Mag}_{X_j}(t)|\\, dt
+
+    with ``t_cut`` chosen as in :func:`compare_magnitude` (the reference's ``t_conv``, else the
+    median ``t_conv``, else given).
+
+    Parameters
+    ----------
+    sets : mapping of str to array-like
+        Named point sets (or distance matrices with ``metric="precomputed"``).
+    reference, t_cut, n_scales, fraction, metric, p, ts, progress, method
+        As :func:`compare_magnitude`.
+
+    Returns
+    -------
+    MagDiffMatrix
+        The signed (antisymmetric) ``values`` and the ``absolute`` (symmetric) matrices, both also
+        divided by ``t_cut``, and the underlying comparison.
+
+    Raises
+    ------
+    DiversityInputError, NumericalError
+        As :func:`compare_magnitude`.
+
+    Notes
+    -----
+    Cost: one magnitude function per set (and one ``t_conv`` per set unless ``t_cut`` or ``ts``
+    is given); the k^2 integrals are then free. ``Diversipy(Xs).MagDiffs()`` returns
+    ``absolute_scaled`` (its ``scale=True`` default) on the grid of its median ``t_conv``.
+
+    Examples
+    --------
+    >>> m = mag_diff_matrix({"a": [[0.0], [1.0]], "b": [[0.0], [2.0]]}, t_cut=1.0)
+    >>> bool(m.values[1, 0] > 0), bool(m.absolute[0, 1] == m.absolute[1, 0])
+    (True, True)
+    """
+    comp = compare_magnitude(sets, reference=reference, t_cut=t_cut, n_scales=n_scales, fraction=fraction,
+                             metric=metric, progress=progress, p=p, ts=ts, method=method)
+    names = comp.names
+    k = len(names)
+    ts_grid = comp.functions[names[0]].ts
+    values = np.zeros((k, k))
+    absolute = np.zeros((k, k))
+    for i in range(k):
+        for j in range(i + 1, k):
+            gap = comp.functions[names[i]].values - comp.functions[names[j]].values
+            values[i, j] = comp.areas[names[i]] - comp.areas[names[j]]
+            values[j, i] = -values[i, j]
+            absolute[i, j] = absolute[j, i] = _area(ts_grid, np.abs(gap), comp.t_cut)
+    return MagDiffMatrix(names=names, values=values, absolute=absolute, values_scaled=values / comp.t_cut,
+                         absolute_scaled=absolute / comp.t_cut, t_cut=comp.t_cut, t_cut_rule=comp.t_cut_rule,
+                         comparison=comp)
 
 
 def _n_rows(data: Any) -> int:

@@ -5,23 +5,40 @@ points at distance 0 make :math:`Z_t` singular, so every path merges them: exact
 by :func:`_merge_duplicates` before any distance is computed, and rows at distance 0 from an
 earlier row (parallel rows under the cosine distance, rows equal after centring) afterwards.
 The first occurrence is kept, in input order.
+
+Metrics: the Euclidean, cityblock and cosine distances and the Tanimoto (Jaccard) distance
+:math:`1 - \\langle a, b\\rangle / (\\|a\\|^2 + \\|b\\|^2 - \\langle a, b\\rangle)` of fingerprints are
+computed here (by matrix products where that is exact enough); every other name of
+``scipy.spatial.distance`` (``minkowski`` with ``p``, ``chebyshev``, ``canberra``, ...) goes to
+``scipy.spatial.distance.cdist`` row block by row block. The same block functions serve the
+matrix-free path, which never holds D (:func:`_distance_rows`).
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
+import scipy.spatial.distance as _ssd
 from scipy.spatial.distance import cdist
 
 from .._config import check_memory
-from .._validation import check_distance_matrix, check_features, check_option
+from .._validation import check_distance_matrix, check_features, check_option, check_scalar
 from ..exceptions import DiversityInputError, DuplicatesMergedWarning
 
-#: Distances accepted by ``metric=``.
-METRICS = ("euclidean", "cityblock", "cosine", "precomputed")
+#: The distances of ``scipy.spatial.distance`` (its own list when it exposes one).
+_SCIPY_METRICS = tuple(sorted(getattr(_ssd, "_METRICS_NAMES", (
+    "braycurtis", "canberra", "chebyshev", "cityblock", "correlation", "cosine", "dice", "euclidean",
+    "hamming", "jaccard", "jensenshannon", "mahalanobis", "minkowski", "rogerstanimoto", "russellrao",
+    "seuclidean", "sokalsneath", "sqeuclidean", "yule"))))
+#: Distances computed here rather than by ``cdist`` ("jaccard" is the Tanimoto distance, which
+#: equals SciPy's Jaccard distance on binary vectors and extends it to counts).
+_OWN_METRICS = ("euclidean", "cityblock", "cosine", "tanimoto", "jaccard")
+#: Distances accepted by ``metric=``: ours, then the rest of SciPy's, then "precomputed".
+METRICS = _OWN_METRICS + tuple(m for m in _SCIPY_METRICS if m not in _OWN_METRICS) + ("precomputed",)
 
 #: n x n float64 arrays a magnitude computation holds at once: D (or exp(-h D)), Z_t and one
 #: Cholesky factor (float32, or float64 when the float32 one fails).
@@ -46,6 +63,7 @@ class _Space:
     indices: np.ndarray
     n_points: int
     metric: str
+    free: Optional[object] = None  # the matrix-free products (``_free._FreeSpace``) when D is not held
 
     @property
     def n(self) -> int:
@@ -110,7 +128,134 @@ def _zero_distance_twins(D: np.ndarray) -> np.ndarray:
     return later
 
 
-def _pairwise(X: np.ndarray, metric: str) -> tuple:
+def _check_metric(metric, p) -> tuple:
+    """Validated ``(metric, p)``: a name of :data:`METRICS`; ``p`` only with "minkowski" (default 2, ``p >= 1``)."""
+    if not isinstance(metric, str):
+        raise DiversityInputError(f"metric must be a string, one of: {', '.join(METRICS)}; got {metric!r}.")
+    check_option(metric, METRICS, "metric")
+    if metric != "minkowski":
+        if p is not None:
+            raise DiversityInputError(f"p is the exponent of metric='minkowski'; got p={p!r} with metric={metric!r}.")
+        return metric, None
+    if p is None:
+        return metric, 2.0
+    p_val = float(p) if isinstance(p, (int, float)) and not isinstance(p, bool) else math.nan
+    if p_val == math.inf:
+        return metric, p_val
+    return metric, check_scalar(p, "p", float, min_val=1)
+
+
+class _PointMetric:
+    """Rows of the distance matrix of validated distinct points, computed block by block on demand.
+
+    ``rows(i0, i1)`` is ``D[i0:i1]`` (float64, ``i1 - i0`` x n). The dense path builds D from
+    these blocks for the metrics without a faster exactly symmetric formula; the matrix-free
+    path calls it at every product with Z_t and never holds D.
+    """
+
+    def __init__(self, X: np.ndarray, metric: str, p: Optional[float] = None):
+        self.X = np.ascontiguousarray(X)
+        self.metric = metric
+        self.n = X.shape[0]
+        self.kwargs: dict = {}
+        if metric == "euclidean":
+            self.Xc = self.X - self.X.mean(axis=0)
+            self.sq = np.einsum("ij,ij->i", self.Xc, self.Xc)
+        elif metric == "cosine":
+            self.U = _unit_rows(self.X)
+        elif metric in ("tanimoto", "jaccard"):
+            _check_fingerprints(self.X, metric)
+            self.sq = np.einsum("ij,ij->i", self.X, self.X)
+        elif metric == "minkowski":
+            self.kwargs = {"p": p}
+        elif metric == "seuclidean":  # the variances of all the points, not of each block pair (as pdist)
+            self.kwargs = {"V": np.var(self.X, axis=0, ddof=1) if self.n > 1 else np.ones(X.shape[1])}
+            if np.any(self.kwargs["V"] == 0):
+                raise DiversityInputError(
+                    "the seuclidean distance divides by each feature's variance; some features are constant. "
+                    "Drop them or use metric='euclidean'."
+                )
+        elif metric == "mahalanobis":
+            cov = np.atleast_2d(np.cov(self.X.T))
+            try:
+                VI = np.linalg.inv(cov)
+            except np.linalg.LinAlgError:
+                VI = None
+            if VI is None or not np.isfinite(VI).all() or self.n <= X.shape[1]:
+                raise DiversityInputError(
+                    f"the mahalanobis distance needs an invertible covariance matrix (more points than the "
+                    f"{X.shape[1]} features, none a combination of the others); got {self.n} points. "
+                    "Use metric='seuclidean' or 'euclidean'."
+                )
+            self.kwargs = {"VI": VI}
+
+    def rows(self, i0: int, i1: int) -> np.ndarray:
+        """``D[i0:i1]`` (a new array; the diagonal entries in it are 0)."""
+        return self.rows_of(slice(i0, i1), np.arange(i0, i1))
+
+    def rows_of(self, sel, idx: np.ndarray) -> np.ndarray:
+        """``D[idx]`` where ``sel`` selects the same rows (a slice, or ``idx`` itself)."""
+        m = self.metric
+        if m == "euclidean":
+            G = self.Xc[sel] @ self.Xc.T
+            G *= -2.0
+            G += self.sq[sel, None]
+            G += self.sq[None, :]
+            # |x|^2 + |y|^2 - 2 x.y loses relative accuracy for close pairs: recompute those exactly
+            rows, cols = np.nonzero(G < 1e-2 * (self.sq[sel, None] + self.sq[None, :]))
+            if rows.size:
+                diff = self.Xc[idx[rows]] - self.Xc[cols]
+                G[rows, cols] = np.einsum("ij,ij->i", diff, diff)
+            np.sqrt(G, out=G)
+            out = G
+        elif m == "cosine":
+            out = self.U[sel] @ self.U.T
+            np.subtract(1.0, out, out=out)
+            np.clip(out, 0.0, 2.0, out=out)
+        elif m in ("tanimoto", "jaccard"):
+            out = _tanimoto_from_gram(self.X[sel] @ self.X.T, self.sq[sel], self.sq)
+        else:
+            out = cdist(self.X[sel], self.X, metric=m, **self.kwargs)
+            np.maximum(out, 0.0, out=out)  # round-off below 0 (correlation)
+        out[np.arange(idx.size), idx] = 0.0
+        return out
+
+
+def _unit_rows(X: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (the cosine distance); all-zero rows are refused."""
+    norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+    bad = norms == 0
+    if bad.any():
+        raise DiversityInputError(
+            f"the cosine distance is undefined for all-zero rows; rows {_rows_text(np.flatnonzero(bad))} "
+            "are zero. Drop them or use metric='euclidean'."
+        )
+    return X / norms[:, None]
+
+
+def _check_fingerprints(X: np.ndarray, metric: str) -> None:
+    """The Tanimoto distance needs non-negative features (bits or counts)."""
+    if X.size and float(X.min()) < 0:
+        rows = np.flatnonzero((X < 0).any(axis=1))
+        raise DiversityInputError(
+            f"the {metric} (Tanimoto) distance needs non-negative features (fingerprint bits or counts); "
+            f"rows {_rows_text(rows)} have negative values. Use metric='euclidean' for signed embeddings."
+        )
+
+
+def _tanimoto_from_gram(G: np.ndarray, sq_rows: np.ndarray, sq_cols: np.ndarray) -> np.ndarray:
+    """1 - G / (|a|^2 + |b|^2 - G) in place of the Gram block G (two all-zero rows: distance 0)."""
+    denom = sq_rows[:, None] + sq_cols[None, :]
+    denom -= G
+    zero = denom <= 0  # only two all-zero rows (G = 0 and both norms 0)
+    np.divide(G, np.where(zero, 1.0, denom), out=G)
+    np.subtract(1.0, G, out=G)
+    G[zero] = 0.0
+    np.clip(G, 0.0, 1.0, out=G)
+    return G
+
+
+def _pairwise(X: np.ndarray, metric: str, p: Optional[float] = None) -> tuple:
     """Distance matrix (n x n, float64, C order, exactly symmetric, zero diagonal).
 
     Returns ``(D, twins)`` where ``twins`` marks rows at distance 0 from an earlier row.
@@ -123,18 +268,30 @@ def _pairwise(X: np.ndarray, metric: str) -> tuple:
         for i0 in range(0, n, _BLOCK):  # |a - b| = |b - a| term by term: exactly symmetric
             i1 = min(n, i0 + _BLOCK)
             cdist(X[i0:i1], X, metric="cityblock", out=D[i0:i1])
-    else:  # cosine
-        norms = np.sqrt(np.einsum("ij,ij->i", X, X))
-        bad = norms == 0
-        if bad.any():
-            raise DiversityInputError(
-                f"the cosine distance is undefined for all-zero rows; rows {_rows_text(np.flatnonzero(bad))} "
-                "are zero. Drop them or use metric='euclidean'."
-            )
-        U = X / norms[:, None]
+    elif metric == "cosine":
+        U = _unit_rows(X)
         D = U @ U.T  # numpy uses syrk for A @ A.T: exactly symmetric
         np.subtract(1.0, D, out=D)
         np.clip(D, 0.0, 2.0, out=D)
+    elif metric in ("tanimoto", "jaccard"):
+        _check_fingerprints(X, metric)
+        G = X @ X.T  # syrk: exactly symmetric (and exact for 0/1 bits and small counts)
+        sq = np.diag(G).copy()
+        D = _tanimoto_from_gram(G, sq, sq)
+    else:  # any other distance of scipy.spatial.distance, row block by row block
+        pm = _PointMetric(X, metric, p)
+        D = np.empty((n, n))
+        for i0 in range(0, n, _BLOCK):
+            i1 = min(n, i0 + _BLOCK)
+            D[i0:i1] = pm.rows(i0, i1)
+        _symmetrize_upper(D)  # cdist need not round D[i, j] and D[j, i] alike
+        bad = ~np.isfinite(D)
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            raise DiversityInputError(
+                f"the {metric} distance is undefined (NaN or infinite) between rows {i} and {j} (e.g. an "
+                f"all-zero or constant row). Drop such rows or choose another metric."
+            )
     np.fill_diagonal(D, 0.0)
     return D, _zero_distance_twins(D)
 
@@ -194,14 +351,14 @@ def _symmetrize_upper(D: np.ndarray) -> None:
         blk[iu[1], iu[0]] = blk[iu]
 
 
-def _distances(X_or_D: np.ndarray, metric: str) -> tuple:
+def _distances(X_or_D: np.ndarray, metric: str, p: Optional[float] = None) -> tuple:
     """``(D, twins)`` of validated float64 rows (or a validated D, copied) after the memory check."""
     n = X_or_D.shape[0]
     _check_dense_memory(n)
     if metric == "precomputed":
         D = np.array(X_or_D, dtype=np.float64, order="C")  # a copy: the solver overwrites D
         return D, _zero_distance_twins(D)
-    return _pairwise(np.ascontiguousarray(X_or_D), metric)
+    return _pairwise(np.ascontiguousarray(X_or_D), metric, p)
 
 
 def _drop_twins(D: np.ndarray, twins: np.ndarray) -> tuple:
@@ -224,9 +381,12 @@ def _check_pseudometric(D: np.ndarray, twins: np.ndarray) -> None:
             )
 
 
-def _prepare(X_or_D, metric: str, *, name: str = "X", warn: bool = True) -> _Space:
-    """Validate once, merge duplicates (saying so when ``warn``), and build the distances of the distinct points."""
-    check_option(metric, METRICS, "metric")
+def _prepare(X_or_D, metric: str, *, p: Optional[float] = None, name: str = "X", warn: bool = True) -> _Space:
+    """Validate once, merge duplicates (saying so when ``warn``), and build the distances of the distinct points.
+
+    ``metric`` and ``p`` are validated here (:func:`_check_metric`).
+    """
+    metric, p = _check_metric(metric, p)
     if metric == "precomputed":
         early = isinstance(X_or_D, np.ndarray) and X_or_D.ndim == 2
         if early:  # before the validation's own n x n temporaries
@@ -248,7 +408,7 @@ def _prepare(X_or_D, metric: str, *, name: str = "X", warn: bool = True) -> _Spa
     X, n_merged, keep = _merge_duplicates(X)
     if warn and n_merged:
         _warn_merged(name, np.setdiff1d(np.arange(n_points), keep), keep.size, "duplicate rows")
-    D, twins = _distances(X, metric)
+    D, twins = _distances(X, metric, p)
     if twins.any():  # e.g. parallel rows under the cosine distance, or rows equal after centring
         D, sub = _drop_twins(D, twins)
         if warn:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass, field, fields
 from typing import Any, Optional
@@ -10,7 +11,16 @@ import numpy as np
 
 from .._json import to_jsonable
 
-__all__ = ["MagnitudeResult", "MagnitudeFunction", "MagAreaResult", "MagDiffResult", "MagnitudeComparison"]
+__all__ = [
+    "MagnitudeResult",
+    "MagnitudeFunction",
+    "MagAreaResult",
+    "MagDiffResult",
+    "MagnitudeComparison",
+    "MagDiffMatrix",
+    "SpreadFunction",
+    "MagnitudeDimension",
+]
 
 
 def _plain(value: Any) -> Any:
@@ -93,9 +103,16 @@ class MagnitudeResult:
         )
         return self.weighting
 
+    @property
+    def positive_magnitude(self) -> float:
+        """Positive magnitude: the sum of the positive entries of the weighting."""
+        return float(self.weighting[self.weighting > 0].sum())
+
     def to_dict(self) -> dict:
         """JSON-ready dictionary with stable keys."""
-        return _fields_dict(self)
+        out = _fields_dict(self)
+        out["positive_magnitude"] = to_jsonable(self.positive_magnitude)
+        return out
 
 
 @dataclass(frozen=True)
@@ -119,6 +136,14 @@ class MagnitudeFunction:
         ``Mag(t_conv) = fraction * n_distinct``.
     n_points, n_distinct, n_merged : int
     metric : str
+    positive_values : ndarray of shape (m,) or None
+        Positive magnitude when asked for (``positive=True``): the sum of the positive entries
+        of the weighting at each scale (equal to ``values`` where the weighting is non-negative).
+    derivatives : ndarray of shape (m,) or None
+        :math:`\\mathrm{Mag}'(t) = w^\\top (D \\circ Z_t)\\, w` when asked for (``derivatives=True``).
+    method : {"dense", "matrix-free"}
+        How the curve was computed. Matrix-free values are conjugate-gradient iterates whose
+        ``errors`` are a-posteriori estimates (no factorisation confirms them); see ``exact``.
     """
 
     ts: np.ndarray
@@ -133,9 +158,31 @@ class MagnitudeFunction:
     n_distinct: int
     n_merged: int
     metric: str
+    positive_values: Optional[np.ndarray] = None
+    derivatives: Optional[np.ndarray] = None
+    method: str = "dense"
 
     def __post_init__(self) -> None:
         _freeze(self)
+
+    @property
+    def exact(self) -> np.ndarray:
+        """Per scale: the value is accurate to :data:`ACCURACY_RTOL` by its error estimate (not singular,
+        not ill-conditioned); False marks an approximate value whose ``errors`` entry bounds its error."""
+        out = ~(self.ill_conditioned | self.singular)
+        out.setflags(write=False)
+        return out
+
+    @property
+    def dimension_profile(self) -> Optional[np.ndarray]:
+        """The slope :math:`d \\log \\mathrm{Mag} / d \\log t = t\\,\\mathrm{Mag}'(t) / \\mathrm{Mag}(t)` (0 at t = 0),
+        or None without ``derivatives``."""
+        if self.derivatives is None:
+            return None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.where(self.ts > 0, self.ts * self.derivatives / self.values, 0.0)
+        out.setflags(write=False)
+        return out
 
     @property
     def max_rel_error(self) -> float:
@@ -149,6 +196,7 @@ class MagnitudeFunction:
         """JSON-ready dictionary with stable keys."""
         out = _fields_dict(self)
         out["max_rel_error"] = to_jsonable(self.max_rel_error)
+        out["exact"] = to_jsonable(self.exact)
         return out
 
 
@@ -197,6 +245,11 @@ class MagDiffResult:
         MagArea of X and Y on ``[0, t_cut]``.
     t_conv_x, t_conv_y : float or None
     function_x, function_y : MagnitudeFunction
+    absolute : float
+        :math:`\\int_0^{t_{cut}} |\\mathrm{Mag}_X(t) - \\mathrm{Mag}_Y(t)|\\,dt` (trapezoid rule on the
+        common grid; magnipy's ``MagDiff`` with ``absolute_area=True``).
+    absolute_scaled : float
+        ``absolute / t_cut``.
     """
 
     value: float
@@ -210,6 +263,8 @@ class MagDiffResult:
     t_conv_y: Optional[float]
     function_x: MagnitudeFunction
     function_y: MagnitudeFunction
+    absolute: float = math.nan
+    absolute_scaled: float = math.nan
 
     def to_dict(self) -> dict:
         """JSON-ready dictionary with stable keys."""
@@ -239,6 +294,8 @@ class MagnitudeComparison:
         For each candidate (only with a reference): the integral of ``Mag_candidate - Mag_reference``,
         that over ``t_cut``, and that over the reference's area.
     functions : dict of str to MagnitudeFunction
+    mag_diff_absolute : dict of str to float
+        For each candidate: the integral of ``|Mag_candidate - Mag_reference|``.
     """
 
     names: tuple
@@ -253,6 +310,109 @@ class MagnitudeComparison:
     mag_diff_scaled: dict
     mag_diff_relative: dict
     functions: dict = field(repr=False)
+    mag_diff_absolute: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """JSON-ready dictionary with stable keys."""
+        return _fields_dict(self)
+
+
+@dataclass(frozen=True)
+class MagDiffMatrix:
+    """MagDiff between every pair of sets on one common grid, from :func:`mag_diff_matrix`.
+
+    Attributes
+    ----------
+    names : tuple of str
+    values : ndarray of shape (k, k)
+        ``values[i, j]`` = :math:`\\int_0^{t_{cut}} (\\mathrm{Mag}_i - \\mathrm{Mag}_j)\\,dt` (antisymmetric).
+    absolute : ndarray of shape (k, k)
+        :math:`\\int_0^{t_{cut}} |\\mathrm{Mag}_i - \\mathrm{Mag}_j|\\,dt` (symmetric; magnipy's
+        ``Diversipy.MagDiffs`` with ``scale=False``).
+    values_scaled, absolute_scaled : ndarray of shape (k, k)
+        The same divided by ``t_cut`` (``Diversipy.MagDiffs()`` defaults to ``absolute_scaled``).
+    t_cut : float
+    t_cut_rule : str
+        As :class:`MagnitudeComparison`.
+    comparison : MagnitudeComparison
+        Areas, convergence scales and curves.
+    """
+
+    names: tuple
+    values: np.ndarray
+    absolute: np.ndarray
+    values_scaled: np.ndarray
+    absolute_scaled: np.ndarray
+    t_cut: float
+    t_cut_rule: str
+    comparison: MagnitudeComparison = field(repr=False)
+
+    def __post_init__(self) -> None:
+        _freeze(self)
+
+    def to_dict(self) -> dict:
+        """JSON-ready dictionary with stable keys."""
+        return _fields_dict(self)
+
+
+@dataclass(frozen=True)
+class SpreadFunction:
+    """Willerton's spread on a grid of scales, from :func:`spread_function`.
+
+    Attributes
+    ----------
+    ts, values : ndarray of shape (m,)
+        Scales and :math:`E_t = \\sum_i 1 / \\sum_j e^{-t d_{ij}}` (``E_0 = 1``).
+    t_conv : float or None
+        The scale with ``E_t = fraction * n_distinct`` when the grid ends there.
+    fraction : float
+    n_points, n_distinct, n_merged : int
+    metric : str
+    """
+
+    ts: np.ndarray
+    values: np.ndarray
+    t_conv: Optional[float]
+    fraction: float
+    n_points: int
+    n_distinct: int
+    n_merged: int
+    metric: str
+
+    def __post_init__(self) -> None:
+        _freeze(self)
+
+    def to_dict(self) -> dict:
+        """JSON-ready dictionary with stable keys."""
+        return _fields_dict(self)
+
+
+@dataclass(frozen=True)
+class MagnitudeDimension:
+    """The magnitude dimension profile and the magnitude dimension, from :func:`magnitude_dimension`.
+
+    Attributes
+    ----------
+    ts : ndarray of shape (m,)
+    profile : ndarray of shape (m,)
+        :math:`t\\,\\mathrm{Mag}'(t) / \\mathrm{Mag}(t)` at each scale, from the exact derivative
+        (0 at t = 0, NaN where singular).
+    dimension : float
+        The largest value of the profile on the grid.
+    t_dimension : float
+        The scale where it is reached.
+    function : MagnitudeFunction
+        The curve with its ``derivatives``.
+    """
+
+    ts: np.ndarray
+    profile: np.ndarray
+    dimension: float
+    t_dimension: float
+    function: MagnitudeFunction = field(repr=False)
+
+    def __post_init__(self) -> None:
+        _freeze(self)
 
     def to_dict(self) -> dict:
         """JSON-ready dictionary with stable keys."""

@@ -22,6 +22,9 @@ from ._solvers import ACCURACY_RTOL, _Engine, _Solve
 
 #: Newton on t_conv stops when the relative step is below this.
 _TCONV_XTOL = 1e-12
+#: Largest residual |1 - Z_t w| of the weighting when Mag'(t) = w^T (D o Z_t) w is wanted: the
+#: derivative is linear in the error of w (Mag itself is quadratic in it).
+_DERIV_RESIDUAL = 1e-11
 #: Per grid step, the CG steps predicted by a failed trial shrink by about this factor (the
 #: conditioning of Z_t improves with t); CG is tried again once the prediction fits the budget.
 _CG_NEED_DECAY = 0.85
@@ -39,6 +42,8 @@ class _Curve(NamedTuple):
     t_conv: Optional[float]
     n_distinct: int
     n_merged: int
+    positive: Optional[np.ndarray] = None
+    derivatives: Optional[np.ndarray] = None
 
 
 # --------------------------------------------------------------------------------------------
@@ -54,14 +59,22 @@ def _mean_field_guess(D: np.ndarray, target: float, k: int = 24, rows: int = 256
     is only the Newton starting point.
     """
     n = D.shape[0]
+    return _mean_field_guess_rows(D[_guess_sample(n, rows)], n, target, k)
+
+
+def _guess_sample(n: int, rows: int = 256) -> np.ndarray:
+    """The evenly spaced sample rows of :func:`_mean_field_guess`."""
+    return np.unique(np.linspace(0, n - 1, min(rows, n)).astype(np.intp))
+
+
+def _mean_field_guess_rows(block: np.ndarray, n: int, target: float, k: int = 24) -> float:
+    """:func:`_mean_field_guess` from the distance rows ``block`` of the sample points (of n)."""
     kk = min(k + 1, n)
-    sample = np.unique(np.linspace(0, n - 1, min(rows, n)).astype(np.intp))
-    block = D[sample]
     near = np.partition(block, kk - 1, axis=1)[:, :kk] if kk < n else block
     positive = near[near > 0]
     if positive.size == 0:
         return 1.0
-    goal = target / n * sample.size
+    goal = target / n * block.shape[0]
     lo, hi = 1e-6 / float(np.median(positive)), 1e6 / float(positive.min())
 
     def f(logt: float) -> float:
@@ -160,25 +173,41 @@ def _evenly_spaced(ts: np.ndarray) -> Optional[float]:
 
 
 def _solve_grid(engine: _Engine, ts: np.ndarray, progress: Optional[ProgressCallback], offset: int,
-                total: int) -> tuple:
-    """Mag at sorted ascending ``ts`` (D may be consumed). Returns arrays and methods."""
+                total: int, derivatives: bool = False, positive: bool = False) -> tuple:
+    """Mag at sorted ascending ``ts`` (D may be consumed unless ``derivatives``).
+
+    Returns ``(values, errors, singular, methods, pos, derivs)``: the positive magnitude (sum
+    of the positive entries of the weighting) when ``positive`` and Mag'(t) when
+    ``derivatives`` (else None), both from the weighting solved to a residual of
+    ``_DERIV_RESIDUAL`` (Mag alone only needs the weighting to about the square root of its
+    own accuracy: its error is quadratic in the weighting's).
+    """
     m = ts.size
     values = np.empty(m)
     errors = np.zeros(m)
     singular = np.zeros(m, dtype=bool)
+    pos_mag = np.ones(m) if positive else None
+    derivs = np.zeros(m) if derivatives else None
     methods = ["exact"] * m
-    positive = np.flatnonzero(ts > 0)
+    scaled = np.flatnonzero(ts > 0)
     values[ts == 0] = 1.0
-    h = _evenly_spaced(ts)
+    # Mag'(t) = w^T (D o Z_t) w needs D: then every Z_t is formed from D instead of by the
+    # elementwise powers of exp(-h D) (which overwrite D)
+    h = None if derivatives else _evenly_spaced(ts)
+    rt = _DERIV_RESIDUAL if (derivatives or positive) else math.inf
     x_prev = x_prev2 = None
     t_prev = t_prev2 = None
     use_cg = False
     cg_need = None  # predicted steps of the last failed CG trial, decayed per scale
     last_t = None
-    for count, i in enumerate(positive):
+    for count, i in enumerate(scaled):
         t = float(ts[i])
         if last_t is not None and t == last_t:
             values[i], errors[i], singular[i], methods[i] = values[i - 1], errors[i - 1], singular[i - 1], methods[i - 1]
+            if pos_mag is not None:
+                pos_mag[i] = pos_mag[i - 1]
+            if derivs is not None:
+                derivs[i] = derivs[i - 1]
         else:
             if h is not None:
                 if count == 0:
@@ -194,20 +223,28 @@ def _solve_grid(engine: _Engine, ts: np.ndarray, progress: Optional[ProgressCall
             if cg_need is not None:
                 cg_need *= _CG_NEED_DECAY
             try_cg = use_cg or (_cg_promising(engine, x_prev) and (cg_need is None or cg_need <= engine.budget_cg))
-            res = engine.solve(guess, try_cg=try_cg)
+            res = engine.solve(guess, try_cg=try_cg, residual_tol=rt)
             if engine.last_cg_need is not None:  # capped: CG is tried again within ~8 scales
                 cg_need = min(engine.last_cg_need, 4.0 * engine.budget_cg)
             if res.singular:
                 values[i], errors[i], singular[i], methods[i] = math.nan, math.nan, True, "singular"
+                if pos_mag is not None:
+                    pos_mag[i] = math.nan
+                if derivs is not None:
+                    derivs[i] = math.nan
                 x_prev = x_prev2 = None
             else:
                 values[i], errors[i], methods[i] = res.value, res.error, res.method
+                if pos_mag is not None:
+                    pos_mag[i] = float(res.w[res.w > 0].sum())
+                if derivs is not None:
+                    derivs[i] = engine.derivative(res.w)
                 x_prev, x_prev2 = res.w, x_prev
                 t_prev, t_prev2 = t, t_prev
                 use_cg = res.method == "cg"
-        report(progress, offset + count + 1, total, f"scale {count + 1} of {positive.size} (t = {t:.4g})")
+        report(progress, offset + count + 1, total, f"scale {count + 1} of {scaled.size} (t = {t:.4g})")
     engine.release()
-    return values, errors, singular, tuple(methods)
+    return values, errors, singular, tuple(methods), pos_mag, derivs
 
 
 def _cg_promising(engine: _Engine, x_prev: Optional[np.ndarray]) -> bool:
@@ -226,43 +263,58 @@ def _cg_promising(engine: _Engine, x_prev: Optional[np.ndarray]) -> bool:
     return 9.0 * kappa <= engine.budget_cg
 
 
+def _grid(t_end: float, n_scales: int, scales: str) -> np.ndarray:
+    """``n_scales`` scales from 0 to ``t_end``: evenly spaced ("linear"), or 0 followed by
+    ``n_scales - 1`` log-spaced scales from ``t_end / n_scales`` ("log", magnipy's log grid)."""
+    if scales == "log":
+        return np.concatenate([[0.0], np.geomspace(t_end / n_scales, t_end, n_scales - 1)])
+    return np.linspace(0.0, t_end, n_scales)
+
+
 def _curve(D: np.ndarray, ts: Optional[np.ndarray] = None, *, t_cut: Optional[float] = None, n_scales: int = 30,
            fraction: float = 0.95, progress: Optional[ProgressCallback] = None, offset: int = 0,
-           total: Optional[int] = None, t_conv: Optional[float] = None) -> _Curve:
+           total: Optional[int] = None, t_conv: Optional[float] = None, scales: str = "linear",
+           derivatives: bool = False, positive: bool = False) -> _Curve:
     """Mag of the distinct points with distances ``D`` (consumed) on ``ts`` (any order), else on
-    ``n_scales`` scales on ``[0, t_cut]``, else on ``[0, t_conv(fraction)]``; no warnings."""
+    ``n_scales`` scales (``scales``) on ``[0, t_cut]``, else on ``[0, t_conv(fraction)]``; no warnings."""
     n = D.shape[0]
     need_tconv = ts is None and t_cut is None
     m = n_scales - 1 if ts is None else int(np.count_nonzero(ts > 0))
     if total is None:
         total = m + (1 if need_tconv else 0)
     if n == 1:
-        grid = np.linspace(0.0, t_cut if t_cut is not None else 1.0, n_scales) if ts is None else np.sort(ts)
+        grid = _grid(t_cut if t_cut is not None else 1.0, n_scales, scales) if ts is None else np.sort(ts)
         report(progress, offset + total, total, "one distinct point")
         zeros = np.zeros(grid.size, dtype=bool)
         return _Curve(grid, np.ones(grid.size), np.zeros(grid.size), zeros, zeros.copy(),
-                      ("exact",) * grid.size, t_conv, 1, 0)
+                      ("exact",) * grid.size, t_conv, 1, 0, np.ones(grid.size) if positive else None,
+                      np.zeros(grid.size) if derivatives else None)
     engine = _Engine(D)  # the engine owns D now (and overwrites it on an evenly spaced grid)
     if need_tconv:
         report(progress, offset, total, "finding the convergence scale")
         t_conv = _newton_tconv(engine, fraction)
         offset += 1
         report(progress, offset, total, f"convergence scale t_conv = {t_conv:.6g}")
-        grid = np.linspace(0.0, t_conv, n_scales)
+        grid = _grid(t_conv, n_scales, scales)
     elif ts is None:
-        grid = np.linspace(0.0, t_cut, n_scales)
+        grid = _grid(t_cut, n_scales, scales)
     else:
         grid = ts
     order = np.argsort(grid, kind="stable")
-    values, errors, singular, methods = _solve_grid(engine, grid[order], progress, offset, total)
+    values, errors, singular, methods, pos_mag, derivs = _solve_grid(engine, grid[order], progress, offset, total,
+                                                                     derivatives, positive)
     inv = np.empty_like(order)
     inv[order] = np.arange(order.size)
     values, errors, singular = values[inv], errors[inv], singular[inv]
+    if pos_mag is not None:
+        pos_mag = pos_mag[inv]
+    if derivs is not None:
+        derivs = derivs[inv]
     methods = tuple(methods[j] for j in inv)
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.where(np.isfinite(values) & (values != 0), errors / np.abs(values), np.inf)
     ill = (rel > ACCURACY_RTOL) & ~singular
-    return _Curve(grid, values, errors, ill, singular, methods, t_conv, n, 0)
+    return _Curve(grid, values, errors, ill, singular, methods, t_conv, n, 0, pos_mag, derivs)
 
 
 def _weighting_at(D: np.ndarray, t: float, residual_tol: float) -> _Solve:
@@ -290,25 +342,26 @@ def _tconv(D: np.ndarray, fraction: float) -> float:
         engine.release()
 
 
-def _magnitude_values(X_or_D: np.ndarray, ts: np.ndarray, metric: str) -> _Curve:
+def _magnitude_values(X_or_D: np.ndarray, ts: np.ndarray, metric: str, p: Optional[float] = None) -> _Curve:
     """Mag(t) on ``ts`` of validated float64 rows without duplicate rows (or a validated D); no warnings.
 
     Rows at distance 0 from an earlier one (parallel rows under the cosine distance, or items
     at distance 0 in a D) are merged silently and counted in ``n_merged``. ``X_or_D`` is not
     modified. Singular scales are NaN and flagged, never raised.
     """
-    D, twins = _distances(X_or_D, metric)
+    D, twins = _distances(X_or_D, metric, p)
     D, _ = _drop_twins(D, twins)
     return _curve(D, np.asarray(ts, dtype=np.float64))._replace(n_merged=int(np.count_nonzero(twins)))
 
 
-def _convergence_scale_of(X_or_D: np.ndarray, metric: str, fraction: float = 0.95) -> float:
+def _convergence_scale_of(X_or_D: np.ndarray, metric: str, fraction: float = 0.95,
+                          p: Optional[float] = None) -> float:
     """t_conv of validated float64 rows without duplicate rows (or a validated D); no warnings.
 
     Raises DiversityInputError when ``fraction * n_distinct <= 1`` and NumericalError when the
     search fails.
     """
-    D, twins = _distances(X_or_D, metric)
+    D, twins = _distances(X_or_D, metric, p)
     D, _ = _drop_twins(D, twins)
     return _tconv(D, fraction)
 

@@ -15,6 +15,13 @@ whose error is :math:`r^\\top Z^{-1} r`. Solvers, cheapest first (see :meth:`_En
    metric of the complete bipartite graph :math:`K_{3,2}`, which does not embed in a Euclidean
    space). :math:`Z_t` is called singular only when this fails too.
 
+Threads: the factorisations use every BLAS thread; the matrix-vector products and triangular
+solves of the (preconditioned) CG iterations run on one (:func:`_serial_blas`). They are
+memory-bound, so a second thread gains little on a quiet machine, while on a loaded one each
+of the hundreds of small multi-threaded calls waits for a descheduled partner thread: on a
+2-core machine at load 9 the n = 2000 pipeline took 32 s of wall time with two threads and
+2.4 s with serial products.
+
 Matrices above ``_LAPACK_MAX_BYTES`` (1 GiB; n > ~16000 in float32) are factorised by a blocked
 Cholesky built on LAPACK blocks and matrix products: the OpenBLAS ``potrf`` bundled with
 NumPy/SciPy crashed (segmentation fault) on 2 GB matrices.
@@ -22,6 +29,7 @@ NumPy/SciPy crashed (segmentation fault) on 2 GB matrices.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 from typing import Optional
@@ -41,6 +49,24 @@ _F32_FLUSH = 1e-30
 #: Smallest n for which a stale float32 factor is tried as a preconditioner before a new one.
 _STALE_MIN_N = 4000
 _EPS = float(np.finfo(np.float64).eps)
+
+_THREADPOOLS = None
+
+
+def _serial_blas():
+    """Context in which the BLAS libraries use one thread (threadpoolctl, created once)."""
+    global _THREADPOOLS
+    if _THREADPOOLS is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            _THREADPOOLS = ThreadpoolController()
+        except ImportError:  # scikit-learn's dependency; without it products use the default threads
+            _THREADPOOLS = False
+    if _THREADPOOLS is False:
+        return contextlib.nullcontext()
+    return _THREADPOOLS.limit(limits=1, user_api="blas")
+
 
 @dataclass
 class _Solve:
@@ -262,6 +288,12 @@ class _Engine:
     # -- (preconditioned) conjugate gradients ---------------------------------------------
     def _pcg(self, precondition: bool, x0: Optional[np.ndarray], max_iter: int, method: str,
              residual_tol: float = math.inf) -> _Solve:
+        """CG on Z w = 1 (see :meth:`_pcg_serial`), with single-threaded BLAS products."""
+        with _serial_blas():
+            return self._pcg_serial(precondition, x0, max_iter, method, residual_tol)
+
+    def _pcg_serial(self, precondition: bool, x0: Optional[np.ndarray], max_iter: int, method: str,
+                    residual_tol: float = math.inf) -> _Solve:
         """CG on Z w = 1 with the variational estimate and a Ritz-value error estimate.
 
         ``value = 1^T x + x^T r`` has error ``r^T Z^{-1} r <= (r^T M^{-1} r) / lambda_min(M^{-1} Z)``;
