@@ -14,8 +14,8 @@ from typing import Callable, Optional
 import pandas as pd
 import streamlit as st
 
+from diversity_core._orders import format_q
 from diversity_core.compare import compare
-from diversity_core.figures import format_q
 from diversity_core.report import FIGURE_TITLES, comparison_figures, presentation_style, report_html
 
 from . import compute

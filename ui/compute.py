@@ -21,6 +21,7 @@ import scipy.sparse as sp
 import streamlit as st
 
 import diversity_core as dc
+from diversity_core._orders import format_q
 from diversity_core.featurizers import featurize, list_featurizers, resolve_featurizer
 from diversity_core.kernels import row_norms
 
@@ -190,7 +191,7 @@ def score_rows(spec: dc.Spectrum, groups: dict, group_intdiv: dict, q: float) ->
         rows.append({
             "group": name,
             "items": s.n,
-            f"VS (q = {_fmt_q(q)})": s.vendi(q),
+            f"VS (q = {format_q(q)})": s.vendi(q),
             "VS₁": s.vendi(1.0),
             "VS∞": s.vendi(np.inf),
             "VS / items": s.vendi(q) / s.n,
@@ -210,12 +211,6 @@ def reading(vs: float, n: int, group_vs: dict, q_label: str) -> str:
     gap = 1.0 - vlow / vtop if vtop > 0 else 0.0
     return (head + f"; the most diverse group is **{top}** ({vtop:.2f}), the least **{low}** "
             f"({vlow:.2f}, {gap:.0%} lower).")
-
-
-def _fmt_q(q: float) -> str:
-    from diversity_core.figures import format_q
-
-    return format_q(q)
 
 
 # ------------------------------------------------------------------------------------------

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import streamlit as st
 
+from diversity_core._orders import format_q
 from diversity_core.featurizers import FEATURIZERS, default_kernel, resolve_featurizer
-from diversity_core.figures import format_q
 
 from . import data as uidata
 from .state import BANDWIDTH_KERNELS, KERNEL_CHOICES, PREP_KEY, SOURCES, q_options

@@ -23,7 +23,9 @@ from typing import Optional
 
 import streamlit as st
 
-from diversity_core.figures import format_q
+from diversity_core import _orders
+from diversity_core._orders import format_q
+from diversity_core.exceptions import DiversityInputError
 
 #: The orders the q control offers: 0, fractional values, the integers that matter, and inf.
 Q_GRID: tuple = (
@@ -96,19 +98,13 @@ class Settings:
 
 
 def parse_q(text) -> Optional[float]:
-    """An order from the URL or a widget: a number >= 0 or ``inf``/``∞``; None when invalid."""
+    """An order from the URL or a widget (the core's parser); None when absent or invalid."""
     if text is None:
         return None
-    s = str(text).strip().lower()
-    if s in ("inf", "infinity", "∞"):
-        return math.inf
     try:
-        value = float(s)
-    except ValueError:
+        return _orders.parse_q(text)
+    except DiversityInputError:
         return None
-    if math.isnan(value) or value < 0:
-        return None
-    return value
 
 
 def q_options(current: float) -> list:
