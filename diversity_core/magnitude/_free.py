@@ -314,7 +314,7 @@ def _solve_scales(space: _FreeSpace, ts: np.ndarray, x0s: Optional[list] = None,
 def _products(space: _FreeSpace, ts: np.ndarray, P: np.ndarray) -> np.ndarray:
     """Z_t P for ascending ``ts``, by powers of exp(-hD) when the scales are multiples of one h."""
     h, ks = _grid_step(ts) if ts.size > 1 else (None, None)
-    return space.products(ts, np.ascontiguousarray(P), h=h, ks=ks)
+    return space.products(ts, np.asfortranarray(P), h=h, ks=ks)  # contiguous columns for the products
 
 
 def _finish_lane(ln: _Lane, n: int) -> tuple:
