@@ -80,6 +80,8 @@ def format_table(summary: dict) -> str:
         f"modality:  {summary['modality']}",
         f"items:     {summary['n_items']}",
     ]
+    if summary.get("detected"):
+        lines.insert(3, f"detected:  {summary['detected']}")
     if summary["n_features"] is not None:
         lines.append(f"features:  {summary['n_features']} per item")
     if summary["item_shape"] is not None:
