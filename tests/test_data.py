@@ -259,7 +259,7 @@ class TestMoleculesRoundTrip:
         assert ds.items == ["CCO", "c1ccccc1", "CC(=O)O"]
         assert ds.ids == ["ethanol", "benzene", "line 6"]
         assert [s.where for s in ds.skipped] == ["m.smi line 2", "m.smi line 5"]
-        assert ds.skipped[0].reason == "invalid SMILES 'C1CC'"
+        assert ds.skipped[0].reason == "invalid SMILES (4 characters)"  # the entry's text is never quoted
         assert ds.summary()["skipped"]["reasons"] == {"invalid SMILES": 2}
 
     def test_smi_with_header_and_group(self, tmp_path):
@@ -332,6 +332,76 @@ class TestDetectModality:
         np.save(tmp_path / "emb.npy", X)
         ds = load_dataset(tmp_path / "t.txt", embeddings=tmp_path / "emb.npy")
         np.testing.assert_array_equal(ds.features, X)
+
+
+class TestDetectionFromContent:
+    """Issue 15 item 10 (and issue 16 item 15): the content decides, and the dataset says what was detected."""
+
+    @pytest.mark.parametrize("name", ["output", "content", "text", "body", "response", "prompt", "caption"])
+    def test_numeric_column_with_a_text_name_is_a_feature(self, tmp_path, rng, name):
+        X = rng.normal(size=(30, 3))
+        pd.DataFrame(X, columns=[name, "b", "c"]).to_csv(tmp_path / "d.csv", index=False)
+        ds = load_dataset(tmp_path / "d.csv")
+        assert ds.modality == "embeddings" and detect_modality(tmp_path / "d.csv") == "embeddings"
+        np.testing.assert_allclose(ds.features, X, rtol=1e-12)
+        assert ds.detected == "a table with 3 numeric or vector columns: embeddings"
+        forced = load_dataset(tmp_path / "d.csv", modality="text", text_column=name)
+        assert forced.modality == "text" and forced.detected == "text (modality='text' given)"
+
+    def test_comma_separated_tsv(self, tmp_path, rng):
+        X = rng.normal(size=(10, 2))
+        pd.DataFrame(X, columns=["a", "b"]).to_csv(tmp_path / "d.tsv", index=False)
+        ds = load_dataset(tmp_path / "d.tsv")
+        assert ds.modality == "embeddings" and ds.features.shape == (10, 2)
+        assert "comma-separated (sniffed from the content; the .tsv extension suggests tabs)" in ds.detected
+        assert "comma-separated" in ds.summary()["detected"]
+
+    def test_semicolon_csv(self, tmp_path):
+        (tmp_path / "d.csv").write_text("a;b\n1.5;2\n3;4\n5;6\n")
+        ds = load_dataset(tmp_path / "d.csv")
+        assert ds.features.shape == (3, 2) and "semicolon-separated" in ds.detected
+
+    def test_one_column_tsv_with_commas_stays_text(self, tmp_path):
+        (tmp_path / "d.tsv").write_text("text\nHello, world\nGood, morning\nSee, you\n")
+        ds = load_dataset(tmp_path / "d.tsv")
+        assert ds.modality == "text" and ds.items == ["Hello, world", "Good, morning", "See, you"]
+
+    def test_jsonl_with_object_values_is_flattened(self, tmp_path, rng):
+        X = rng.normal(size=(8, 2))
+        lines = [json.dumps({"id": f"r{i}", "emb": {"x": float(a), "y": float(b)}}) for i, (a, b) in enumerate(X)]
+        (tmp_path / "d.jsonl").write_text("\n".join(lines) + "\n")
+        ds = load_dataset(tmp_path / "d.jsonl")
+        assert ds.modality == "embeddings" and ds.ids[:2] == ["r0", "r1"]
+        np.testing.assert_allclose(ds.features, X, rtol=1e-12)
+        assert "nested JSON objects flattened into 2 columns ('emb.x', 'emb.y')" in ds.detected
+
+    def test_tab_separated_txt_with_a_smiles_header(self, tmp_path):
+        rows = ["CCO", "CCN", "c1ccccc1", "CC(=O)O"] * 25
+        (tmp_path / "m.txt").write_text("smiles\tname\n" + "".join(f"{s}\tm{i}\n" for i, s in enumerate(rows)))
+        ds = load_dataset(tmp_path / "m.txt")
+        assert ds.modality == "molecules" and ds.n == 100 and detect_modality(tmp_path / "m.txt") == "molecules"
+        assert ds.detected == (
+            "a .txt file whose header names a SMILES column: molecules; tab-separated (sniffed from the content)"
+        )
+
+    def test_plain_txt_stays_one_item_per_line(self, tmp_path):
+        (tmp_path / "t.txt").write_text("Hello, world\nGood, morning\nSee, you\n")
+        ds = load_dataset(tmp_path / "t.txt")
+        assert ds.modality == "text" and ds.n == 3 and ds.detected == "a .txt file: text, one item per line"
+
+    def test_inspect_prints_what_was_detected(self, tmp_path, rng, capsys):
+        pd.DataFrame(rng.normal(size=(4, 2)), columns=["a", "b"]).to_csv(tmp_path / "d.tsv", index=False)
+        assert cli_main(["inspect", str(tmp_path / "d.tsv")]) == 0
+        assert "detected:  a table with 2 numeric or vector columns: embeddings; comma-separated" in (
+            capsys.readouterr().out
+        )
+
+    @pytest.mark.parametrize("command", ["score", "magnitude", "rnd", "compare", "inspect"])
+    def test_every_command_has_modality(self, command):
+        from diversity_core.cli import build_parser
+
+        args = build_parser().parse_args([command, "f.csv", "--modality", "text"])
+        assert args.modality == "text"
 
 
 # --------------------------------------------------------------------------------------------
@@ -423,7 +493,7 @@ class TestBadInput:
 
     def test_non_numeric_column(self, tmp_path):
         (tmp_path / "e.csv").write_text("a,b,c\n1,2,3\n4,oops,6\n")
-        with pytest.raises(DiversityInputError, match=r"column 'b' is not numeric \('oops' at e.csv row 2"):
+        with pytest.raises(DiversityInputError, match=r"column 'b' is not numeric \(at e.csv row 2"):  # the cell is never quoted
             load_dataset(tmp_path / "e.csv", modality="embeddings")
 
     def test_non_numeric_weights(self, tmp_path):
@@ -714,7 +784,7 @@ class TestInspectCLI:
         assert cli_main(["inspect", str(tmp_path / "m.smi")]) == 0
         out = capsys.readouterr().out
         assert "items:     3" in out and "skipped:   1 (invalid SMILES: 1)" in out
-        assert "m.smi line 2: invalid SMILES 'bad('" in out
+        assert "m.smi line 2: invalid SMILES (4 characters)" in out
 
     def test_json_with_groups(self, tmp_path, capsys):
         df = pd.DataFrame(

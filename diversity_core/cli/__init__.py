@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 import traceback
 import warnings
@@ -63,11 +64,22 @@ def _format_warning(message, category, filename, lineno, line=None) -> str:
     return f"warning: {message}\n"
 
 
+def _main_thread() -> bool:
+    """Signal handlers can only be set from the main thread."""
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``diversity`` command; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
     warnings.formatwarning = _format_warning
+    if hasattr(signal, "SIGXFSZ") and _main_thread():
+        # over a file size limit (ulimit -f) a write then fails with EFBIG, which the atomic
+        # writers report (exit 2, previous file kept), instead of the signal killing the process
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     try:
         return int(args._run(args) or 0)
     except (DiversityInputError, MissingDependencyError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
@@ -80,6 +92,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             traceback.print_exc()
         print(f"diversity: error: {exc}", file=sys.stderr)
         return 1
+    except RecursionError:
+        if args.debug:
+            traceback.print_exc()
+        print("diversity: error: the input is nested too deeply to process.", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("diversity: interrupted", file=sys.stderr)
         return 130

@@ -17,8 +17,9 @@ from pathlib import Path
 from .._table import format_table
 from ..exceptions import DiversityInputError
 from . import warn_skipped
+from ._guards import check_feature_scale, check_kernel_params, check_n_scales
 from ._progress import TqdmProgress
-from ._score import _q_value, add_kernel_arguments, kernel_params
+from ._score import _q_value, add_kernel_arguments, add_modality_argument, kernel_params
 
 DEFAULT_QS = (0.5, 1.0, 2.0, math.inf)
 
@@ -38,6 +39,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--names", nargs="+", default=None, metavar="NAME",
                    help="group names for the files (default: the file stems)")
     p.add_argument("--featurizer", default="default", help="featurizer for non-embedding data")
+    add_modality_argument(p)
     add_kernel_arguments(p)
     p.add_argument("--q", type=_q_value, nargs="+", default=list(DEFAULT_QS),
                    help="orders q of the Vendi scores (default 0.5 1 2 inf)")
@@ -79,7 +81,7 @@ def _load_groups(args) -> tuple:
             f"--names gives {len(args.names)} name(s) for {len(files)} file(s); give one name per file."
         )
     if len(files) == 1:
-        ds = load_dataset(files[0], group_column=args.group_column)
+        ds = load_dataset(files[0], modality=args.modality, group_column=args.group_column)
         warn_skipped(ds)
         names = ds.group_names()
         if len(names) < 2:
@@ -95,14 +97,42 @@ def _load_groups(args) -> tuple:
         raise DiversityInputError(
             "--group-column applies to one file holding every group; with several files each file is a group."
         )
-    names = list(args.names) if args.names is not None else _names_for(files)
+    if args.names is None:
+        _refuse_repeated_files(files)
+        names = _names_for(files)
+    else:
+        names = list(args.names)
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise DiversityInputError(
+                f"--names must be distinct; {', '.join(repr(n) for n in repeated)} is given more than once."
+            )
     datasets = {}
     for name, path in zip(names, files):
-        ds = load_dataset(path)
+        ds = load_dataset(path, modality=args.modality)
         warn_skipped(ds)
         datasets[name] = ds
     first = next(iter(datasets.values()))
     return datasets, datasets, default_kernel(args.featurizer, dataset=first)
+
+
+def _refuse_repeated_files(files) -> None:
+    """Refuse the same file given twice without ``--names`` (it would be one group, not two)."""
+    seen: dict = {}
+    for f in files:
+        key = str(f)
+        if not key.startswith("demo:"):
+            try:
+                key = str(Path(key).expanduser().resolve())
+            except (OSError, RuntimeError):  # a loop: the loader names it
+                continue
+        if key in seen:
+            same = "the same file" if seen[key] == str(f) else f"the same file as {seen[key]}"
+            raise DiversityInputError(
+                f"{f} is given twice ({same}). To compare a file with itself, name the two groups: "
+                f"--names A B."
+            )
+        seen[key] = str(f)
 
 
 def _names_for(files) -> list:
@@ -110,7 +140,10 @@ def _names_for(files) -> list:
     stems = [Path(f).stem if not str(f).startswith("demo:") else str(f) for f in files]
     if len(set(stems)) == len(stems):
         return stems
-    return [str(Path(f).with_suffix("")) for f in files]
+    names = [str(Path(f).with_suffix("")) for f in files]
+    if len(set(names)) == len(names):
+        return names
+    return [f"{name} ({i + 1})" for i, name in enumerate(names)]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -118,14 +151,19 @@ def run(args: argparse.Namespace) -> int:
     from ..compare import compare
 
     for flag, value, low in (("--n-subsamples", args.n_subsamples, 1), ("--n-resamples", args.n_resamples, 3),
-                             ("--n-scales", args.n_scales, 3), ("--magnitude-replicates", args.magnitude_replicates, 3)):
+                             ("--magnitude-replicates", args.magnitude_replicates, 3)):
         if value < low:
             raise DiversityInputError(f"{flag} must be at least {low}; got {value}.")
+    check_n_scales(args.n_scales, "--n-scales", 3)
     if args.rng < 0:
         raise DiversityInputError(f"--rng must be a non-negative seed; got {args.rng}.")
     groups, datasets, featurizer_kernel = _load_groups(args)
     if args.kernel is None:
         args.kernel = featurizer_kernel
+    for name, ds in datasets.items():  # features at hand (embeddings, companions): checked before any work
+        if ds.features is not None:
+            check_feature_scale(ds.features, f"group {name!r}")
+            check_kernel_params(ds.features, args.kernel, kernel_params(args))
     sources = {g: {"file": ds.source or ds.name, "content_hash": ds.content_hash} for g, ds in datasets.items()}
     with TqdmProgress("compare") as progress:
         cmp = compare(
@@ -150,6 +188,8 @@ def run(args: argparse.Namespace) -> int:
             progress=progress,
             **kernel_params(args),
         )
+    # every file is written to a temporary file and moved into place (diversity_core._atomic):
+    # a failed write exits 2 and leaves the previous file whole
     written = []
     if args.json:
         cmp.to_json(args.json)

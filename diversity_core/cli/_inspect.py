@@ -108,6 +108,8 @@ def format_summary(summary: dict) -> str:
         f"modality:  {summary['modality']}",
         f"items:     {summary['n_items']}",
     ]
+    if summary.get("detected"):
+        lines.insert(3, f"detected:  {summary['detected']}")
     if summary["n_features"] is not None:
         lines.append(f"features:  {summary['n_features']} per item")
     if summary["item_shape"] is not None:

@@ -12,6 +12,8 @@ from .._config import memory_budget
 from .._json import to_jsonable
 from ..exceptions import DiversityInputError
 from . import warn_skipped
+from ._guards import check_feature_scale, check_n_scales
+from ._score import add_modality_argument
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -47,6 +49,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--featurizer", default="default",
                    help="featurizer for non-embedding data (see `diversity inspect`)")
     p.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    add_modality_argument(p)
     return p
 
 
@@ -63,7 +66,7 @@ def _load(args: argparse.Namespace):
     from ..data import load_dataset
     from ..featurizers import dense_features, featurize
 
-    dataset = load_dataset(args.file, group_column=args.group_column)
+    dataset = load_dataset(args.file, modality=args.modality, group_column=args.group_column)
     warn_skipped(dataset)
     if args.metric == "precomputed":
         if dataset.features is None:
@@ -73,6 +76,7 @@ def _load(args: argparse.Namespace):
         X = featurize(dataset, args.featurizer, progress=_progress)
     # sparse features (n-gram counts) are densified while the float64 matrix fits the memory budget
     X = dense_features(X, max_entries=memory_budget() // 8, purpose="magnitude")
+    check_feature_scale(X, str(args.file))
     return dataset, np.asarray(X, dtype=np.float64)
 
 
@@ -128,7 +132,10 @@ def result_rows(comp) -> list[dict]:
 
 
 def _fmt(v, spec: str = ".6g") -> str:
-    return "-" if v is None else format(v, spec)
+    """A number for the table; ``None`` as ``-`` and the JSON convention's ``"inf"`` strings as they are."""
+    if v is None:
+        return "-"
+    return v if isinstance(v, str) else format(v, spec)
 
 
 def _print_table(args, comp, rows: list[dict]) -> None:
@@ -172,6 +179,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.reference is not None and args.group_column is None:
         raise DiversityInputError("--reference names a group; give --group-column too.")
+    check_n_scales(args.n_scales)
     dataset, X = _load(args)
     sets = _sets(dataset, X, args.metric)
     if args.reference is not None and args.reference not in sets:

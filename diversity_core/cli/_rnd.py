@@ -11,7 +11,9 @@ from .._config import configure_environment
 from .._json import dumps
 from ..exceptions import DiversityInputError
 from . import warn_skipped
+from ._guards import check_feature_scale, check_lr
 from ._progress import TqdmProgress
+from ._score import add_modality_argument
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -70,6 +72,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         help="featurizer for non-embedding data with the mlp (see `diversity inspect`)",
     )
     p.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    add_modality_argument(p)
     return p
 
 
@@ -113,6 +116,9 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.rng < 0:
         raise DiversityInputError(f"--rng must be a non-negative seed; got {args.rng}.")
+    check_lr(args.lr)
+    if args.threads > 1024:
+        raise DiversityInputError(f"--threads must be at most 1024; got {args.threads}.")
     from .._optional import require
     from ..data import load_dataset
     from ..rnd import rnd_score
@@ -120,8 +126,10 @@ def run(args: argparse.Namespace) -> int:
     if args.threads:
         require("torch", purpose="the RND score").set_num_threads(args.threads)
 
-    dataset = load_dataset(args.file, group_column=args.group_column)
+    dataset = load_dataset(args.file, modality=args.modality, group_column=args.group_column)
     warn_skipped(dataset)
+    if dataset.features is not None:
+        check_feature_scale(dataset.features, str(args.file))
     arch = args.architecture
     if args.featurizer != "default" and arch == "auto":
         arch = "mlp"

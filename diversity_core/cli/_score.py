@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -14,6 +16,17 @@ from ..exceptions import DiversityInputError
 from ..kernels import KERNELS
 from ..spectrum import DEVICES, METHODS
 from . import warn_skipped
+from ._guards import check_feature_scale, check_kernel_params
+
+#: The values of ``--modality`` (what FILE holds; ``auto`` detects it from the content).
+MODALITY_CHOICES = ("auto", "embeddings", "images", "text", "molecules")
+
+
+def add_modality_argument(parser: argparse.ArgumentParser) -> None:
+    """``--modality``: force how FILE is read (every command that loads data has it)."""
+    parser.add_argument("--modality", default="auto", choices=MODALITY_CHOICES,
+                        help="what FILE holds (default: auto, detected from the content; "
+                             "`diversity inspect` shows what was detected)")
 
 DEFAULT_QS = ("0", "0.5", "1", "2", "inf")
 
@@ -53,6 +66,7 @@ def add_dataset_arguments(parser: argparse.ArgumentParser) -> None:
                         help="weight column of FILE, or a file with one weight per item (.npy, .csv, .txt)")
     parser.add_argument("--featurizer", default="default", help="featurizer for non-embedding data (see `diversity inspect`)")
     parser.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    add_modality_argument(parser)
 
 
 def load_for_cli(args: argparse.Namespace):
@@ -67,28 +81,46 @@ def load_for_cli(args: argparse.Namespace):
             weights_file = Path(args.weights)
         else:
             weight_column = args.weights
-    dataset = load_dataset(args.file, group_column=args.group_column, weight_column=weight_column)
+    dataset = load_dataset(args.file, modality=getattr(args, "modality", "auto"),
+                           group_column=args.group_column, weight_column=weight_column)
     warn_skipped(dataset)
     weights = dataset.weights
     if weights_file is not None:
         weights = _read_weights_file(weights_file, dataset.n)
     X = featurize(dataset, args.featurizer, progress=_stderr_progress)
+    check_feature_scale(X, str(args.file))
     return dataset, X, weights, default_kernel(args.featurizer, dataset=dataset)
 
 
 def _read_weights_file(path: Path, n: int) -> np.ndarray:
-    """One weight per item from .npy (no pickles), or a one-column text/csv file."""
-    try:
-        if path.suffix == ".npy":
-            w = np.load(path, allow_pickle=False)
-        else:
-            w = np.loadtxt(path, delimiter="," if path.suffix == ".csv" else None, ndmin=1, dtype=np.float64)
-    except ValueError as exc:
-        raise DiversityInputError(f"could not read weights from {path}: {exc}") from None
+    """One weight per item from .npy (no pickles), or a one-column text/csv file.
+
+    Read with the loaders' limits (a regular file within the default size limit); a parse error
+    names the row and column, never the text found there.
+    """
+    from ..data._files import DEFAULT_MAX_BYTES, load_npy, read_text_file
+    from ..data._tables import check_weight_values
+
+    if path.suffix == ".npy":
+        w = load_npy(path, DEFAULT_MAX_BYTES)
+        if not np.issubdtype(w.dtype, np.number) or np.issubdtype(w.dtype, np.complexfloating):
+            raise DiversityInputError(f"{path}: weights must be real numbers; got dtype {w.dtype}.")
+    else:
+        text = read_text_file(path, DEFAULT_MAX_BYTES)
+        try:
+            w = np.loadtxt(io.StringIO(text), delimiter="," if path.suffix == ".csv" else None, ndmin=1,
+                           dtype=np.float64)
+        except ValueError as exc:
+            m = re.search(r"row (\d+), column (\d+)", str(exc))
+            where = f" (row {int(m.group(1)) + 1}, column {m.group(2)})" if m else ""
+            raise DiversityInputError(
+                f"could not read weights from {path}{where}: expected one number per line."
+            ) from None
     w = np.asarray(w, dtype=np.float64).ravel()
     if w.size != n:
         raise DiversityInputError(f"{path} has {w.size} weights but the data has {n} items; give one per item.")
-    return w
+    return check_weight_values(w, lambda rows: "rows " + ", ".join(str(int(r) + 1) for r in rows[:5]),
+                               str(path), "weights")
 
 
 def _stderr_progress(done: int, total: int, message: str) -> None:
@@ -156,6 +188,7 @@ def run(args: argparse.Namespace) -> int:
     if args.kernel is None:
         args.kernel = default_kernel
     params = kernel_params(args)
+    check_kernel_params(X, args.kernel, params)
     qs = list(dict.fromkeys(args.q))
     rows = score_rows(X, weights, dataset.groups, dataset.group_names(), kernel=args.kernel, params=params,
                       qs=qs, method=args.method, device=args.device)

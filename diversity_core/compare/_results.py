@@ -311,7 +311,9 @@ class Comparison:
         """Strict JSON text (no NaN/Infinity tokens); also written to ``path`` when given."""
         text = dumps(self.to_dict(), indent=indent)
         if path is not None:
-            Path(path).write_text(text + "\n", encoding="utf-8")
+            from .._atomic import atomic_write
+
+            atomic_write(path, text + "\n")  # a failed write leaves the previous file whole
         return text
 
     @classmethod
@@ -344,7 +346,9 @@ class Comparison:
             writer.writerow(["" if getattr(r, k) is None else _csv_cell(getattr(r, k)) for k in names])
         text = buf.getvalue()
         if path is not None:
-            Path(path).write_text(text, encoding="utf-8")
+            from .._atomic import atomic_write
+
+            atomic_write(path, text)  # a failed write leaves the previous file whole
         return text
 
     @staticmethod

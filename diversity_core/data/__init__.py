@@ -11,7 +11,9 @@ What lives where
 - :mod:`.molecules`: ``.smi``/``.smiles``, tables with a SMILES column, ``.sdf``; RDKit canonical SMILES.
 - :mod:`.demos`: :data:`DEMOS`, :func:`load_demo`, :func:`list_demos`.
 - :mod:`._files` / :mod:`._tables`: size limits, zip safety, encodings, never-unpickling
-  ``.npy``/``.npz`` readers, and row bookkeeping for error messages.
+  ``.npy``/``.npz`` readers, delimiter sniffing, and row bookkeeping for error messages.
+- :mod:`._paths`: :func:`resolve_user_path` (the data-folder policy for paths a visitor of a
+  served app types) and reading only regular files, within a byte limit.
 
 Every problem with the input raises :class:`~diversity_core.exceptions.DiversityInputError`
 naming the file and the row or entry; entries that can be dropped safely (invalid SMILES, blank
@@ -23,6 +25,7 @@ from __future__ import annotations
 from ._dataset import MODALITIES, THUMBNAIL_SIDE, Dataset, SkippedItem
 from ._files import DEFAULT_MAX_BYTES
 from ._load import detect_modality, load_dataset
+from ._paths import resolve_user_path
 from .demos import DEMOS, DemoSpec, list_demos, load_demo
 
 __all__ = [
@@ -30,6 +33,7 @@ __all__ = [
     "SkippedItem",
     "load_dataset",
     "detect_modality",
+    "resolve_user_path",
     "load_demo",
     "list_demos",
     "DEMOS",

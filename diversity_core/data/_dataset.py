@@ -117,6 +117,10 @@ class Dataset:
     content_hash : str
         Stable digest of items, features, groups, weights and ids (computed when left empty);
         the key for caches of spectra and features.
+    detected : str
+        How the loader read the source: the modality and why (e.g. ``"embeddings: 3 numeric
+        columns"``), plus what it detected or changed on the way (a sniffed delimiter, flattened
+        JSON objects). Empty for datasets built directly. Not part of the content hash.
 
     Arrays are made read-only: cached datasets are shared, copy before modifying.
     """
@@ -131,6 +135,7 @@ class Dataset:
     skipped: tuple = ()
     source: str = ""
     content_hash: str = field(default="")
+    detected: str = ""
 
     def __post_init__(self) -> None:
         if self.modality not in MODALITIES:
@@ -232,6 +237,7 @@ class Dataset:
             ids=[self.ids[i] for i in idx],
             skipped=self.skipped,
             source=self.source,
+            detected=self.detected,
         )
 
     def summary(self, *, max_examples: int = 10) -> dict:
@@ -254,6 +260,7 @@ class Dataset:
         return {
             "name": self.name,
             "modality": self.modality,
+            "detected": self.detected,
             "source": self.source,
             "n_items": self.n,
             "n_features": None if self.features is None else int(self.features.shape[1]),

@@ -11,13 +11,16 @@ import io
 import os
 import posixpath
 import re
+import stat
 import zipfile
 from pathlib import Path, PurePosixPath
 from typing import Optional, Union
 
 import numpy as np
 
+from .._config import check_memory
 from ..exceptions import DiversityInputError
+from ._paths import file_kind, read_regular_bytes, stat_input
 
 PathLike = Union[str, os.PathLike]
 
@@ -51,27 +54,41 @@ def check_max_bytes(max_bytes) -> int:
 
 
 def check_path(path: PathLike) -> Path:
-    """Return ``path`` as a :class:`Path` that exists, or raise a clear error."""
-    p = Path(os.fspath(path)).expanduser()
-    if not p.exists():
-        raise DiversityInputError(f"{p}: no such file or folder; check the path.")
+    """Return ``path`` as a :class:`Path` that exists, or raise a clear error.
+
+    An empty path is refused (``Path("")`` would be the current folder), and a symbolic link
+    loop is named as such rather than reported missing.
+    """
+    raw = os.fspath(path)
+    if not str(raw).strip():
+        raise DiversityInputError("the path is empty; give a file or folder.")
+    p = Path(raw).expanduser()
+    stat_input(p)
     return p
 
 
 def check_size(path: Path, size: int, max_bytes: int, *, what: str = "file") -> None:
     """Raise when ``size`` exceeds the configured limit."""
     if size > max_bytes:
+        shown, limit = human_bytes(size), human_bytes(max_bytes)
+        if shown == limit:  # rounding hides the difference: exact counts
+            shown, limit = f"{size} bytes", f"{max_bytes} bytes"
         raise DiversityInputError(
-            f"{path}: the {what} is {human_bytes(size)}, over the size limit of {human_bytes(max_bytes)}. "
+            f"{path}: the {what} is {shown}, over the size limit of {limit}. "
             "Raise the limit with max_bytes= (CLI: --max-bytes) if you trust the file, or load a subsample."
         )
 
 
 def check_file(path: Path, max_bytes: int) -> int:
     """Check that ``path`` is a regular, non-empty file within the size limit; return its size."""
-    if path.is_dir():
+    st = stat_input(path)
+    if stat.S_ISDIR(st.st_mode):
         raise DiversityInputError(f"{path}: expected a file, found a folder.")
-    size = path.stat().st_size
+    if not stat.S_ISREG(st.st_mode):
+        raise DiversityInputError(
+            f"{path}: not a regular file (a {file_kind(st.st_mode)}); only regular files are read."
+        )
+    size = st.st_size
     if size == 0:
         raise DiversityInputError(f"{path}: the file is empty; there is nothing to measure.")
     check_size(path, size, max_bytes)
@@ -114,10 +131,15 @@ def decode_utf8(data: bytes, where: str) -> str:
         ) from None
 
 
+def read_input_bytes(path: Path, max_bytes: int) -> bytes:
+    """The bytes of a regular, non-empty input file within the size limit (see :func:`check_file`)."""
+    check_file(path, max_bytes)
+    return read_regular_bytes(path, max_bytes)
+
+
 def read_text_file(path: Path, max_bytes: int) -> str:
     """Read a whole text file as UTF-8 after the size checks."""
-    check_file(path, max_bytes)
-    text = decode_utf8(path.read_bytes(), str(path))
+    text = decode_utf8(read_input_bytes(path, max_bytes), str(path))
     if not text.strip():
         raise DiversityInputError(f"{path}: the file holds only blank space; there is nothing to measure.")
     return text
@@ -142,15 +164,36 @@ def _npy_header(fh, where: str):
         if version == (2, 0):
             return np.lib.format.read_array_header_2_0(fh)
         raise ValueError(f"unsupported .npy version {version}")
-    except (ValueError, OSError, EOFError) as exc:
+    except Exception as exc:  # noqa: BLE001 - numpy's header parser raises ValueError, SyntaxError, TokenError, ...
+        # numpy's messages quote the header bytes; name the problem without the file's content
         raise DiversityInputError(
-            f"{where}: not a valid .npy file ({exc}). Save arrays with numpy.save."
+            f"{where}: not a valid .npy file ({_npy_problem(exc)}). Save arrays with numpy.save."
         ) from None
+
+
+def _npy_problem(exc: BaseException) -> str:
+    """What is wrong with an .npy header, in words that quote nothing from the file."""
+    text = str(exc)
+    if "magic string" in text or isinstance(exc, EOFError):
+        return "it does not start with the .npy signature"
+    if "version" in text:
+        return "unsupported .npy format version"
+    return "its header cannot be parsed"
 
 
 def _check_npy_dtype(dtype: np.dtype, where: str) -> None:
     if dtype.hasobject:
         raise DiversityInputError(f"{where}: {_PICKLE_HINT}")
+
+
+def _npy_count(shape, where: str) -> int:
+    """Number of elements a header announces, refusing counts that overflow."""
+    count = 1
+    for dim in shape:
+        count *= int(dim)
+    if count >= 1 << 62:
+        raise DiversityInputError(f"{where}: the .npy header announces an impossible shape {tuple(shape)}.")
+    return count
 
 
 def load_npy(path: Path, max_bytes: int, *, mmap_threshold: Optional[int] = None) -> np.ndarray:
@@ -166,7 +209,12 @@ def load_npy(path: Path, max_bytes: int, *, mmap_threshold: Optional[int] = None
         shape, fortran, dtype = _npy_header(fh, str(path))
         offset = fh.tell()
     _check_npy_dtype(dtype, str(path))
-    expected = offset + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    expected = offset + _npy_count(shape, str(path)) * dtype.itemsize
+    if size > expected:
+        raise DiversityInputError(
+            f"{path}: {size - expected} bytes follow the array the header announces (shape {tuple(shape)} of "
+            f"{dtype}); they would be ignored. Several arrays saved into one file? Save them with numpy.savez."
+        )
     if size < expected:
         raise DiversityInputError(
             f"{path}: the .npy file is truncated (header announces shape {tuple(shape)} of {dtype}, "
@@ -189,16 +237,18 @@ def load_npz(path: Path, max_bytes: int) -> dict[str, np.ndarray]:
     check_file(path, max_bytes)
     try:
         zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as exc:
+    except Exception as exc:  # noqa: BLE001 - BadZipFile, OSError, ValueError, NotImplementedError ...
         raise DiversityInputError(
-            f"{path}: not a valid .npz archive ({exc}). Save arrays with numpy.savez."
+            f"{path}: not a valid .npz archive ({type(exc).__name__}). Save arrays with numpy.savez."
         ) from None
     arrays: dict[str, np.ndarray] = {}
     with zf:
-        infos = [i for i in zf.infolist() if not i.is_dir()]
+        infos = [i for i in zf.infolist() if not i.filename.endswith("/")]  # is_dir() fails on empty names
         if not infos:
             raise DiversityInputError(f"{path}: the .npz archive holds no arrays.")
-        check_size(path, sum(i.file_size for i in infos), max_bytes, what="uncompressed archive")
+        total = sum(i.file_size for i in infos)
+        check_size(path, total, max_bytes, what="uncompressed archive")
+        check_memory(total, what=f"{path}: the arrays of the .npz archive ({len(infos)} arrays)")
         for info in infos:
             name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
             where = f"{path} (array {name!r})"
@@ -211,9 +261,10 @@ def load_npz(path: Path, max_bytes: int) -> dict[str, np.ndarray]:
                 arrays[name] = np.load(data, allow_pickle=False)
             except DiversityInputError:
                 raise
-            except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+            except Exception as exc:  # noqa: BLE001 - BadZipFile, zlib.error, NotImplementedError (method), RuntimeError (encrypted), ...
                 raise DiversityInputError(
-                    f"{where}: cannot read this array ({exc}); the archive may be truncated. Re-export it."
+                    f"{where}: cannot read this array ({type(exc).__name__}); the archive may be truncated, "
+                    "encrypted or use an unsupported compression method. Re-export it."
                 ) from None
     return arrays
 
@@ -231,6 +282,8 @@ def safe_member_name(name: str, archive: Path) -> str:
     Members are never extracted to disk, but a name that would escape the archive's folder is
     a sign of a crafted archive (zip-slip), so the whole archive is refused.
     """
+    if not name.strip("/"):
+        raise DiversityInputError(f"{archive}: an entry has an empty name; the archive is damaged. Re-create it.")
     cleaned = name.replace("\\", "/")
     parts = PurePosixPath(cleaned).parts
     if cleaned.startswith("/") or _DRIVE.match(cleaned) or ".." in parts:
@@ -246,8 +299,8 @@ def open_zip(path: Path, max_bytes: int) -> zipfile.ZipFile:
     check_file(path, max_bytes)
     try:
         zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise DiversityInputError(f"{path}: not a valid zip archive ({exc}).") from None
+    except Exception as exc:  # noqa: BLE001 - BadZipFile, OSError, ValueError, NotImplementedError ...
+        raise DiversityInputError(f"{path}: not a valid zip archive ({type(exc).__name__}).") from None
     infos = zf.infolist()
     try:
         for info in infos:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import stat
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
@@ -12,7 +14,8 @@ from .._validation import check_option
 from ..exceptions import DiversityInputError
 from ._dataset import MODALITIES, Dataset
 from ._files import DEFAULT_MAX_BYTES, PathLike, check_file, check_max_bytes, check_path
-from ._tables import TABLE_EXTENSIONS, read_table
+from ._paths import resolve_user_path, stat_input
+from ._tables import TABLE_EXTENSIONS, column_phrase, is_text_column, read_table
 from .embeddings import load_embeddings
 from .images import IMAGE_EXTENSIONS, load_images
 from .molecules import SMI_EXTENSIONS, SMILES_COLUMN_NAMES, load_molecules
@@ -30,6 +33,36 @@ def _npy_ndim(path: Path, max_bytes: int) -> int:
     return len(shape)
 
 
+def _header_table(p: Path, max_bytes: int):
+    """A ``.txt`` file that is really a tab- or comma-separated table with a SMILES or text header.
+
+    ``(modality, table)`` when the first line names a SMILES column (or a text column) and the
+    file splits into the same number of fields on every line; ``(None, None)`` otherwise.
+    """
+    from ._paths import read_head
+    from ._tables import delimiter_name, sniff_delimiter
+
+    check_file(p, max_bytes)
+    head = read_head(p, 1 << 16).decode("utf-8-sig", errors="replace")
+    delimiter = sniff_delimiter(head, None, candidates=("\t", ","))
+    if delimiter is None:
+        return None, None
+    first = next((ln for ln in head.splitlines() if ln.strip()), "")
+    names = [c.strip().lower() for c in first.split(delimiter)]
+    modality = None
+    if any(n in SMILES_COLUMN_NAMES for n in names):
+        modality, table = "molecules", read_table(p, max_bytes, delimiter=delimiter)
+    elif any(n in TEXT_COLUMN_NAMES for n in names):
+        table = read_table(p, max_bytes, delimiter=delimiter)
+        col = table.find_column(TEXT_COLUMN_NAMES)
+        if col is not None and is_text_column(table.df[col]):
+            modality = "text"
+    if modality is None:
+        return None, None
+    table.notes = [f"{delimiter_name(delimiter)}-separated (sniffed from the content)"]
+    return modality, table
+
+
 def detect_modality(
     path: PathLike,
     *,
@@ -38,57 +71,82 @@ def detect_modality(
     group_column: Optional[str] = None,
     weight_column: Optional[str] = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    data_dir: Optional[PathLike] = None,
 ) -> str:
     """The modality ``load_dataset(..., modality="auto")`` would choose for ``path``.
 
     Rules, in order: a folder or ``.zip`` holds images; ``.npy`` with 3 or 4 axes holds images,
     with 2 axes embeddings; ``.npz`` embeddings; ``.smi``/``.smiles``/``.sdf`` molecules;
-    ``.txt`` text; a table with ``smiles_column`` (or a column named ``smiles``) molecules, with
-    ``text_column`` (or a column named ``text``, ``caption``, ...) text, with only numeric or list
-    columns (besides group/weight/id) embeddings, and with one string column text.
+    ``.txt`` text (one item per line), unless its first line is a tab- or comma-separated header
+    naming a SMILES column (molecules) or a text column (text); a table with ``smiles_column``
+    (or a column named ``smiles``) molecules, with ``text_column`` (or a column named ``text``,
+    ``caption``, ... that holds text, not numbers) text, with only numeric or list columns
+    (besides group/weight/id) embeddings, and with one string column text. The delimiter of a
+    delimited table is sniffed from its content, whatever its extension. ``data_dir`` as in
+    :func:`load_dataset`.
     """
-    modality, _table = _detect(
-        check_path(path),
+    max_bytes = check_max_bytes(max_bytes)
+    p = _resolve(path, data_dir)
+    modality, _table, _why = _detect(
+        p,
         text_column=text_column,
         smiles_column=smiles_column,
         group_column=group_column,
         weight_column=weight_column,
-        max_bytes=check_max_bytes(max_bytes),
+        max_bytes=max_bytes,
     )
     return modality
 
 
+def _resolve(path: PathLike, data_dir: Optional[PathLike]) -> Path:
+    """The path to open: inside ``data_dir`` when one is given, else any existing path."""
+    if data_dir is not None:
+        return resolve_user_path(path, data_dir=data_dir)
+    return check_path(path)
+
+
 def _detect(p: Path, *, text_column, smiles_column, group_column, weight_column, max_bytes):
-    """``(modality, table)``; the table is returned when it had to be read, so it is read once."""
-    if p.is_dir():
-        return "images", None
+    """``(modality, table, why)``; the table is returned when it had to be read, so it is read once."""
+    st = stat_input(p)
+    if stat.S_ISDIR(st.st_mode):
+        return "images", None, "a folder: images (sub-folders are the groups)"
     suffix = p.suffix.lower()
     if suffix == ".zip":
-        return "images", None
+        return "images", None, "a .zip archive: images"
     if suffix in IMAGE_EXTENSIONS:
         raise DiversityInputError(
             f"{p}: a single image; diversity needs at least 2 items. Load the folder (or a .zip) that holds it."
         )
     if suffix == ".npy":
-        return "images" if _npy_ndim(p, max_bytes) in (3, 4) else "embeddings", None
+        ndim = _npy_ndim(p, max_bytes)
+        modality = "images" if ndim in (3, 4) else "embeddings"
+        return modality, None, f"an .npy array with {ndim} axes: {modality}"
     if suffix == ".npz":
-        return "embeddings", None
+        return "embeddings", None, "an .npz archive: embeddings"
     if suffix in SMI_EXTENSIONS or suffix == ".sdf":
-        return "molecules", None
+        return "molecules", None, f"a {suffix} file: molecules"
     if suffix in _TEXT_EXTENSIONS:
-        return "text", None
+        modality, table = _header_table(p, max_bytes)
+        if modality == "molecules":
+            return modality, table, f"a {suffix} file whose header names a SMILES column: molecules"
+        if modality == "text":
+            return modality, table, f"a {suffix} file whose header names a text column: text"
+        return "text", None, f"a {suffix} file: text, one item per line"
     if smiles_column:
-        return "molecules", None
+        return "molecules", None, f"smiles_column={smiles_column!r} given: molecules"
     if text_column:
-        return "text", None
+        return "text", None, f"text_column={text_column!r} given: text"
     if suffix in TABLE_EXTENSIONS:
         import pandas as pd
 
         table = read_table(p, max_bytes)
-        if table.find_column(SMILES_COLUMN_NAMES) is not None:
-            return "molecules", table
-        if table.find_column(TEXT_COLUMN_NAMES) is not None:
-            return "text", table
+        columns = list(table.df.columns)
+        found = table.find_column(SMILES_COLUMN_NAMES)
+        if found is not None and is_text_column(table.df[found]):
+            return "molecules", table, f"{column_phrase(found, columns.index(found))} holds SMILES: molecules"
+        found = table.find_column(TEXT_COLUMN_NAMES)
+        if found is not None and is_text_column(table.df[found]):
+            return "text", table, f"{column_phrase(found, columns.index(found))} holds text: text"
         from ._tables import ID_COLUMNS
 
         id_col = table.find_column(ID_COLUMNS)
@@ -105,9 +163,13 @@ def _detect(p: Path, *, text_column, smiles_column, group_column, weight_column,
                 continue
             strings.append(c)
         if len(strings) == 1 and len(rest) == 1:
-            return "text", table
-        return "embeddings", table
-    raise DiversityInputError(
+            return "text", table, "a table with one string column: text"
+        return "embeddings", table, f"a table with {len(rest)} numeric or vector columns: embeddings"
+    raise _unknown(p, suffix)
+
+
+def _unknown(p: Path, suffix: str) -> DiversityInputError:
+    return DiversityInputError(
         f"{p}: cannot tell what kind of data a {suffix or 'file without extension'} file holds. "
         "Supported: .npy .npz .csv .tsv .parquet .jsonl (embeddings/text/molecules), a folder or .zip of "
         "images, .txt (text), .smi .smiles .sdf (molecules); or pass modality= explicitly."
@@ -125,6 +187,7 @@ def load_dataset(
     embeddings: Optional[PathLike] = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
     progress: Optional[ProgressCallback] = None,
+    data_dir: Optional[PathLike] = None,
 ) -> Dataset:
     """Load a dataset from a file or folder, with one clear error for any problem.
 
@@ -134,7 +197,9 @@ def load_dataset(
         A file, a folder of images or a ``.zip`` of images. ``"demo:<name>"`` loads a demo
         (see :func:`load_demo`).
     modality : {"auto", "embeddings", "images", "text", "molecules"}, default "auto"
-        What the file holds; ``"auto"`` follows :func:`detect_modality`.
+        What the file holds; ``"auto"`` follows :func:`detect_modality`, which looks at the
+        content (a sniffed delimiter, numeric or text columns), not only the extension. What
+        was detected is in ``Dataset.detected``; pass ``modality=`` to force a reading.
     group_column, weight_column : str, optional
         Column (table), array (``.npz``) or SD property (``.sdf``) with each item's group (e.g.
         ``model``) and non-negative weight. Sub-folders are the groups of an image folder.
@@ -147,6 +212,13 @@ def load_dataset(
         Size limit of the input (a folder: its images' total; a zip: its uncompressed total).
     progress : callable, optional
         ``progress(done, total, message)`` while reading images or parsing molecules.
+    data_dir : str or path-like, optional
+        Confine reading to this folder: ``path`` and ``embeddings`` are resolved with
+        :func:`~diversity_core.data.resolve_user_path` (relative to ``data_dir``, symbolic links
+        followed, nothing outside it), and members of an image folder whose links lead outside
+        it are skipped. ``None`` (the default) reads any path, as a local user may; a served
+        app calls :func:`~diversity_core.data.resolve_user_path` first, which refuses every
+        path when no data folder is configured.
 
     Returns
     -------
@@ -158,8 +230,13 @@ def load_dataset(
         For every problem with the input: missing or empty file, fewer than 2 items, ragged rows,
         NaN/inf, non-numeric feature columns, a missing named column, mismatched lengths,
         negative or all-zero weights, unreadable images, text that is not UTF-8, unsafe zip
-        entries, a file over ``max_bytes``, pickled ``.npy``/``.npz``. The message names the file
-        and the row or entry, and says what to do.
+        entries, a file over ``max_bytes``, pickled ``.npy``/``.npz``, a FIFO or device instead
+        of a regular file, a symbolic link loop, molecules over the size limits of
+        :mod:`~diversity_core.data.molecules`. The message names the file and the row, column
+        or entry (by position: it never quotes the file's content), and says what to do.
+    MemoryBudgetError
+        When the decoded values (rows x columns, or an image's pixels) would not fit the
+        memory budget (:func:`diversity_core.set_config`); checked before they are read.
 
     Notes
     -----
@@ -178,10 +255,15 @@ def load_dataset(
         from .demos import load_demo
 
         return load_demo(path[len("demo:") :])
-    p = check_path(path)
+    p = _resolve(path, data_dir)
+    confine = None
+    if data_dir is not None:
+        confine = resolve_user_path(".", data_dir=data_dir)
+        if embeddings is not None:
+            embeddings = resolve_user_path(embeddings, data_dir=data_dir)
     table = None
     if modality == "auto":
-        modality, table = _detect(
+        modality, table, why = _detect(
             p,
             text_column=text_column,
             smiles_column=smiles_column,
@@ -189,6 +271,48 @@ def load_dataset(
             weight_column=weight_column,
             max_bytes=max_bytes,
         )
+    else:
+        why = f"{modality} (modality={modality!r} given)"
+        suffix = p.suffix.lower()
+        reads_table = suffix in TABLE_EXTENSIONS or (modality == "molecules" and suffix in _TEXT_EXTENSIONS)
+        if modality != "images" and reads_table and p.is_file():
+            table = read_table(p, max_bytes)  # read here so its notes (a sniffed delimiter) are reported
+    ds = _load(p, modality, table, group_column, weight_column, text_column, smiles_column, embeddings,
+               max_bytes, progress, confine)
+    notes = list(table.notes) if table is not None else []
+    detected = why + "".join(f"; {n}" for n in notes)
+    return replace(ds, detected=detected)
+
+
+def _refuse_text_columns(table, group_column, weight_column) -> None:
+    """Name a non-numeric feature column and its first bad row by position, quoting no cell.
+
+    :func:`~diversity_core.data.embeddings.read_table_features` makes the same check but its
+    message shows the cell (and the header, the first line of any file read as a table).
+    """
+    import pandas as pd
+
+    from ._tables import ID_COLUMNS
+
+    id_col = table.find_column(ID_COLUMNS)
+    for position, name in enumerate(table.df.columns):
+        col = table.df[name]
+        if name in (group_column, weight_column, id_col) or pd.api.types.is_numeric_dtype(col) or col.dtype == bool:
+            continue
+        values = col.dropna()
+        if len(values) and isinstance(values.iloc[0], (list, tuple, np.ndarray)):
+            continue
+        bad = np.flatnonzero(pd.to_numeric(col, errors="coerce").isna().to_numpy() & col.notna().to_numpy())
+        if bad.size:
+            raise DiversityInputError(
+                f"{table.path}: {column_phrase(name, position)} is not numeric (at {table.where(int(bad[0]))}). "
+                "Drop it, or name it with group_column= if it holds groups."
+            )
+
+
+def _load(p, modality, table, group_column, weight_column, text_column, smiles_column, embeddings,
+          max_bytes, progress, confine) -> Dataset:
+    """Call the loader of ``modality``."""
     if modality == "embeddings":
         for opt, value in (
             ("text_column", text_column),
@@ -197,6 +321,8 @@ def load_dataset(
         ):
             if value is not None:
                 raise DiversityInputError(f"{opt} does not apply to embeddings files; leave it out.")
+        if table is not None:
+            _refuse_text_columns(table, group_column, weight_column)
         return load_embeddings(
             p, group_column=group_column, weight_column=weight_column, max_bytes=max_bytes, table=table
         )
@@ -211,7 +337,7 @@ def load_dataset(
                 raise DiversityInputError(
                     f"{opt} does not apply to images (sub-folders are the groups); leave it out."
                 )
-        return load_images(p, embeddings=embeddings, max_bytes=max_bytes, progress=progress)
+        return load_images(p, embeddings=embeddings, max_bytes=max_bytes, progress=progress, confine=confine)
     if modality == "text":
         if smiles_column is not None:
             raise DiversityInputError("smiles_column does not apply to text; use text_column.")

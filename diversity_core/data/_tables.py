@@ -11,20 +11,108 @@ import csv
 import io
 import json
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
 import numpy as np
 
+from .._config import check_memory
 from ..exceptions import DiversityInputError
-from ._files import check_file, decode_utf8
+from ._files import check_file, decode_utf8, read_input_bytes
 
 #: Extensions read as tables.
 TABLE_EXTENSIONS = (".csv", ".tsv", ".tab", ".jsonl", ".ndjson", ".parquet", ".pq")
 
 #: Column names recognised as item identifiers (file names for image companions).
 ID_COLUMNS = ("id", "ids", "name", "names", "file", "filename", "file_name", "path", "image")
+
+#: Delimiters tried when sniffing a delimited text table, in order of preference.
+DELIMITERS = (",", "\t", ";", "|")
+_DELIMITER_NAMES = {",": "comma", "\t": "tab", ";": "semicolon", "|": "pipe", " ": "space"}
+
+#: Copies of a table's values that loading holds at its peak (the parsed table, the pandas frame,
+#: the float64 feature matrix), used to check its decoded size against the memory budget.
+DECODE_COPIES = 3
+
+#: Characters read to sniff a delimiter.
+_SNIFF_CHARS = 1 << 16
+
+#: A column name shown in messages must look like a name; anything else (e.g. the first line of a
+#: file that is not a table) is named by its position, so messages never quote file content.
+_NAME_LIKE = re.compile(r"[A-Za-z_][A-Za-z0-9_ .\-]{0,39}")
+
+
+def column_label(name, position: int) -> str:
+    """``'smiles'`` for a name-like column name, else ``column 3`` (1-based position)."""
+    text = str(name)
+    return repr(text) if _NAME_LIKE.fullmatch(text) else f"column {position + 1}"
+
+
+def column_phrase(name, position: int) -> str:
+    """``"column 'smiles'"`` or ``"column 3"``, for a sentence."""
+    label = column_label(name, position)
+    return label if label.startswith("column ") else f"column {label}"
+
+
+def columns_text(columns) -> str:
+    """The columns of a table for a message: name-like names quoted, others by position."""
+    return ", ".join(column_label(c, i) for i, c in enumerate(columns))
+
+
+def delimiter_name(delimiter: str) -> str:
+    """``","`` -> ``"comma"``."""
+    return _DELIMITER_NAMES.get(delimiter, repr(delimiter))
+
+
+def is_text_column(col) -> bool:
+    """Whether a column holds text: strings that are not all numbers (lists and dicts are not text)."""
+    import pandas as pd
+
+    if pd.api.types.is_numeric_dtype(col) or col.dtype == bool:
+        return False
+    values = col.dropna()
+    if not len(values):
+        return False
+    if isinstance(values.iloc[0], (list, tuple, np.ndarray, dict)):
+        return False
+    return bool(pd.to_numeric(values, errors="coerce").isna().any())
+
+
+def _field_counts(sample: str, delimiter: str, complete: bool) -> list:
+    """Fields per non-blank record of ``sample`` (the last record dropped when the sample is cut)."""
+    try:
+        records = [r for r in csv.reader(io.StringIO(sample), delimiter=delimiter) if any(c.strip() for c in r)]
+    except csv.Error:
+        return []
+    if not complete and len(records) > 1:
+        records = records[:-1]
+    return [len(r) for r in records]
+
+
+def sniff_delimiter(text: str, default: Optional[str], candidates: Sequence[str] = DELIMITERS) -> Optional[str]:
+    """The delimiter of a delimited text table, judged from its first 64 KiB.
+
+    ``default`` (the extension's delimiter) is kept when it splits every record of the sample
+    into the same number (> 1) of fields. Otherwise the first candidate that does so, over at
+    least two records including the header, is returned (so a one-column table whose cells hold
+    commas, but whose header does not, stays one column). ``default`` (``None`` when there is
+    none) when nothing splits the sample consistently.
+    """
+    complete = len(text) <= _SNIFF_CHARS
+    sample = text[:_SNIFF_CHARS]
+    if default is not None:
+        counts = _field_counts(sample, default, complete)
+        if counts and min(counts) == max(counts) > 1:
+            return default
+    for delim in candidates:
+        if delim == default:
+            continue
+        counts = _field_counts(sample, delim, complete)
+        if len(counts) >= 2 and min(counts) == max(counts) > 1:
+            return delim
+    return default
 
 
 def _first_rows(rows: Sequence[int], limit: int = 5) -> str:
@@ -42,6 +130,7 @@ class Table:
     text: Optional[str] = None  # decoded text of csv/tsv files, for line numbers
     delimiter: str = ","
     line_numbers: Optional[list] = None  # jsonl: physical line of each row
+    notes: list = field(default_factory=list)  # what was detected or changed while reading (for Dataset.detected)
     _csv_lines: Optional[list] = field(default=None, repr=False)
 
     @property
@@ -86,26 +175,44 @@ class Table:
         reader = csv.reader(io.StringIO(self.text or ""), delimiter=self.delimiter)
         width = None
         previous = 0
-        for record in reader:
-            start = previous + 1
-            previous = reader.line_num
-            if not record or not any(cell.strip() for cell in record):
-                continue
-            if width is None:
-                width = len(record)
-                continue
-            if len(record) != width:
-                raise DiversityInputError(
-                    f"{self.path}: ragged rows: line {start} has {len(record)} fields but the header has "
-                    f"{width}. Every row needs one value per column; fix or remove that line."
-                )
+        try:
+            for record in reader:
+                start = previous + 1
+                previous = reader.line_num
+                if not record or not any(cell.strip() for cell in record):
+                    continue
+                if width is None:
+                    width = len(record)
+                    continue
+                if len(record) != width:
+                    raise DiversityInputError(
+                        f"{self.path}: ragged rows: line {start} has {len(record)} fields but the header has "
+                        f"{width}. Every row needs one value per column; fix or remove that line."
+                    )
+        except csv.Error as exc:
+            if "field limit" in str(exc):
+                return  # a very long cell (a document): pandas parses it and reports ragged rows itself
+            raise DiversityInputError(
+                f"{self.path}: not a readable delimited table (line {reader.line_num}: {exc}). "
+                "Check the quoting of that line."
+            ) from None
+
+    def width(self) -> int:
+        """Fields of the header record of a csv/tsv table (0 when it has none)."""
+        try:
+            for record in csv.reader(io.StringIO((self.text or "")[:_SNIFF_CHARS]), delimiter=self.delimiter):
+                if record and any(cell.strip() for cell in record):
+                    return len(record)
+        except csv.Error:
+            return 1
+        return 0
 
     def column(self, name: str, role: str) -> object:
         """The column ``name``, or an error listing the available columns."""
         if name not in self.df.columns:
-            cols = ", ".join(repr(str(c)) for c in self.df.columns)
             raise DiversityInputError(
-                f"{self.path}: no column named {name!r} (the {role} column); the columns are: {cols}."
+                f"{self.path}: no column named {name!r} (the {role} column); the columns are: "
+                f"{columns_text(self.df.columns)}."
             )
         return self.df[name]
 
@@ -118,65 +225,169 @@ class Table:
         return None
 
 
-def read_table(path: Path, max_bytes: int) -> Table:
-    """Read a .csv/.tsv/.jsonl/.parquet file into a :class:`Table`, with clear errors."""
+def _check_decoded_size(path: Path, rows: int, columns: int, kind: str) -> None:
+    """Refuse a table whose values would not fit the memory budget, before it is parsed."""
+    nbytes = float(rows) * float(max(columns, 1)) * 8.0 * DECODE_COPIES
+    check_memory(
+        nbytes,
+        what=f"{path}: loading {rows} rows x {columns} columns of this {kind} file",
+        hint="Load a subsample of the rows.",
+    )
+
+
+def _read_parquet(path: Path) -> Table:
+    """A Parquet file, its size checked from the metadata before any data is read."""
     import pandas as pd
 
+    try:
+        import pyarrow.parquet as pq
+
+        meta = pq.ParquetFile(path).metadata
+        rows, columns = int(meta.num_rows), int(meta.num_columns)
+    except Exception as exc:  # pyarrow raises many types for corrupt files; their text may quote the file
+        raise DiversityInputError(
+            f"{path}: cannot read the Parquet file ({type(exc).__name__}). "
+            "It may be truncated or not Parquet; re-export it."
+        ) from None
+    _check_decoded_size(path, rows, columns, "Parquet")
+    try:
+        df = pd.read_parquet(path)
+    except Exception as exc:  # noqa: BLE001 - as above
+        raise DiversityInputError(
+            f"{path}: cannot read the Parquet file ({type(exc).__name__}). "
+            "It may be truncated or not Parquet; re-export it."
+        ) from None
+    df.columns = [str(c) for c in df.columns]
+    return Table(df=df, path=path, kind="parquet")
+
+
+def _read_jsonl(path: Path, max_bytes: int) -> Table:
+    """A JSON Lines file: one object per line; nested objects are flattened into ``a.b`` columns."""
+    import pandas as pd
+
+    text = decode_utf8(read_input_bytes(path, max_bytes), str(path))
+    _check_decoded_size(path, text.count("\n") + 1, 1, "JSON Lines")
+    records, lines = [], []
+    keys: dict = {}
+    nested = False
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DiversityInputError(
+                f"{path} line {lineno}: not valid JSON ({exc.msg} at column {exc.colno}). "
+                "Each line of a .jsonl file must be one JSON object."
+            ) from None
+        except RecursionError:
+            raise DiversityInputError(
+                f"{path} line {lineno}: the JSON is nested too deeply to read. "
+                "Each line of a .jsonl file must be one flat JSON object."
+            ) from None
+        except ValueError:  # e.g. an integer with more digits than Python converts
+            raise DiversityInputError(
+                f"{path} line {lineno}: a number on this line cannot be read (too many digits)."
+            ) from None
+        if not isinstance(obj, dict):
+            raise DiversityInputError(
+                f'{path} line {lineno}: expected a JSON object ({{"text": ...}}), got {type(obj).__name__}.'
+            )
+        if not nested and any(isinstance(v, dict) for v in obj.values()):
+            nested = True
+        for k in obj:
+            keys[k] = None
+        records.append(obj)
+        lines.append(lineno)
+    _check_decoded_size(path, len(records), len(keys), "JSON Lines")
+    notes = []
+    try:
+        if nested:
+            df = pd.json_normalize(records, sep=".")
+            flat = [c for c in df.columns if c not in keys]
+            notes.append(f"nested JSON objects flattened into {len(flat)} columns ({columns_text(flat[:5])}"
+                         + (", ..." if len(flat) > 5 else "") + ")")
+        else:
+            df = pd.DataFrame.from_records(records)
+    except RecursionError:
+        raise DiversityInputError(f"{path}: the JSON objects are nested too deeply to read.") from None
+    df.columns = [str(c) for c in df.columns]
+    return Table(df=df, path=path, kind="jsonl", line_numbers=lines, notes=notes)
+
+
+def _read_delimited(path: Path, max_bytes: int, default: Optional[str]) -> Table:
+    """A delimited text table; the delimiter is sniffed from the content (the extension only suggests one)."""
+    import pandas as pd
+
+    text = decode_utf8(read_input_bytes(path, max_bytes), str(path))
+    delimiter = sniff_delimiter(text, default) or ","
+    notes = []
+    if default is not None and delimiter != default:
+        notes.append(
+            f"{delimiter_name(delimiter)}-separated (sniffed from the content; the {path.suffix} extension "
+            f"suggests {delimiter_name(default)}s)"
+        )
+    elif default is None:
+        notes.append(f"{delimiter_name(delimiter)}-separated (sniffed from the content)")
+    table = Table(df=None, path=path, kind="csv", text=text, delimiter=delimiter, notes=notes)
+    table.check_ragged()
+    _check_decoded_size(path, text.count("\n") + 1, table.width(), "delimited text")
+    try:
+        with warnings.catch_warnings():
+            # pandas warns, and drops values, when a row is longer than the header
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            df = pd.read_csv(io.StringIO(text), sep=delimiter, index_col=False)
+    except pd.errors.ParserWarning:
+        raise DiversityInputError(
+            f"{path}: ragged rows: some rows have more fields than the header. Every row needs one value per "
+            "column; fix or remove those lines."
+        ) from None
+    except pd.errors.EmptyDataError:
+        raise DiversityInputError(f"{path}: the file has no rows or columns.") from None
+    except pd.errors.ParserError as exc:
+        # pandas' messages may quote the file; only its counts are repeated
+        m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
+        if m:
+            raise DiversityInputError(
+                f"{path}: ragged rows: line {m.group(2)} has {m.group(3)} fields but the header has "
+                f"{m.group(1)}. Every row needs one value per column; fix or remove that line."
+            ) from None
+        m = re.search(r"EOF inside string starting at row (\d+)", str(exc))
+        detail = f" (a quoted field opened at data row {int(m.group(1)) + 1} is never closed)" if m else ""
+        raise DiversityInputError(
+            f"{path}: cannot be parsed as a {delimiter_name(delimiter)}-separated table{detail}. "
+            "Check its quoting, or re-export it."
+        ) from None
+    except (ValueError, OverflowError, MemoryError) as exc:
+        raise DiversityInputError(
+            f"{path}: cannot be parsed as a {delimiter_name(delimiter)}-separated table ({type(exc).__name__})."
+        ) from None
+    df.columns = [str(c) for c in df.columns]
+    table.df = df
+    return table
+
+
+def read_table(path: Path, max_bytes: int, *, delimiter: Optional[str] = None) -> Table:
+    """Read a .csv/.tsv/.jsonl/.parquet file into a :class:`Table`, with clear errors.
+
+    Delimited text (any other extension, e.g. ``.csv``, ``.tsv``, ``.txt``) has its delimiter
+    sniffed from the content (:func:`sniff_delimiter`); ``delimiter`` forces one. The number of
+    values (rows x columns, from the Parquet metadata or the text) is checked against the memory
+    budget before the table is parsed.
+    """
     check_file(path, max_bytes)
     suffix = path.suffix.lower()
     if suffix in (".parquet", ".pq"):
-        try:
-            df = pd.read_parquet(path)
-        except Exception as exc:  # pyarrow raises many types for corrupt files
-            raise DiversityInputError(
-                f"{path}: cannot read the Parquet file ({type(exc).__name__}: {exc}). "
-                "It may be truncated or not Parquet; re-export it."
-            ) from None
-        df.columns = [str(c) for c in df.columns]
-        table = Table(df=df, path=path, kind="parquet")
+        table = _read_parquet(path)
     elif suffix in (".jsonl", ".ndjson"):
-        text = decode_utf8(path.read_bytes(), str(path))
-        records, lines = [], []
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DiversityInputError(
-                    f"{path} line {lineno}: not valid JSON ({exc.msg} at column {exc.colno}). "
-                    "Each line of a .jsonl file must be one JSON object."
-                ) from None
-            if not isinstance(obj, dict):
-                raise DiversityInputError(
-                    f'{path} line {lineno}: expected a JSON object ({{"text": ...}}), got {type(obj).__name__}.'
-                )
-            records.append(obj)
-            lines.append(lineno)
-        df = pd.DataFrame.from_records(records)
-        df.columns = [str(c) for c in df.columns]
-        table = Table(df=df, path=path, kind="jsonl", line_numbers=lines)
+        table = _read_jsonl(path, max_bytes)
     else:
-        delimiter = "\t" if suffix in (".tsv", ".tab") else ","
-        text = decode_utf8(path.read_bytes(), str(path))
-        table = Table(df=None, path=path, kind="csv", text=text, delimiter=delimiter)
-        table.check_ragged()
-        try:
-            df = pd.read_csv(io.StringIO(text), sep=delimiter, index_col=False)
-        except pd.errors.EmptyDataError:
-            raise DiversityInputError(f"{path}: the file has no rows or columns.") from None
-        except pd.errors.ParserError as exc:
-            m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
-            detail = (
-                f"line {m.group(2)} has {m.group(3)} fields but the header has {m.group(1)}"
-                if m
-                else str(exc).strip()
-            )
-            raise DiversityInputError(
-                f"{path}: ragged rows: {detail}. Every row needs one value per column; fix or remove that line."
-            ) from None
-        df.columns = [str(c) for c in df.columns]
-        table.df = df
+        default = delimiter
+        if default is None:
+            default = "\t" if suffix in (".tsv", ".tab") else "," if suffix == ".csv" else None
+        table = _read_delimited(path, max_bytes, default)
+        if delimiter is not None:
+            table.notes = [f"{delimiter_name(delimiter)}-separated (given)"]
     if table.n_rows == 0:
         raise DiversityInputError(f"{path}: the table has a header but no data rows.")
     return table
@@ -221,6 +432,13 @@ def check_weight_values(w: np.ndarray, where_rows, source: str, name: str) -> np
             f"{source}: the weight column {name!r} is all zero; at least one item needs a positive weight "
             "(or leave out the weight column for uniform weights)."
         )
+    with np.errstate(over="ignore"):
+        total = float(np.sum(w, dtype=np.float64))
+    if not np.isfinite(total):
+        raise DiversityInputError(
+            f"{source}: the weights of column {name!r} are too large: their sum overflows "
+            "float64. Weights are relative; divide them all by a common factor."
+        )
     return w.astype(np.float64)
 
 
@@ -232,10 +450,9 @@ def weights_from_column(table: Table, name: str, keep: Optional[np.ndarray] = No
     numeric = pd.to_numeric(col, errors="coerce")
     nonnum = np.flatnonzero(numeric.isna().to_numpy() & col.notna().to_numpy())
     if nonnum.size:
-        first = col.iloc[int(nonnum[0])]
         raise DiversityInputError(
-            f"{table.path}: the weight column {name!r} is not numeric (e.g. {first!r} at "
-            f"{table.where(int(nonnum[0]))}). Weights must be numbers."
+            f"{table.path}: the weight column {name!r} is not numeric (at {table.rows_text(nonnum)}). "
+            "Weights must be numbers."
         )
     w = numeric.to_numpy(dtype=np.float64)
     rows = np.arange(len(w)) if keep is None else np.asarray(keep)

@@ -5,6 +5,15 @@
   all sit in one top-level folder uses that folder as its root.
 - Every image is decoded completely, so a truncated or corrupt file raises an error naming it.
   Files that are not images (by extension) and hidden/system files are skipped and reported.
+- Only PNG, JPEG and WebP decoders are used, whatever the file is named: a file named ``.png``
+  that holds PostScript, a TIFF or anything else is refused, never handed to another decoder
+  (Pillow would pass EPS to Ghostscript). The decoded size (width x height x channels, read from
+  the header) is checked against the memory budget before the pixels are decoded.
+- Only regular files are read (after following links): a FIFO, a device (``/dev/zero``), a
+  socket, a broken link or a link loop in a folder is skipped with the reason, and no file is
+  read past the size limit (``max_bytes`` counts the bytes actually read, not only the sizes
+  ``stat`` reports). Entries of a zip are read by their directory record, so two entries with
+  the same name are two items (the second id gets `` (2)``).
 - Items are uint8 thumbnails for galleries and the pixel featurizer: images that are all the same
   size and at most 64 px a side are kept as they are; otherwise each is resized (stretched) to
   64 x 64. Grayscale collections keep one channel; anything else becomes RGB (transparent
@@ -18,21 +27,31 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import warnings
 from pathlib import Path, PurePosixPath
 from typing import Iterator, Optional
 
 import numpy as np
 
+from .._config import check_memory
 from .._optional import require
 from .._progress import ProgressCallback, report
-from ..exceptions import DiversityInputError
+from ..exceptions import DiversityInputError, MemoryBudgetError
 from ._dataset import THUMBNAIL_SIDE, Dataset, SkippedItem
 from ._files import check_size, load_npy, open_zip, safe_member_name
+from ._paths import file_kind, is_within, read_regular_bytes
 from .embeddings import companion_features
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".webp")
+
+#: The only Pillow decoders used (never Ghostscript for EPS, never the dozens of other plugins).
+PIL_FORMATS = ("PNG", "JPEG", "WEBP")
+
+#: Bytes per pixel and channel of the modes a PNG/JPEG/WebP decodes to (16-bit PNGs, 32-bit ints).
+_MODE_BYTES = {"I;16": 2, "I;16B": 2, "I;16L": 2, "I": 4, "F": 4}
 TOP_LEVEL_GROUP = "(top level)"
 _SYSTEM_NAMES = {".ds_store", "thumbs.db", "desktop.ini"}
 
@@ -43,7 +62,13 @@ def _is_hidden(rel: str) -> bool:
 
 
 def decode_image(data: bytes, where: str):
-    """Decode image bytes completely into an RGB or L PIL image; raise naming ``where`` on failure."""
+    """Decode PNG/JPEG/WebP bytes completely into an RGB or L PIL image; raise naming ``where`` on failure.
+
+    Only the decoders in :data:`PIL_FORMATS` are tried. The decoded size is checked against the
+    memory budget from the header, before any pixel is decoded; every exception of a decoder
+    (including ``NotImplementedError`` for unsupported variants) becomes a
+    :class:`~diversity_core.exceptions.DiversityInputError` whose message quotes nothing from the file.
+    """
     import io
 
     Image = require("PIL.Image", purpose="loading images")
@@ -52,17 +77,31 @@ def decode_image(data: bytes, where: str):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            img = Image.open(io.BytesIO(data))
+            img = Image.open(io.BytesIO(data), formats=list(PIL_FORMATS))
+            width, height = img.size
+            channels = len(img.getbands())
+            check_memory(
+                2.0 * width * height * channels * _MODE_BYTES.get(img.mode, 1),
+                what=f"{where}: decoding this {width} x {height} image",
+            )
             img.load()
+    except MemoryBudgetError:
+        raise
     except (UnidentifiedImageError, Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        reason = "too many pixels" if not isinstance(exc, UnidentifiedImageError) else "not PNG, JPEG or WebP"
         raise DiversityInputError(
-            f"{where}: cannot be read as an image ({exc}). Re-export it as PNG/JPEG/WebP or remove it."
+            f"{where}: cannot be read as an image ({reason}). Re-export it as PNG/JPEG/WebP or remove it."
         ) from None
-    except (OSError, SyntaxError, ValueError, EOFError) as exc:
+    except Exception as exc:  # noqa: BLE001 - decoders raise OSError, SyntaxError, NotImplementedError, ...
         raise DiversityInputError(
-            f"{where}: the image is truncated or corrupt ({exc}). Re-export it or remove it."
+            f"{where}: the image is truncated or corrupt ({type(exc).__name__}). Re-export it or remove it."
         ) from None
-    return _to_rgb_or_l(img)
+    try:
+        return _to_rgb_or_l(img)
+    except Exception as exc:  # noqa: BLE001 - a mode conversion Pillow does not support
+        raise DiversityInputError(
+            f"{where}: the image's pixel format cannot be converted ({type(exc).__name__}). Re-export it as 8-bit RGB."
+        ) from None
 
 
 def _to_rgb_or_l(img):
@@ -125,7 +164,24 @@ def _stack_thumbnails(images: list, where: str) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
-def _list_folder(root: Path, max_bytes: int):
+def _entry_problem(full: Path, confine: Optional[Path]):
+    """``(size, None)`` for a regular file to read, ``(0, reason)`` for one to skip."""
+    try:
+        st = os.stat(full)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return 0, "a symbolic link loop"
+        if exc.errno == errno.ENOENT:
+            return 0, "a broken symbolic link"
+        return 0, f"cannot be examined ({exc.strerror or type(exc).__name__})"
+    if not stat.S_ISREG(st.st_mode):
+        return 0, f"not a regular file (a {file_kind(st.st_mode)})"
+    if confine is not None and not is_within(os.path.realpath(full), confine):
+        return 0, "a symbolic link that leads outside the data folder"
+    return st.st_size, None
+
+
+def _list_folder(root: Path, max_bytes: int, confine: Optional[Path] = None):
     entries, skipped, total = [], [], 0
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
@@ -140,13 +196,18 @@ def _list_folder(root: Path, max_bytes: int):
                     SkippedItem(f"{root.name}/{rel}", f"not an image file ({full.suffix or 'no extension'})")
                 )
                 continue
-            total += full.stat().st_size
+            size, problem = _entry_problem(full, confine)
+            if problem is not None:
+                skipped.append(SkippedItem(f"{root.name}/{rel}", problem))
+                continue
+            total += size
             entries.append(rel)
     check_size(root, total, max_bytes, what="folder's images")
     return sorted(entries), skipped
 
 
 def _list_zip(zf, path: Path):
+    """``([(rel, id, info)], skipped)``: image entries by their directory record, with distinct ids."""
     entries, skipped = [], []
     for info in zf.infolist():
         if info.is_dir():
@@ -159,9 +220,27 @@ def _list_zip(zf, path: Path):
             suffix = PurePosixPath(rel).suffix or "no extension"
             skipped.append(SkippedItem(f"{path.name}:{info.filename}", f"not an image file ({suffix})"))
             continue
-        entries.append((rel, info.filename))
-    entries.sort()
-    return entries, skipped
+        entries.append((rel, info))
+    # a stable sort keeps entries that share a name in archive order
+    entries.sort(key=lambda e: e[0])
+    seen: dict = {}
+    out = []
+    for rel, info in entries:
+        seen[info.filename] = seen.get(info.filename, 0) + 1
+        k = seen[info.filename]
+        out.append((rel, info.filename if k == 1 else f"{info.filename} ({k})", info))
+    return out, skipped
+
+
+def _read_zip_entry(zf, info, path: Path) -> bytes:
+    """The bytes of one zip entry, read by its directory record (not by its name)."""
+    try:
+        return zf.read(info)
+    except Exception as exc:  # noqa: BLE001 - BadZipFile, zlib.error, EOFError, NotImplementedError (method), RuntimeError (encrypted)
+        raise DiversityInputError(
+            f"{path}: entry {info.filename!r} cannot be read ({type(exc).__name__}); the archive may be truncated, "
+            "encrypted or use an unsupported compression method."
+        ) from None
 
 
 def _groups_for(rels: list, strip_prefix: str = "") -> Optional[np.ndarray]:
@@ -255,8 +334,13 @@ def load_images(
     max_bytes: int,
     progress: Optional[ProgressCallback] = None,
     name: Optional[str] = None,
+    confine: Optional[Path] = None,
 ) -> Dataset:
-    """Load a folder, a zip or an ``.npy`` array of images (see the module docstring)."""
+    """Load a folder, a zip or an ``.npy`` array of images (see the module docstring).
+
+    ``confine``: a resolved folder; members of an image folder whose links lead outside it are
+    skipped (``load_dataset(..., data_dir=)`` passes the data folder).
+    """
     skipped: list = []
     groups = None
     if path.suffix.lower() == ".npy" and path.is_file():
@@ -266,28 +350,26 @@ def load_images(
     else:
         pil_images = []
         if path.is_dir():
-            rels, skipped = _list_folder(path, max_bytes)
+            rels, skipped = _list_folder(path, max_bytes, confine)
             total = len(rels)
+            budget = max_bytes  # bytes actually read, whatever stat said
             for i, rel in enumerate(rels):
                 report(progress, i, total, "reading images")
-                pil_images.append(_small(decode_image((path / rel).read_bytes(), f"{path}/{rel}")))
+                data = read_regular_bytes(path / rel, budget, shown=f"{path}/{rel}")
+                budget -= len(data)
+                pil_images.append(_small(decode_image(data, f"{path}/{rel}")))
             ids = rels
             groups = _groups_for(rels)
         elif path.suffix.lower() == ".zip":
             with open_zip(path, max_bytes) as zf:
                 entries, skipped = _list_zip(zf, path)
                 total = len(entries)
-                for i, (_rel, member) in enumerate(entries):
+                for i, (_rel, member, info) in enumerate(entries):
                     report(progress, i, total, "reading images")
-                    try:
-                        data = zf.read(member)
-                    except Exception as exc:  # zipfile raises BadZipFile, zlib.error, EOFError ...
-                        raise DiversityInputError(
-                            f"{path}: entry {member!r} cannot be read ({exc}); the archive may be truncated."
-                        ) from None
+                    data = _read_zip_entry(zf, info, path)
                     pil_images.append(_small(decode_image(data, f"{path}:{member}")))
-            rels = [rel for rel, _m in entries]
-            ids = [m for _r, m in entries]
+            rels = [rel for rel, _m, _i in entries]
+            ids = [m for _r, m, _i in entries]
             groups = _groups_for(rels, _common_top_folder(rels))
         else:
             raise DiversityInputError(
@@ -340,13 +422,18 @@ def iter_original_images(dataset: Dataset, max_bytes: Optional[int] = None) -> O
     if src.is_dir():
         if not all((src / i).is_file() for i in dataset.ids):
             return None
-        return (decode_image((src / i).read_bytes(), f"{src}/{i}") for i in dataset.ids)
+        return (decode_image(read_regular_bytes(src / i, limit, shown=f"{src}/{i}"), f"{src}/{i}")
+                for i in dataset.ids)
     if src.suffix.lower() == ".zip":
 
         def gen():
             with open_zip(src, limit) as zf:
+                entries, _skipped = _list_zip(zf, src)
+                by_id = {m: info for _rel, m, info in entries}
                 for member in dataset.ids:
-                    yield decode_image(zf.read(member), f"{src}:{member}")
+                    if member not in by_id:
+                        raise DiversityInputError(f"{src}: entry {member!r} is no longer in the archive.")
+                    yield decode_image(_read_zip_entry(zf, by_id[member], src), f"{src}:{member}")
 
         return gen()
     if src.suffix.lower() == ".npy":

@@ -9,10 +9,18 @@ SMILES and unparsable SDF records are skipped and reported with their line or re
 - Tables: the SMILES column is ``smiles_column`` or the first column named ``smiles``,
   ``canonical_smiles``, ``smi`` or ``mol`` (case-insensitive).
 - ``.sdf``: ``group_column``/``weight_column`` name SD properties; ids are the record titles.
+
+Size limits: RDKit crashes the process on very large molecules (a 20,000-atom chain segfaults
+the SMILES writer) and does not answer Ctrl-C while it works on one. A SMILES longer than
+:data:`MAX_SMILES_LENGTH` characters, or with more than :data:`MAX_ATOMS` atoms by a cheap count
+of its atom tokens, is skipped with the reason *before* it reaches RDKit; so is an SD record whose
+counts line announces more than :data:`MAX_ATOMS` atoms. Skip reasons name the line and the
+size, never the text of the entry.
 """
 
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
@@ -23,12 +31,46 @@ from .._optional import require
 from .._progress import ProgressCallback, report
 from ..exceptions import DiversityInputError
 from ._dataset import Dataset, SkippedItem
-from ._files import check_file, decode_utf8, read_text_file
-from ._tables import Table, check_weight_values, groups_from_column, read_table, weights_from_column
+from ._files import decode_utf8, read_input_bytes, read_text_file
+from ._tables import (
+    Table,
+    check_weight_values,
+    columns_text,
+    groups_from_column,
+    read_table,
+    weights_from_column,
+)
 from .embeddings import companion_features
 
 SMILES_COLUMN_NAMES = ("smiles", "canonical_smiles", "smi", "mol", "structure")
 SMI_EXTENSIONS = (".smi", ".smiles", ".ism", ".can")
+
+#: Longest SMILES handed to RDKit, in characters (about ten times the text of the largest drug-like
+#: molecules; peptides of a few hundred residues fit).
+MAX_SMILES_LENGTH = 10_000
+
+#: Most atoms (heavy atoms and bracket atoms) of a molecule handed to RDKit. Canonicalising a
+#: 1,000-atom chain takes about 0.2 s; RDKit crashed on a 20,000-atom chain.
+MAX_ATOMS = 1_000
+
+#: One atom of a SMILES: a bracket atom, a two-letter organic-subset atom, a one-letter
+#: (aromatic) one, or the wildcard. Counting these needs no parsing and is exact for valid SMILES.
+_ATOM_TOKEN = re.compile(r"\[[^\]]*\]|Br|Cl|[BCNOPSFI]|[bcnops]|\*")
+
+
+def count_smiles_atoms(smiles: str) -> int:
+    """Atoms of a SMILES by a count of its atom tokens (no RDKit): ``"CC(=O)[O-]"`` -> 4."""
+    return sum(1 for _ in _ATOM_TOKEN.finditer(smiles))
+
+
+def smiles_size_problem(smiles: str) -> Optional[str]:
+    """Why a SMILES is too large to hand to RDKit (a reason naming only sizes), or ``None``."""
+    if len(smiles) > MAX_SMILES_LENGTH:
+        return f"SMILES too long ({len(smiles)} characters; the limit is {MAX_SMILES_LENGTH})"
+    atoms = count_smiles_atoms(smiles)
+    if atoms > MAX_ATOMS:
+        return f"molecule too large ({atoms} atoms; the limit is {MAX_ATOMS})"
+    return None
 
 
 @contextmanager
@@ -44,11 +86,12 @@ def quiet_rdkit():
 
 
 def canonical_smiles(smiles: str) -> Optional[str]:
-    """RDKit's canonical SMILES of ``smiles`` (stereo kept), or ``None`` when it does not parse."""
+    """RDKit's canonical SMILES of ``smiles`` (stereo kept), or ``None`` when it does not parse
+    or exceeds :data:`MAX_SMILES_LENGTH` / :data:`MAX_ATOMS`."""
     Chem = require("rdkit.Chem", purpose="loading molecules")
 
     s = str(smiles).strip()
-    if not s:
+    if not s or smiles_size_problem(s) is not None:
         return None
     with quiet_rdkit():
         mol = Chem.MolFromSmiles(s)
@@ -71,9 +114,14 @@ def _canonicalise_all(smiles: list, wheres: list, progress, skipped: list):
             if not s:
                 skipped.append(SkippedItem(wheres[i], "empty SMILES"))
                 continue
+            problem = smiles_size_problem(s)
+            if problem is not None:
+                skipped.append(SkippedItem(wheres[i], problem))
+                continue
             mol = Chem.MolFromSmiles(s)
             if mol is None or mol.GetNumAtoms() == 0:
-                skipped.append(SkippedItem(wheres[i], f"invalid SMILES {s[:80]!r}"))
+                # the reason gives the length, not the text: the entry may be any line of any file
+                skipped.append(SkippedItem(wheres[i], f"invalid SMILES ({len(s)} characters)"))
                 continue
             out.append(Chem.MolToSmiles(mol))
             keep.append(i)
@@ -129,11 +177,27 @@ def _read_smi(path: Path, max_bytes: int, group_column, weight_column):
     return smiles, ids, wheres, None
 
 
+_V3000_COUNTS = re.compile(r"^M  V30 COUNTS\s+(\d+)", re.MULTILINE)
+
+
+def _sd_record_size_problem(block: str) -> Optional[str]:
+    """Why an SD record is too large to hand to RDKit (from its counts line), or ``None``."""
+    if len(block) > MAX_ATOMS * 200:  # an atom line is 69 characters, a bond line 21; properties are short
+        return f"record too long ({len(block)} characters)"
+    lines = block.splitlines()  # the first three lines are the header block, the fourth the counts line
+    if len(lines) >= 4:
+        counts = lines[3]
+        m = _V3000_COUNTS.search(block) if "V3000" in counts else None
+        text = m.group(1) if m else counts[:3].strip()
+        if text.isdigit() and int(text) > MAX_ATOMS:
+            return f"molecule too large ({int(text)} atoms; the limit is {MAX_ATOMS})"
+    return None
+
+
 def _read_sdf(path: Path, max_bytes: int, group_column, weight_column, progress, skipped):
     Chem = require("rdkit.Chem", purpose="loading molecules")
 
-    check_file(path, max_bytes)
-    text = decode_utf8(path.read_bytes(), str(path))
+    text = decode_utf8(read_input_bytes(path, max_bytes), str(path))
     if "$$$$" not in text and "M  END" not in text:
         raise DiversityInputError(f"{path}: not an SD file (no 'M  END' or '$$$$' record markers).")
     blocks = text.split("$$$$")
@@ -154,6 +218,10 @@ def _read_sdf(path: Path, max_bytes: int, group_column, weight_column, progress,
                 block = (
                     block[1:] if block.startswith("\n") else block[2:] if block.startswith("\r\n") else block
                 )
+            problem = _sd_record_size_problem(block)
+            if problem is not None:
+                skipped.append(SkippedItem(where, problem))
+                continue
             supplier = Chem.SDMolSupplier()
             supplier.SetData(block + "$$$$\n", sanitize=True)
             mol = supplier[0] if len(supplier) else None
@@ -165,20 +233,20 @@ def _read_sdf(path: Path, max_bytes: int, group_column, weight_column, progress,
                 if group_column not in props or not str(props[group_column]).strip():
                     raise DiversityInputError(
                         f"{path} record {rec}: no SD property {group_column!r} (the group column); "
-                        f"its properties are: {', '.join(map(repr, props)) or 'none'}."
+                        f"its properties are: {columns_text(props) or 'none'}."
                     )
                 groups.append(str(props[group_column]).strip())
             if weight_column is not None:
                 if weight_column not in props:
                     raise DiversityInputError(
                         f"{path} record {rec}: no SD property {weight_column!r} (the weight column); "
-                        f"its properties are: {', '.join(map(repr, props)) or 'none'}."
+                        f"its properties are: {columns_text(props) or 'none'}."
                     )
                 try:
                     weights.append(float(props[weight_column]))
                 except (TypeError, ValueError):
                     raise DiversityInputError(
-                        f"{path} record {rec}: the weight {props[weight_column]!r} is not a number."
+                        f"{path} record {rec}: the weight (SD property {weight_column!r}) is not a number."
                     ) from None
             out.append(Chem.MolToSmiles(mol))
             title = mol.GetProp("_Name").strip() if mol.HasProp("_Name") else ""
@@ -225,10 +293,9 @@ def load_molecules(
             if col is None:
                 col = table.find_column(SMILES_COLUMN_NAMES)
                 if col is None:
-                    cols = ", ".join(repr(c) for c in table.df.columns)
                     raise DiversityInputError(
-                        f"{path}: no SMILES column found (columns: {cols}). Name it with smiles_column= "
-                        "(CLI: --smiles-column)."
+                        f"{path}: no SMILES column found (columns: {columns_text(table.df.columns)}). Name it "
+                        "with smiles_column= (CLI: --smiles-column)."
                     )
             series = table.column(col, "SMILES")
             raw = [

@@ -19,7 +19,7 @@ import numpy as np
 from ..exceptions import DiversityInputError
 from ._dataset import Dataset, SkippedItem
 from ._files import read_text_file
-from ._tables import Table, groups_from_column, read_table, weights_from_column
+from ._tables import Table, columns_text, groups_from_column, is_text_column, read_table, weights_from_column
 from .embeddings import companion_features
 
 TEXT_COLUMN_NAMES = (
@@ -44,7 +44,7 @@ def _pick_text_column(table: Table, text_column, group_column, weight_column) ->
         table.column(text_column, "text")
         return text_column
     found = table.find_column(TEXT_COLUMN_NAMES)
-    if found is not None:
+    if found is not None and is_text_column(table.df[found]):
         return found
     candidates = [
         c
@@ -53,9 +53,8 @@ def _pick_text_column(table: Table, text_column, group_column, weight_column) ->
     ]
     if len(candidates) == 1:
         return candidates[0]
-    cols = ", ".join(repr(c) for c in table.df.columns)
     raise DiversityInputError(
-        f"{table.path}: cannot tell which column holds the text (columns: {cols}). "
+        f"{table.path}: cannot tell which column holds the text (columns: {columns_text(table.df.columns)}). "
         "Name it with text_column= (CLI: --text-column)."
     )
 
@@ -75,7 +74,7 @@ def load_text(
     skipped: list = []
     groups = weights = None
     suffix = path.suffix.lower()
-    if suffix in (".txt", ".text", ""):
+    if table is None and suffix in (".txt", ".text", ""):
         if group_column or weight_column or text_column:
             raise DiversityInputError(
                 f"{path}: a .txt file has one item per line and no columns; use a .csv/.jsonl/.parquet file "

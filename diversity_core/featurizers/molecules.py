@@ -9,11 +9,20 @@ which :func:`tanimoto_matrix` computes with RDKit's ``BulkTanimotoSimilarity`` (
 molecule similarity, App. B; IntDiv of MOSES is :math:`1 - \text{mean}(K)`). A molecule without
 any set bit (e.g. a single atom at small radius) has Tanimoto similarity 0 with everything,
 including itself by RDKit's convention; :func:`tanimoto_matrix` sets such diagonal entries to 1.
+
+Size bounds: a SMILES over the loader's limits (:data:`~diversity_core.data.molecules.MAX_SMILES_LENGTH`,
+:data:`~diversity_core.data.molecules.MAX_ATOMS`) is refused before RDKit sees it, and a molecule
+with more than :data:`MAX_DRAW_ATOMS` atoms is not drawn: :func:`draw_molecule` and
+:func:`draw_molecule_png` return a placeholder instead (RDKit took over 5 minutes and 3.7 GB to
+draw a 10,000-atom molecule, and 7 s for 1,000 atoms).
 """
 
 from __future__ import annotations
 
+import struct
+import zlib
 from typing import Optional, Sequence, Union
+from xml.sax.saxutils import escape
 
 import numpy as np
 
@@ -22,17 +31,26 @@ from .._progress import ProgressCallback, report
 from .._validation import check_scalar
 from ..exceptions import DiversityInputError
 
+#: Largest molecule drawn, in atoms; larger ones get a placeholder (drawing cost grows fast).
+MAX_DRAW_ATOMS = 250
+
 
 def _mol(smiles: str, index: int):
     Chem = require("rdkit.Chem", purpose="molecular fingerprints")
 
-    from ..data.molecules import quiet_rdkit
+    from ..data.molecules import quiet_rdkit, smiles_size_problem
 
+    text = str(smiles)
+    problem = smiles_size_problem(text)
+    if problem is not None:
+        raise DiversityInputError(
+            f"molecule {index}: {problem}; load molecules with load_dataset, which skips and reports such entries."
+        )
     with quiet_rdkit():
-        mol = Chem.MolFromSmiles(str(smiles))
+        mol = Chem.MolFromSmiles(text)
     if mol is None:
         raise DiversityInputError(
-            f"molecule {index} ({str(smiles)[:60]!r}) is not a valid SMILES; load molecules with load_dataset, "
+            f"molecule {index} ({len(text)} characters) is not a valid SMILES; load molecules with load_dataset, "
             "which skips and reports invalid ones."
         )
     return mol
@@ -154,30 +172,116 @@ def _size(size) -> tuple:
     return w, h
 
 
+def drawing_problem(smiles: str) -> Optional[str]:
+    """Why ``smiles`` would not be drawn (too many atoms for a depiction), or ``None``.
+
+    The atoms are counted from the text first (no RDKit), so a huge SMILES costs nothing.
+    """
+    from ..data.molecules import count_smiles_atoms, smiles_size_problem
+
+    text = str(smiles)
+    problem = smiles_size_problem(text)
+    if problem is not None:
+        return problem
+    atoms = count_smiles_atoms(text)
+    if atoms > MAX_DRAW_ATOMS:
+        return f"too large to draw ({atoms} atoms; the limit is {MAX_DRAW_ATOMS})"
+    return None
+
+
+def _placeholder_svg(w: int, h: int, reason: str) -> str:
+    """A grey box that says why there is no drawing."""
+    head, _, tail = reason.partition(" (")
+    lines = [head] + ([f"({tail}"] if tail else [])
+    texts = "".join(
+        f"<text x='{w / 2:.0f}' y='{h / 2 + 16 * (i - (len(lines) - 1) / 2):.0f}' text-anchor='middle' "
+        f"font-family='sans-serif' font-size='12' fill='#555555'>{escape(line)}</text>"
+        for i, line in enumerate(lines)
+    )
+    return (
+        f"<?xml version='1.0' encoding='iso-8859-1'?>\n<svg version='1.1' baseProfile='full' "
+        f"xmlns='http://www.w3.org/2000/svg' width='{w}px' height='{h}px' viewBox='0 0 {w} {h}'>"
+        f"<rect x='0.5' y='0.5' width='{w - 1}' height='{h - 1}' fill='#f2f2f2' stroke='#bbbbbb'/>{texts}</svg>\n"
+    )
+
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+
+def _placeholder_png(w: int, h: int, reason: str) -> bytes:
+    """A grey box as PNG (with the reason written in it when Pillow is installed)."""
+    try:
+        from PIL import Image, ImageDraw
+    except ImportError:
+        Image = None
+    if Image is not None:
+        import io
+
+        img = Image.new("RGB", (w, h), (242, 242, 242))
+        draw = ImageDraw.Draw(img)
+        draw.rectangle((0, 0, w - 1, h - 1), outline=(187, 187, 187))
+        head, _, tail = reason.partition(" (")
+        for i, line in enumerate([head] + ([f"({tail}"] if tail else [])):
+            draw.text((w / 2, h / 2 + 16 * (i - 0.5)), line, fill=(85, 85, 85), anchor="mm")
+        buf = io.BytesIO()
+        img.save(buf, format="PNG")
+        return buf.getvalue()
+    # no Pillow: an 8-bit grey PNG written by hand (a filter byte of 0 before each row)
+    row = bytes([187]) + bytes([242]) * (w - 2) + bytes([187])
+    edge = bytes([187]) * w
+    raw = b"".join(b"\x00" + (edge if y in (0, h - 1) else row) for y in range(h))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _png_chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0))
+        + _png_chunk(b"IDAT", zlib.compress(raw, 9))
+        + _png_chunk(b"IEND", b"")
+    )
+
+
 def _prepared(smiles: str):
+    """The molecule prepared for drawing, or ``(None, reason)`` when it is too large to draw."""
     rdMolDraw2D = require("rdkit.Chem.Draw.rdMolDraw2D", purpose="molecular fingerprints")
 
+    problem = drawing_problem(smiles)
+    if problem is not None:
+        return None, problem
     mol = _mol(smiles, 0)
-    return rdMolDraw2D.PrepareMolForDrawing(mol)
+    if mol.GetNumAtoms() > MAX_DRAW_ATOMS:  # implicit atoms the text count missed
+        return None, f"too large to draw ({mol.GetNumAtoms()} atoms; the limit is {MAX_DRAW_ATOMS})"
+    return rdMolDraw2D.PrepareMolForDrawing(mol), None
 
 
 def draw_molecule(smiles: str, *, size=200) -> str:
-    """A 2-D depiction of ``smiles`` as an SVG string (``size``: int or (width, height) in px)."""
+    """A 2-D depiction of ``smiles`` as an SVG string (``size``: int or (width, height) in px).
+
+    A molecule with more than :data:`MAX_DRAW_ATOMS` atoms (or over the loader's size limits)
+    is not drawn: a grey placeholder box saying why is returned instead (see :func:`drawing_problem`).
+    """
     rdMolDraw2D = require("rdkit.Chem.Draw.rdMolDraw2D", purpose="molecular fingerprints")
 
     w, h = _size(size)
+    mol, problem = _prepared(smiles)
+    if mol is None:
+        return _placeholder_svg(w, h, problem)
     drawer = rdMolDraw2D.MolDraw2DSVG(w, h)
-    drawer.DrawMolecule(_prepared(smiles))
+    drawer.DrawMolecule(mol)
     drawer.FinishDrawing()
     return drawer.GetDrawingText()
 
 
 def draw_molecule_png(smiles: str, *, size=200) -> bytes:
-    """A 2-D depiction of ``smiles`` as PNG bytes (``size``: int or (width, height) in px)."""
+    """A 2-D depiction of ``smiles`` as PNG bytes (``size``: int or (width, height) in px).
+
+    Too large a molecule gets a placeholder, as in :func:`draw_molecule`.
+    """
     rdMolDraw2D = require("rdkit.Chem.Draw.rdMolDraw2D", purpose="molecular fingerprints")
 
     w, h = _size(size)
+    mol, problem = _prepared(smiles)
+    if mol is None:
+        return _placeholder_png(w, h, problem)
     drawer = rdMolDraw2D.MolDraw2DCairo(w, h)
-    drawer.DrawMolecule(_prepared(smiles))
+    drawer.DrawMolecule(mol)
     drawer.FinishDrawing()
     return drawer.GetDrawingText()

@@ -8,9 +8,11 @@ says so; the HTML report's PNG/SVG buttons, which render in the reader's browser
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional, Union
 
+from .._atomic import atomic_output, atomic_write
 from .._config import configure_browser
 from .._optional import require
 from ..exceptions import DiversityError, DiversityInputError
@@ -83,13 +85,14 @@ def export_figure(fig, path: Union[str, Path], *, format: Optional[str] = None, 
     """Write one figure as PNG or SVG; returns the path.
 
     The format comes from ``format``, else from the suffix of ``path`` (PNG when it has none);
-    the suffix is made to match it. Other parameters as in :func:`figure_bytes`.
+    the suffix is made to match it. Other parameters as in :func:`figure_bytes`. The file is
+    written atomically: a failed write leaves a previous file whole.
     """
     path = Path(path)
     fmt = _check_format(format or path.suffix or "png")
     if path.suffix.lower() != f".{fmt}":
         path = path.with_suffix(f".{fmt}")
-    path.write_bytes(figure_bytes(fig, format=fmt, width=width, height=height, scale=scale))
+    atomic_write(path, figure_bytes(fig, format=fmt, width=width, height=height, scale=scale))
     return path
 
 
@@ -112,6 +115,12 @@ def export_figures(cmp: Comparison, directory: Union[str, Path], *, format: str 
     -------
     list of Path
         One file per figure, in the order of :data:`~diversity_core.report.FIGURE_TITLES`.
+
+    Notes
+    -----
+    Every figure is rendered to a temporary file beside its destination; the files replace
+    the destinations only when all were written, so a failure (disk full, a file size limit)
+    leaves every previous figure whole.
     """
     fmt = _check_format(format)
     directory = Path(directory)
@@ -120,11 +129,17 @@ def export_figures(cmp: Comparison, directory: Union[str, Path], *, format: str 
     paths = [directory / f"{name}.{fmt}" for name in figs]
     _prepare_kaleido()
     pio = require("plotly.io", purpose="figure export")
-    try:
-        pio.write_images(list(figs.values()), paths, format=fmt,
-                         width=[f.layout.width or 1000 for f in figs.values()],
-                         height=[f.layout.height or 500 for f in figs.values()], scale=scale if fmt == "png" else 1)
-    except Exception:  # noqa: BLE001 - fall back to one figure at a time, with the clear error
-        for fig, path in zip(figs.values(), paths):
-            export_figure(fig, path, format=fmt, scale=scale)
+    with contextlib.ExitStack() as stack:
+        # every temporary file is moved into place only when the block succeeds
+        temporaries = [stack.enter_context(atomic_output(p)) for p in paths]
+        try:
+            pio.write_images(list(figs.values()), temporaries, format=fmt,
+                             width=[f.layout.width or 1000 for f in figs.values()],
+                             height=[f.layout.height or 500 for f in figs.values()],
+                             scale=scale if fmt == "png" else 1)
+        except Exception:  # noqa: BLE001 - fall back to one figure at a time, with the clear error
+            for fig, tmp in zip(figs.values(), temporaries):
+                data = figure_bytes(fig, format=fmt, scale=scale)
+                with open(tmp, "wb") as fh:
+                    fh.write(data)
     return paths

@@ -36,6 +36,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
+from .._atomic import atomic_write
 from .._json import dumps
 from .._optional import require
 from .._validation import check_scalar
@@ -308,12 +309,14 @@ def _strip_external_references(text: str) -> str:
 def write_report(cmp: Comparison, path: Union[str, Path], **kwargs) -> Path:
     """Write :func:`report_html` to ``path`` (UTF-8); returns the path.
 
-    ``kwargs`` are those of :func:`report_html`. The folder must exist.
+    ``kwargs`` are those of :func:`report_html`. The folder must exist. The file is written
+    atomically (:func:`~diversity_core._atomic.atomic_write`): a failed write raises
+    :class:`~diversity_core.exceptions.DiversityInputError` and leaves a previous report whole.
     """
     path = Path(path)
     if path.is_dir():
         raise DiversityInputError(f"{path} is a folder; give a file name such as report.html.")
     if not path.parent.exists():
         raise DiversityInputError(f"{path.parent} does not exist; create the folder first.")
-    path.write_text(report_html(cmp, **kwargs), encoding="utf-8")
+    atomic_write(path, report_html(cmp, **kwargs))
     return path
