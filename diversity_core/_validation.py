@@ -163,10 +163,12 @@ def check_weights(weights, n: int) -> Optional[np.ndarray]:
             f"weights must be non-negative and sum to a positive number; got {int(neg.sum())} "
             f"negative values (rows {_rows_list(neg)}). Drop or fix those rows."
         )
-    total = float(w.sum())
-    if total <= 0:
+    top = float(w.max())
+    if top <= 0:
         raise DiversityInputError("weights are all zero; at least one item needs a positive weight.")
-    return w / total
+    # divide by the largest first: the sum of weights near 1e308 would overflow to inf
+    w = w / top
+    return w / w.sum()
 
 
 def check_random_state(rng: RandomLike) -> np.random.Generator:

@@ -3,7 +3,7 @@
 Each sub-command lives in its own module ``_<name>.py`` exposing ``add_parser(subparsers)``
 and ``run(args) -> int``. Results go to stdout (a table, or ``--format json`` with stable keys);
 progress and warnings go to stderr. Exit codes: 0 success, 2 bad input or usage (one line, no
-traceback unless ``--debug``), 1 unexpected failure.
+traceback unless ``--debug``; every error of ours), 1 unexpected failure.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import traceback
 import warnings
 from typing import Optional, Sequence
 
-from ..exceptions import DiversityError, DiversityInputError, MissingDependencyError
+from ..exceptions import DiversityError
 
 #: Sub-command modules, in the order ``--help`` lists them.
 COMMANDS = ("score", "inspect", "magnitude", "rnd", "compare")
@@ -82,16 +82,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     try:
         return int(args._run(args) or 0)
-    except (DiversityInputError, MissingDependencyError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+    except (DiversityError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        # every error of ours (bad input, a missing extra, a computation the input makes impossible)
+        # says what to do in one line: exit 2; exit 1 is kept for the unexpected
         if args.debug:
             traceback.print_exc()
         print(f"diversity: error: {exc}", file=sys.stderr)
         return 2
-    except DiversityError as exc:
-        if args.debug:
-            traceback.print_exc()
-        print(f"diversity: error: {exc}", file=sys.stderr)
-        return 1
     except RecursionError:
         if args.debug:
             traceback.print_exc()

@@ -32,8 +32,8 @@ def _check_fraction(fraction) -> float:
 
 
 def _check_n_scales(n_scales) -> int:
-    """``n_scales``: a whole number >= 2."""
-    return check_scalar(n_scales, "n_scales", int, min_val=2)
+    """``n_scales``: a whole number from 2 to 10000 (each scale is one n x n solve)."""
+    return check_scalar(n_scales, "n_scales", int, min_val=2, max_val=10_000)
 
 
 def _check_scales(scales) -> str:

@@ -40,11 +40,12 @@ import numpy as np
 
 from .._config import check_memory, fits_memory, memory_budget
 from .._progress import ProgressCallback, report
-from .._validation import check_features, check_option
+from .._validation import check_option
 from ..exceptions import DiversityInputError, NumericalError
 from ._metric import (
     _DENSE_ARRAYS,
     _check_metric,
+    _check_points,
     _merge_duplicates,
     _PointMetric,
     _prepare,
@@ -424,7 +425,7 @@ def _prepare_any(X_or_D, metric: str, *, p=None, name: str = "X", warn: bool = T
     metric, p = _check_metric(metric, p)
     if _resolve_method(method, X_or_D, metric) == "dense":
         return _prepare(X_or_D, metric, p=p, name=name, warn=warn)
-    X = check_features(X_or_D, name=name, min_samples=1, dtype=(np.float64,))
+    X = _check_points(X_or_D, name)
     n_points = X.shape[0]
     X, n_merged, keep = _merge_duplicates(X)
     if warn and n_merged:

@@ -381,6 +381,22 @@ def _check_pseudometric(D: np.ndarray, twins: np.ndarray) -> None:
             )
 
 
+#: Largest |value| of a point's coordinate: squared distances of larger values overflow float64.
+_MAX_ABS = 1e150
+
+
+def _check_points(X_or_D, name: str) -> np.ndarray:
+    """Validated float64 points whose squared distances stay finite."""
+    X = check_features(X_or_D, name=name, min_samples=1, dtype=(np.float64,))
+    big = float(np.max(np.abs(X))) if X.size else 0.0
+    if big > _MAX_ABS:
+        raise DiversityInputError(
+            f"{name} has values up to {big:.3g}; distances between such points overflow double precision. "
+            "Rescale the data: the magnitude of c * X at scale t equals that of X at scale c * t."
+        )
+    return X
+
+
 def _prepare(X_or_D, metric: str, *, p: Optional[float] = None, name: str = "X", warn: bool = True) -> _Space:
     """Validate once, merge duplicates (saying so when ``warn``), and build the distances of the distinct points.
 
@@ -403,7 +419,7 @@ def _prepare(X_or_D, metric: str, *, p: Optional[float] = None, name: str = "X",
             _warn_merged(name, np.flatnonzero(twins), keep.size, "items at distance 0 from another")
         return _Space(D=D, indices=keep, n_points=n_points, metric=metric)
 
-    X = check_features(X_or_D, name=name, min_samples=1, dtype=(np.float64,))
+    X = _check_points(X_or_D, name)
     n_points = X.shape[0]
     X, n_merged, keep = _merge_duplicates(X)
     if warn and n_merged:
