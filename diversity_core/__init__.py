@@ -15,6 +15,7 @@ compare       comparisons of groups at equal n, with intervals and pairwise verd
 report        the self-contained HTML report and figure export (imports plotly)
 featurizers   features for each modality (pixels, EfficientNet-Lite0, n-grams, MiniLM, Morgan) and a registry
 exceptions    DiversityInputError, NumericalError and the named warnings
+curation      per-item contributions, near-duplicates, rarity, most-diverse subsets
 cli           the ``diversity`` command
 
 Quick start
@@ -27,6 +28,18 @@ Quick start
 
 from .baselines import average_similarity, baseline_scores, gmstds, intdiv
 from .compare import Comparison, compare
+from .curation import (
+    ContributionResult,
+    DuplicateResult,
+    RarityResult,
+    SelectionComparison,
+    SelectionResult,
+    compare_selections,
+    find_duplicates,
+    item_contributions,
+    rarity_scores,
+    select_diverse,
+)
 from .data import DEMOS, Dataset, SkippedItem, list_demos, load_dataset, load_demo
 from .exceptions import (
     ConvergenceWarning,
@@ -137,4 +150,15 @@ __all__ = [
     "DuplicatesMergedWarning",
     "ConvergenceWarning",
     "__version__",
+    # curation
+    "item_contributions",
+    "find_duplicates",
+    "rarity_scores",
+    "select_diverse",
+    "compare_selections",
+    "ContributionResult",
+    "DuplicateResult",
+    "RarityResult",
+    "SelectionResult",
+    "SelectionComparison",
 ]
