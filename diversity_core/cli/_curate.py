@@ -64,7 +64,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--contributions", choices=("auto", "exact", "first_order"), default="auto",
                    help="leave-one-out exactly or to first order (default auto: exact when affordable)")
     p.add_argument("--search", choices=("auto", "exact", "approximate"), default="auto",
-                   help="neighbour search of duplicates and rarity (default auto: exact up to 30,000 items)")
+                   help="neighbour search of duplicates and rarity (default auto: exact up to 60,000 items)")
     p.add_argument("--rng", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--out", default=None, metavar="CSV", help="write the selected items as CSV: rank, index, id (needs --select)")
     p.add_argument("--duplicates-out", default=None, metavar="CSV", help="write the near-duplicate groups")

@@ -118,7 +118,7 @@ def find_duplicates(
     method : {"auto", "exact", "approximate"}, default "auto"
         ``"exact"``: every pair, streamed by blocks of rows (O(n^2 d / 2) time, one block of
         memory). ``"approximate"``: the ``n_neighbors`` nearest candidates of each item from a
-        pynndescent index, checked exactly. ``"auto"``: exact up to 30,000 items.
+        pynndescent index, checked exactly. ``"auto"``: exact up to 60,000 items.
     n_neighbors : int, default 15
         Candidates per item of the approximate search.
     q : float or sequence, default (0.5, 1, 2, inf)

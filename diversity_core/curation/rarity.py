@@ -43,7 +43,7 @@ def rarity_scores(
     method : {"auto", "exact", "approximate"}, default "auto"
         ``"exact"``: blocks of rows of the kernel matrix, O(n^2 d) time and one block of memory.
         ``"approximate"``: a pynndescent index, the neighbours' similarities then computed
-        exactly. ``"auto"``: exact up to 30,000 items.
+        exactly. ``"auto"``: exact up to 60,000 items.
     rng : int or Generator, optional
         Seed of the approximate index.
     progress : callable, optional
