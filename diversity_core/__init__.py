@@ -18,6 +18,7 @@ report        the self-contained HTML report (Jinja2), the plotly figures, PNG/S
 featurizers   features for each modality (pixels, EfficientNet-Lite0, n-grams, MiniLM, Morgan) and a registry
 exceptions    DiversityInputError, NumericalError, MemoryBudgetError and the named warnings
 set_config    the memory budget (also DIVERSITY_MEMORY_BUDGET); get_config, config_context
+curation      per-item contributions, near-duplicates, rarity, most-diverse subsets
 cli           the ``diversity`` command
 compat        drop-in replacements for other packages: ``compat.vendi`` for ``vendi_score`` (not imported here)
 
@@ -32,6 +33,18 @@ Quick start
 from ._config import config_context, get_config, set_config
 from .baselines import average_similarity, baseline_scores, gmstds, intdiv
 from .compare import Comparison, compare
+from .curation import (
+    ContributionResult,
+    DuplicateResult,
+    RarityResult,
+    SelectionComparison,
+    SelectionResult,
+    compare_selections,
+    find_duplicates,
+    item_contributions,
+    rarity_scores,
+    select_diverse,
+)
 from .data import DEMOS, Dataset, SkippedItem, list_demos, load_dataset, load_demo
 from .exceptions import (
     ConvergenceWarning,
@@ -166,4 +179,15 @@ __all__ = [
     "DuplicatesMergedWarning",
     "ConvergenceWarning",
     "__version__",
+    # curation
+    "item_contributions",
+    "find_duplicates",
+    "rarity_scores",
+    "select_diverse",
+    "compare_selections",
+    "ContributionResult",
+    "DuplicateResult",
+    "RarityResult",
+    "SelectionResult",
+    "SelectionComparison",
 ]

@@ -20,7 +20,7 @@ from typing import Optional, Sequence
 from ..exceptions import DiversityError
 
 #: Sub-command modules, in the order ``--help`` lists them.
-COMMANDS = ("score", "inspect", "magnitude", "rnd", "compare")
+COMMANDS = ("score", "inspect", "magnitude", "rnd", "compare", "curate")
 
 
 class _Parser(argparse.ArgumentParser):
