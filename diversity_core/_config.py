@@ -14,6 +14,7 @@ libraries, kaleido's browser); the app, the CLI and the featurizers call it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import threading
@@ -72,8 +73,9 @@ def format_bytes(n: float) -> str:
     return f"{int(n)} B"
 
 
+@functools.lru_cache(maxsize=1)
 def _physical_memory() -> Optional[int]:
-    """Total physical memory in bytes (cgroup limit when lower), or None when unknown."""
+    """Total physical memory in bytes (cgroup limit when lower), or None when unknown (read once)."""
     total = None
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -81,7 +83,8 @@ def _physical_memory() -> Optional[int]:
         pass
     for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
         try:
-            text = open(path).read().strip()
+            with open(path) as fh:
+                text = fh.read().strip()
         except OSError:
             continue
         if text.isdigit() and (total is None or int(text) < total):
