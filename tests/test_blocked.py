@@ -102,6 +102,18 @@ def test_integer_data_multiply_exactly_in_float32(fingerprints):
         dense_vs2(exact), rel=1e-13)
 
 
+@pytest.mark.parametrize("density", [0.02, 0.3], ids=["sparse-rows", "dense-rows"])
+def test_tanimoto_with_empty_fingerprints(rng, density, monkeypatch):
+    B = (rng.random((300, 256)) < density).astype(np.float64)
+    B[[3, 100, 250]] = 0.0  # empty fingerprints: similarity 1 to each other, 0 to the rest
+    K = dc.kernel_matrix(B, kernel="tanimoto")
+    assert K[3, 100] == 1.0 and K[3, 4] == 0.0
+    monkeypatch.setattr(kernels_module, "GRAM_BLOCK_ROWS", 64)
+    np.testing.assert_array_equal(get_kernel("tanimoto").gram(B[:70], B), K[:70])
+    res = vendi_2_exact(B, kernel="tanimoto", block_rows=64)
+    assert res.vs2 == pytest.approx(dense_vs2(K), rel=1e-12)
+
+
 def test_errors(rng):
     X = rng.standard_normal((20, 3))
     with pytest.raises(DiversityInputError, match="feature map"):
