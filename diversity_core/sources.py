@@ -331,12 +331,16 @@ class ParquetSource(RowSource):
         self.n, self.d, self.dtype = self.layout.n, self.layout.d, self.layout.dtype
         self.name = str(self.path)
 
-    def _batches(self, rows: int, first_group: int = 0, last_group: Optional[int] = None):
+    def default_chunk_rows(self) -> int:
+        """An eighth of ``chunk_bytes`` per chunk: decoding a batch holds several times its size."""
+        return max(64, super().default_chunk_rows() // 8)
+
+    def _batches(self, rows: int, first_group: int = 0):
         """Feature blocks of at most ``rows`` rows, from row group ``first_group`` on."""
         from .data.embeddings import _parquet_file, parquet_batch_features
 
         pf = _parquet_file(self.path)
-        groups = list(range(first_group, len(self.layout.row_groups) if last_group is None else last_group))
+        groups = list(range(first_group, len(self.layout.row_groups)))
         start = sum(self.layout.row_groups[:first_group])
         for batch in pf.iter_batches(batch_size=max(1, rows), row_groups=groups, columns=list(self.layout.columns),
                                      use_threads=False):

@@ -405,11 +405,15 @@ class ParquetLayout:
 
 
 def _parquet_file(path: Path):
-    """An open ``pyarrow.parquet.ParquetFile`` or a clear error."""
+    """An open ``pyarrow.parquet.ParquetFile`` or a clear error.
+
+    Read through a 1 MiB buffered stream without pre-buffering: pyarrow then holds a few
+    pages, not whole column chunks, while it decodes a batch.
+    """
     import pyarrow.parquet as pq
 
     try:
-        return pq.ParquetFile(path)
+        return pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
     except Exception as exc:  # pyarrow raises many types for corrupt files
         raise DiversityInputError(
             f"{path}: cannot read the Parquet file ({type(exc).__name__}: {exc}). "
