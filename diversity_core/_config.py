@@ -78,7 +78,7 @@ def format_bytes(n: float) -> str:
 
 @functools.lru_cache(maxsize=1)
 def _physical_memory() -> Optional[int]:
-    """Total physical memory in bytes (cgroup limit when lower), or None when unknown."""
+    """Total physical memory in bytes (cgroup limit when lower), or None when unknown (read once)."""
     total = None
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

@@ -28,9 +28,10 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.spatial.distance import cdist
 from sklearn.metrics import pairwise_distances
-from sklearn.metrics.pairwise import euclidean_distances
 
+from ._config import check_memory
 from ._validation import check_features, check_kernel_matrix, check_option, check_positive
 from .exceptions import DiversityInputError, KernelDiagonalWarning
 
@@ -49,6 +50,7 @@ __all__ = [
     "get_kernel",
     "kernel_matrix",
     "median_distance",
+    "median_sample_rows",
     "row_norms",
     "normalize_diagonal",
     "combine_kernel_matrices",
@@ -56,6 +58,28 @@ __all__ = [
 
 #: Largest number of rows the median heuristic looks at (a seeded subsample beyond it).
 MEDIAN_SAMPLE = 1000
+
+#: Rows per block of every pairwise product. numpy's bundled OpenBLAS crashes (segfault) in the
+#: multithreaded symmetric product ``X @ X.T`` from n = 16000 rows (issue 16), and scikit-learn's
+#: ``euclidean_distances`` calls that same product; so products are formed block by block, each
+#: far below that size. Blocks also bound the temporaries of the elementwise work to
+#: ``GRAM_BLOCK_ROWS x m`` values.
+GRAM_BLOCK_ROWS = 4096
+
+#: Squared distances below this share of ``||x - c||^2 + ||y - c||^2`` are recomputed from exact
+#: differences (see :func:`_squared_distances`).
+_CANCELLATION_SHARE = 1e-6
+
+
+def median_sample_rows(n: int, max_samples: int = MEDIAN_SAMPLE) -> Optional[np.ndarray]:
+    """Sorted rows the median heuristic looks at among ``n``: ``None`` (all of them) up to ``max_samples``.
+
+    Above ``max_samples`` a fixed-seed subsample, so data streamed from disk can read exactly
+    the rows an in-memory computation would use.
+    """
+    if n <= max_samples:
+        return None
+    return np.sort(np.random.default_rng(0).choice(n, size=max_samples, replace=False))
 
 
 def median_distance(X, *, metric: str = "euclidean", max_samples: int = MEDIAN_SAMPLE) -> float:
@@ -72,10 +96,13 @@ def median_distance(X, *, metric: str = "euclidean", max_samples: int = MEDIAN_S
     """
     X = check_features(X, min_samples=2)
     X = X.toarray() if sp.issparse(X) else X
-    if X.shape[0] > max_samples:
-        idx = np.random.default_rng(0).choice(X.shape[0], size=max_samples, replace=False)
-        X = X[np.sort(idx)]
-    D = pairwise_distances(np.asarray(X, dtype=np.float64), metric=metric)
+    idx = median_sample_rows(X.shape[0], max_samples)
+    if idx is not None:
+        X = X[idx]
+    if metric == "euclidean":
+        D = np.sqrt(_squared_distances(X))
+    else:
+        D = pairwise_distances(np.asarray(X, dtype=np.float64), metric=metric)
     upper = D[np.triu_indices_from(D, k=1)]
     upper = upper[upper > 0]
     if upper.size == 0:
@@ -113,12 +140,116 @@ def _dense(X):
     return X.toarray() if sp.issparse(X) else X
 
 
+def _row_blocks(n: int, size: int = GRAM_BLOCK_ROWS) -> list:
+    """Consecutive row slices of at most ``size`` rows covering ``range(n)``."""
+    return [slice(start, min(start + size, n)) for start in range(0, n, size)]
+
+
 def _gram(A, B=None) -> np.ndarray:
-    """A B^T as a dense float64 array (sparse-aware)."""
-    B = A if B is None else B
-    G = A @ B.T
-    G = G.toarray() if sp.issparse(G) else np.asarray(G)
-    return np.asarray(G, dtype=np.float64)
+    """A B^T as a dense float64 array (sparse-aware), formed in row blocks.
+
+    ``B=None`` is the symmetric product: up to ``GRAM_BLOCK_ROWS`` rows one SYRK (half the
+    work of a general product), beyond it the blocks on and above the diagonal, mirrored; so
+    no product ever has more than ``GRAM_BLOCK_ROWS`` rows (see ``GRAM_BLOCK_ROWS``).
+    """
+    sym = B is None
+    B = A if sym else B
+    n, m = A.shape[0], B.shape[0]
+    if sp.issparse(A) or sp.issparse(B):
+        # sparse products do not reach BLAS; row blocks only bound the sparse temporaries. A
+        # dense right operand is transposed once into C order, which scipy's CSR x dense loop
+        # reads row by row (1.6x faster than the transposed view)
+        Bt = B.T if sp.issparse(B) else np.ascontiguousarray(B.T)
+        G = np.empty((n, m), dtype=np.float64)
+        for rows in _row_blocks(n):
+            part = A[rows] @ Bt
+            G[rows] = part.toarray() if sp.issparse(part) else np.asarray(part)
+        return G
+    if n <= GRAM_BLOCK_ROWS and m <= GRAM_BLOCK_ROWS:
+        return np.asarray(A @ B.T, dtype=np.float64)
+    G = np.empty((n, m), dtype=np.float64)
+    direct = A.dtype == np.float64 and B.dtype == np.float64
+    if not sym:
+        for rows in _row_blocks(n):
+            if direct:
+                np.matmul(A[rows], B.T, out=G[rows])
+            else:
+                G[rows] = A[rows] @ B.T
+        return G
+    blocks = _row_blocks(n)
+    for i, rows in enumerate(blocks):
+        for cols in blocks[i:]:
+            if direct:
+                np.matmul(A[rows], A[cols].T, out=G[rows, cols])
+            else:
+                G[rows, cols] = A[rows] @ A[cols].T
+            if cols != rows:
+                G[cols, rows] = G[rows, cols].T
+    return G
+
+
+def _squared_distances(X, Y=None, *, scale: float = 1.0) -> np.ndarray:
+    """``scale * ||x_i - y_j||^2`` (float64), free of cancellation; ``scale`` may be negative.
+
+    The expansion ``||x||^2 + ||y||^2 - 2 <x, y>`` loses the digits that ``||x||^2`` has and
+    ``||x - y||^2`` has not: near-duplicates far from the origin (spread 1e-7 of their offset)
+    came out as noise, negative eigenvalues included (issue 15, item 13). Distances do not
+    change under translation, so the data are first centred on the mean of X, which removes a
+    common offset. Pairs still much closer than their distance to the centre (below
+    ``_CANCELLATION_SHARE`` of ``||x - c||^2 + ||y - c||^2``: near-duplicates inside one of
+    several far-apart clusters, and every exact duplicate) are recomputed from their exact
+    differences, O(d) each; the rest keep a relative error of about
+    ``sqrt(d) eps / _CANCELLATION_SHARE``.
+
+    ``scale`` (the RBF kernel's ``-1 / (2 sigma^2)``) rides on the O(n d) operands rather than
+    costing a pass over the n x m result; with ``Y=None`` the result is exactly symmetric.
+    """
+    sym = Y is None
+    X = np.asarray(_dense(X), dtype=np.float64)
+    centre = X.mean(axis=0)
+    Xc = X - centre
+    Yc = Xc if sym else np.asarray(_dense(Y), dtype=np.float64) - centre
+    nx = np.einsum("ij,ij->i", Xc, Xc)
+    ny = nx if sym else np.einsum("ij,ij->i", Yc, Yc)
+    sx, sy = scale * nx, scale * ny
+    # symmetric: one SYRK, scaled per block; otherwise the factor -2 scale goes on the X side
+    out = _gram(Xc) if sym else _gram(Xc * (-2.0 * scale), Yc)
+    ny_max = float(ny.max()) if ny.size else 0.0
+    for rows in _row_blocks(X.shape[0]):
+        block = out[rows]
+        if sym:
+            block *= -2.0 * scale
+            block += np.add.outer(sx[rows], sy)  # sx_i + sy_j as one sum: exact symmetry
+        else:
+            block += sx[rows, None]
+            block += sy[None, :]
+        # round-off may cross zero: clip to the sign of scale (distances are >= 0)
+        if scale > 0:
+            np.maximum(block, 0.0, out=block)
+        else:
+            np.minimum(block, 0.0, out=block)
+        # screen with a per-row bound (one comparison pass), then the exact pairwise criterion
+        bound = _CANCELLATION_SHARE * abs(scale) * (nx[rows] + ny_max)
+        near = block <= bound[:, None] if scale > 0 else block >= -bound[:, None]
+        if not near.any():
+            continue
+        hit = np.flatnonzero(near.any(axis=1))
+        ii, jj = np.nonzero(near[hit])
+        ii = hit[ii]
+        keep = np.abs(block[ii, jj]) <= _CANCELLATION_SHARE * abs(scale) * (nx[rows][ii] + ny[jj])
+        ii, jj = ii[keep], jj[keep]
+        for start in range(0, ii.size, 1 << 16):
+            a, b = ii[start : start + (1 << 16)], jj[start : start + (1 << 16)]
+            diff = Xc[a + rows.start] - Yc[b]
+            block[a, b] = scale * np.einsum("ij,ij->i", diff, diff)
+    return out
+
+
+def _squared_norms(X) -> np.ndarray:
+    """||x||^2 of each row, float64, exact for 0/1 and small-count rows in either precision."""
+    if sp.issparse(X):
+        return np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
+    return np.einsum("ij,ij->i", X, X).astype(np.float64)
 
 
 def row_norms(X) -> np.ndarray:
@@ -156,13 +287,21 @@ class Kernel(abc.ABC):
         if check_input:
             X = self._check(X)
             Y = None if Y is None else self._check(Y)
-        kern = self.resolve(X)
-        if Y is None:
-            return kern._matrix(X)
-        if Y.shape[1] != X.shape[1]:
+        if Y is not None and Y.shape[1] != X.shape[1]:
             raise DiversityInputError(
                 f"X and Y must have the same number of features; got {X.shape[1]} and {Y.shape[1]}."
             )
+        n = X.shape[0]
+        m = n if Y is None else Y.shape[0]
+        check_memory(
+            8.0 * n * m,
+            what=f"the {n} x {m} {self.name} kernel matrix",
+            hint="Compute it in blocks of rows (kernel.gram(X[rows], X)); for Vendi scores use a kernel "
+            "with a feature map (cosine, linear), which works at any n, or vendi_2_exact for VS_2.",
+        )
+        kern = self.resolve(X)
+        if Y is None:
+            return kern._matrix(X)
         return kern._cross(X, Y)
 
     def features(self, X, *, check_input: bool = True):
@@ -335,18 +474,19 @@ class RBFKernel(Kernel):
         return replace(self, sigma=median_distance(_dense(check_features(X, allow_sparse=True))))
 
     def _matrix(self, X):
-        K = self._cross(X, X)
+        K = _squared_distances(X, scale=self._scale())
+        np.exp(K, out=K)
         np.fill_diagonal(K, 1.0)
         return K
 
     def _cross(self, X, Y):
+        E = _squared_distances(X, Y, scale=self._scale())
+        return np.exp(E, out=E)
+
+    def _scale(self) -> float:
+        """-1 / (2 sigma^2): the factor of the squared distance in the exponent."""
         sigma = check_positive(self.sigma, "sigma")
-        D2 = euclidean_distances(
-            _dense(X).astype(np.float64, copy=False), _dense(Y).astype(np.float64, copy=False), squared=True
-        )
-        D2 *= -1.0 / (2.0 * sigma * sigma)
-        np.exp(D2, out=D2)
-        return D2
+        return -1.0 / (2.0 * sigma * sigma)
 
 
 @dataclass(frozen=True)
@@ -366,13 +506,28 @@ class LaplacianKernel(Kernel):
         return replace(self, sigma=median_distance(X, metric="cityblock"))
 
     def _matrix(self, X):
-        return self._cross(X, X)
+        X = np.ascontiguousarray(_dense(X), dtype=np.float64)
+        D = np.empty((X.shape[0], X.shape[0]), dtype=np.float64)
+        # L1 distances have no cancellation; blocks on and above the diagonal, mirrored
+        blocks = _row_blocks(X.shape[0])
+        for i, rows in enumerate(blocks):
+            for cols in blocks[i:]:
+                D[rows, cols] = cdist(X[rows], X[cols], metric="cityblock")
+                if cols != rows:
+                    D[cols, rows] = D[rows, cols].T
+        return self._kernel(D)
 
     def _cross(self, X, Y):
+        X = np.ascontiguousarray(_dense(X), dtype=np.float64)
+        Y = np.ascontiguousarray(_dense(Y), dtype=np.float64)
+        D = np.empty((X.shape[0], Y.shape[0]), dtype=np.float64)
+        for rows in _row_blocks(X.shape[0]):
+            cdist(X[rows], Y, metric="cityblock", out=D[rows])
+        return self._kernel(D)
+
+    def _kernel(self, D: np.ndarray) -> np.ndarray:
+        """exp(-D / sigma), in place on the L1 distances."""
         sigma = check_positive(self.sigma, "sigma")
-        D = pairwise_distances(
-            _dense(X).astype(np.float64, copy=False), _dense(Y).astype(np.float64, copy=False), metric="cityblock"
-        )
         D *= -1.0 / sigma
         np.exp(D, out=D)
         return D
@@ -469,15 +624,32 @@ class TanimotoKernel(Kernel):
         return X
 
     def _matrix(self, X):
-        K = self._cross(X, X)
+        sq = _squared_norms(X)
+        K = self._similarity(_gram(X), sq, sq)
         np.fill_diagonal(K, 1.0)
         return K
 
     def _cross(self, X, Y):
-        AB = _gram(X, Y)
-        denom = row_norms(X)[:, None] ** 2 + row_norms(Y)[None, :] ** 2 - AB
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(denom > 0, AB / np.where(denom > 0, denom, 1.0), 1.0)
+        return self._similarity(_gram(X, Y), _squared_norms(X), _squared_norms(Y))
+
+    @staticmethod
+    def _similarity(AB: np.ndarray, ax: np.ndarray, by: np.ndarray) -> np.ndarray:
+        """<a, b> / (|a|^2 + |b|^2 - <a, b>) in place on the products, by row blocks; 1 where both are empty.
+
+        For non-negative rows the denominator is at least (|a|^2 + |b|^2) / 2, so it vanishes
+        only for two empty rows: those pairs are set afterwards instead of masked in every pass.
+        """
+        empty_x, empty_y = np.flatnonzero(ax <= 0), np.flatnonzero(by <= 0)
+        for rows in _row_blocks(AB.shape[0]):
+            block = AB[rows]
+            denom = np.add.outer(ax[rows], by)
+            denom -= block
+            if empty_y.size:
+                denom[:, empty_y] = np.where(denom[:, empty_y] > 0, denom[:, empty_y], 1.0)
+            np.divide(block, denom, out=block)
+        if empty_x.size and empty_y.size:
+            AB[np.ix_(empty_x, empty_y)] = 1.0
+        return AB
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,13 @@ Two exact paths (DESIGN §1.1):
 
 - ``"dense"``: form the n x n matrix and call LAPACK's symmetric eigensolver, O(n^3);
 - ``"dual"``: when ``K = Phi Phi^T`` with an explicit feature map of dimension d < n, the
-  non-zero eigenvalues of ``rho`` equal those of ``Phi^T diag(p) Phi`` (d x d), O(n d^2).
+  non-zero eigenvalues of ``rho`` equal those of ``Phi^T diag(p) Phi`` (d x d), O(n d^2),
+  accumulated over row chunks (:mod:`diversity_core.streaming`), so X may be an array, a file
+  streamed from disk or a Dask array (:mod:`diversity_core.sources`).
 
-``method="auto"`` takes the dual path when the kernel has a feature map and d < n, else dense.
+``method="auto"`` takes the dual path when the kernel has a feature map and d < n; otherwise the
+dense path when its n x n matrices fit the memory budget (:func:`diversity_core.set_config`);
+otherwise it raises :class:`~diversity_core.exceptions.MemoryBudgetError` naming the options.
 """
 
 from __future__ import annotations
@@ -20,18 +24,29 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
-import scipy.sparse as sp
 
+from ._config import check_memory, fits_memory
 from ._progress import ProgressCallback, report
 from ._validation import check_kernel_matrix, check_option, check_weights
 from .entropy import vendi_from_eigenvalues
 from .exceptions import DiversityInputError, KernelDiagonalWarning, NumericalError, SpectrumWarning
-from .kernels import PrecomputedKernel, get_kernel, normalize_diagonal
+from .kernels import PrecomputedKernel, get_kernel, median_sample_rows, normalize_diagonal
+from .sources import DaskSource, RowSource, as_source
+from .streaming import (
+    _array_chunks,
+    _dask_item_vectors,
+    _dask_moments,
+    _dual_moments,
+    _item_vectors,
+    _Moments,
+)
 
 __all__ = ["Spectrum", "compute_spectrum", "spectrum_from_kernel", "spectrum_from_eigenvalues"]
 
 METHODS = ("auto", "dense", "dual")
 DEVICES = ("cpu", "cuda", "auto")
+#: Where the data were when the spectrum was computed.
+EXECUTIONS = ("in-memory", "streamed", "dask")
 
 # scikit-learn's _check_psd_eigenvalues thresholds, relative to the largest eigenvalue:
 # below -significant the matrix is not PSD (error); between -significant and -small the
@@ -70,6 +85,12 @@ class Spectrum:
         Whether non-uniform weights were used.
     device : str
         Where the decomposition ran.
+    exact : bool
+        Whether the eigenvalues are those of rho up to round-off (every path of this module);
+        approximations (Nystrom, bounds) set it to False.
+    execution : {"in-memory", "streamed", "dask"}
+        Where the data were: in memory, read from disk chunk by chunk, or in a Dask array
+        reduced on the current Dask scheduler.
     """
 
     eigenvalues: np.ndarray
@@ -82,6 +103,8 @@ class Spectrum:
     n_clipped: int = 0
     weighted: bool = False
     device: str = "cpu"
+    exact: bool = True
+    execution: str = "in-memory"
 
     @property
     def support(self) -> np.ndarray:
@@ -130,6 +153,8 @@ class Spectrum:
             "n_clipped": self.n_clipped,
             "weighted": self.weighted,
             "device": self.device,
+            "exact": self.exact,
+            "execution": self.execution,
         }
         if include_eigenvectors and self.eigenvectors is not None:
             out["eigenvectors"] = self.eigenvectors.tolist()
@@ -161,14 +186,20 @@ def compute_spectrum(
 
     Parameters
     ----------
-    X : array-like of shape (n, d), or (n, n) with ``kernel="precomputed"``
-        Item features (float32 stays float32 in the dual Gram product), or a kernel matrix.
+    X : array-like of shape (n, d), RowSource, dask.array.Array, path, or (n, n) with ``kernel="precomputed"``
+        Item features (float32 stays float32 in the dual Gram products), or a kernel matrix.
+        A :class:`~diversity_core.sources.RowSource`, a path to a ``.npy`` / ``.parquet`` file
+        or a folder of ``.npy`` shards (:func:`~diversity_core.sources.open_source`), and a
+        file-backed ``numpy.memmap`` are streamed in row chunks, never loaded whole; a
+        ``dask.array.Array`` is reduced on the current Dask scheduler (a ``distributed.Client``
+        when one is active).
     kernel : str or Kernel, default "cosine"
         See :func:`diversity_core.kernels.get_kernel`.
     weights : array-like of shape (n,), optional
         Non-negative item weights (renormalised to probabilities). Default uniform.
     method : {"auto", "dense", "dual"}, default "auto"
-        ``"auto"``: dual when the kernel has a feature map and d < n, else dense.
+        ``"auto"``: dual when the kernel has a feature map and d < n; else dense when its n x n
+        matrices fit the memory budget; else :class:`MemoryBudgetError` naming the options.
     n_eigenvectors : int, default 0
         Number of top eigenvectors (item space) to keep, for galleries.
     device : {"cpu", "cuda", "auto"}, default "cpu"
@@ -187,6 +218,10 @@ def compute_spectrum(
     ------
     DiversityInputError
         Bad data, weights or options; a kernel that is not PSD beyond round-off.
+    MemoryBudgetError
+        The dense path's n x n matrices exceed the memory budget (``method="dense"``, or
+        ``"auto"`` with a kernel that has no feature map); the message names the size, the
+        budget and the options.
     NumericalError
         The eigensolver failed to converge.
 
@@ -200,9 +235,11 @@ def compute_spectrum(
 
     Notes
     -----
-    Cost: dual O(n d^2) + O(d^3); dense O(n^2 d) for K plus O(n^3) for the eigenvalues
-    (O(n^3) with a larger constant when eigenvectors are requested). Memory: dense holds one
-    n x n float64 matrix (n = 20000 needs 3.2 GB).
+    Cost: dual O(n d^2) + O(d^3), memory O(chunk d + d^2) (chunks of ``chunk_bytes``, see
+    :func:`~diversity_core.set_config`), products in the data's precision summed in float64;
+    dense O(n^2 d) for K plus O(n^3) for the eigenvalues (O(n^3) with a larger constant when
+    eigenvectors are requested), memory two n x n float64 matrices (five with eigenvectors;
+    n = 20000 needs 6.4 GB), checked against the memory budget first.
 
     References
     ----------
@@ -216,40 +253,150 @@ def compute_spectrum(
     >>> compute_spectrum(np.eye(3)).vendi(1.0)  # three orthogonal items
     3.0000000000000004
     """
+    return _compute_spectrum(
+        X, kernel=kernel, weights=weights, method=method, n_eigenvectors=n_eigenvectors, device=device,
+        progress=progress, kernel_params=kernel_params,
+    )[0]
+
+
+def _compute_spectrum(
+    X, *, kernel, weights, method, n_eigenvectors, device, progress, kernel_params, mean: bool = False
+) -> tuple[Spectrum, Optional[_Moments]]:
+    """:func:`compute_spectrum`, plus the dual moments (``Phi^T p`` with ``mean=True``; None when dense)."""
     kern = get_kernel(kernel, **kernel_params)
     check_option(method, METHODS, "method")
     device = _check_device(device)
     if isinstance(kern, PrecomputedKernel):
         return spectrum_from_kernel(
             X, weights=weights, n_eigenvectors=n_eigenvectors, device=device, progress=progress
-        )
+        ), None
+    source = as_source(X)
+    if isinstance(source, RowSource) and source.in_memory:
+        X, source = source.read(), None
+    if source is not None:
+        return _source_spectrum(source, kern, weights, method, n_eigenvectors, device, progress, mean)
     X = kern.validate(X)
     n, d = X.shape
     p = check_weights(weights, n)
     n_eigenvectors = _check_n_eigenvectors(n_eigenvectors, n)
     kern = kern.resolve(X)
-    if method == "auto":
-        method = "dual" if (kern.has_feature_map and d < n) else "dense"
-    elif method == "dual" and not kern.has_feature_map:
-        raise DiversityInputError(
-            f"method='dual' needs a kernel with an explicit feature map (linear, cosine, "
-            f"probability_product or sums of them); the {kern.name} kernel has none. Use method='dense'."
-        )
+    method = _choose_method(method, kern, n, d, n_eigenvectors)
     report(progress, 0, 2, f"forming the {method} matrix")
+    moments = None
     if method == "dual":
-        Phi = kern.features(X, check_input=False)
-        M, eps = _dual_matrix(Phi, p, device)
+        moments = _dual_moments(_array_chunks(X), kern, p, n=n, d=d, validate=False, mean=mean, device=device)
+        M, eps = moments.gram, moments.eps
     else:
         K = kern.gram(X, check_input=False)
         M, eps = _density_from_kernel(K, p), np.finfo(np.float64).eps
         del K
     report(progress, 1, 2, "eigendecomposition")
-    lam, vecs = _eigh(M, n_eigenvectors if method == "dense" else (n_eigenvectors and min(n_eigenvectors, d)), device)
+    k = n_eigenvectors if method == "dense" else min(n_eigenvectors, M.shape[0])
+    lam, vecs = _eigh(M, k, device)
     if method == "dual" and vecs is not None:
-        vecs = _dual_to_item_vectors(Phi, p, vecs)
-    spec = _finish(lam, vecs, n=n, method=method, kernel=kern.to_dict(), p=p, eps=eps, device=device)
+        vecs = _item_vectors(_array_chunks(X), kern, p, vecs, n=n, validate=False)
+    # warnings point at the caller of compute_spectrum: _finish <- here <- compute_spectrum <- caller
+    spec = _finish(lam, vecs, n=n, method=method, kernel=kern.to_dict(), p=p, eps=eps, device=device, stacklevel=4)
     report(progress, 2, 2, "done")
-    return spec
+    return spec, moments
+
+
+def _source_spectrum(source, kern, weights, method, n_eigenvectors, device, progress, mean):
+    """The spectrum of rows streamed from a source (dual), or read into memory when dense fits."""
+    n, d = source.n, source.d
+    if n < 2:
+        raise DiversityInputError(f"{source.name} needs at least 2 items to measure diversity; got {n}.")
+    p = check_weights(weights, n)
+    n_eigenvectors = _check_n_eigenvectors(n_eigenvectors, n)
+    kern = _resolve_from_source(kern, source)
+    method = _choose_method(method, kern, n, d, n_eigenvectors, in_memory=False)
+    if method == "dense":
+        # the rows fit (checked with the n x n matrices); the in-memory path validates them
+        return _compute_spectrum(
+            source.read(), kernel=kern, weights=p, method="dense", n_eigenvectors=n_eigenvectors,
+            device=device, progress=progress, kernel_params={}, mean=mean,
+        )
+    if isinstance(source, DaskSource):
+        moments = _dask_moments(source.X, kern, p, mean=mean, progress=progress)
+        execution = "dask"
+    else:
+        moments = _dual_moments(source.chunks(), kern, p, n=n, d=d, validate=True, mean=mean, device=device,
+                                name=source.name, progress=progress)
+        execution = "streamed"
+    lam, vecs = _eigh(moments.gram, min(n_eigenvectors, moments.gram.shape[0]), device)
+    if vecs is not None:
+        if execution == "dask":
+            vecs = _dask_item_vectors(source.X, kern, p, vecs)
+        else:
+            vecs = _item_vectors(source.chunks(), kern, p, vecs, n=n, validate=True, name=source.name)
+    spec = _finish(lam, vecs, n=n, method="dual", kernel=kern.to_dict(), p=p, eps=moments.eps, device=device,
+                   execution=execution, stacklevel=5)
+    report(progress, n, n, "done")
+    return spec, moments
+
+
+def _needs_data(kern) -> bool:
+    """Whether a kernel has parameters still to be fixed on the data (a None anywhere in its parameters)."""
+
+    def has_none(value) -> bool:
+        if value is None:
+            return True
+        if isinstance(value, dict):
+            return any(has_none(v) for v in value.values())
+        if isinstance(value, (list, tuple)):
+            return any(has_none(v) for v in value)
+        return False
+
+    return has_none(kern.get_params())
+
+
+def _resolve_from_source(kern, source):
+    """The kernel resolved on the rows an in-memory computation would look at (median-heuristic sample)."""
+    if not _needs_data(kern):
+        return kern
+    rows = median_sample_rows(source.n)
+    sample = source.take(np.arange(source.n) if rows is None else rows)
+    return kern.resolve(kern.validate(sample))
+
+
+def _dense_bytes(n: int, n_eigenvectors: int) -> float:
+    """Peak bytes of the dense path: K, LAPACK's copy, and with eigenvectors syevd's output and workspace."""
+    return 8.0 * n * n * (5 if n_eigenvectors else 2)
+
+
+def _choose_method(method: str, kern, n: int, d: int, n_eigenvectors: int, *, in_memory: bool = True) -> str:
+    """Resolve ``"auto"`` and check the choice against the kernel and the memory budget.
+
+    ``"auto"``: dual when the kernel has a feature map and d < n; dense when its matrices (and
+    rows not yet in memory) fit the budget; otherwise :class:`MemoryBudgetError`. This last
+    branch is where paths that need no n x n matrix for kernels without features plug in.
+    """
+    # rows not yet in memory are read (as float64 once validated) before the dense path runs
+    need = _dense_bytes(n, n_eigenvectors) + (0.0 if in_memory else 8.0 * n * d)
+    if method == "auto":
+        if kern.has_feature_map and d < n:
+            return "dual"
+        if fits_memory(need):
+            return "dense"
+    elif method == "dual":
+        if not kern.has_feature_map:
+            raise DiversityInputError(
+                f"method='dual' needs a kernel with an explicit feature map (linear, cosine, "
+                f"probability_product or sums of them); the {kern.name} kernel has none. Use method='dense'."
+            )
+        return "dual"
+    features = "" if kern.has_feature_map else (
+        "A kernel with a feature map (cosine, linear, probability_product) takes the exact dual path at any n, "
+        "streamed in chunks; "
+    )
+    check_memory(
+        need,
+        what=f"the dense spectrum of n = {n} items under the {kern.name} kernel (the {n} x {n} kernel matrix "
+        "and the eigensolver's working copies)",
+        hint=f"Options: {features}vendi_2_exact(X, kernel={kern.name!r}) computes VS_2 exactly, with bounds "
+        "on VS_inf, in blocks without the matrix (CLI: --q 2).",
+    )
+    return "dense"
 
 
 def spectrum_from_kernel(
@@ -271,6 +418,11 @@ def spectrum_from_kernel(
     n = K.shape[0]
     p = check_weights(weights, n)
     n_eigenvectors = _check_n_eigenvectors(n_eigenvectors, n)
+    check_memory(
+        _dense_bytes(n, n_eigenvectors) - 8.0 * n * n,
+        what=f"the eigensolver's working copies of the {n} x {n} kernel matrix",
+        hint="Pass features with a kernel instead of K (a feature kernel takes the dual path).",
+    )
     report(progress, 0, 1, "eigendecomposition")
     spec = _kernel_spectrum(K, p, kernel={"name": "precomputed"}, n_eigenvectors=n_eigenvectors, device=device)
     report(progress, 1, 1, "done")
@@ -342,42 +494,6 @@ def _density_from_kernel(K: np.ndarray, p: Optional[np.ndarray]) -> np.ndarray:
     return K
 
 
-def _dual_matrix(Phi, p: Optional[np.ndarray], device: str):
-    """Phi^T diag(p) Phi (d x d float64) and the machine epsilon of the product's precision.
-
-    float32 features are multiplied in float32 (single-precision GEMM, half the cost of
-    double); the d x d result is then decomposed in float64, and the support threshold uses
-    float32's eps. float64 features stay in float64.
-    """
-    n = Phi.shape[0]
-    if sp.issparse(Phi):
-        Phi_w = Phi.multiply(np.sqrt(p)[:, None]).tocsr() if p is not None else Phi
-        C = (Phi_w.T @ Phi_w).toarray().astype(np.float64)
-        eps = np.finfo(np.float64).eps
-    elif device == "cuda":
-        import torch
-
-        T = torch.as_tensor(np.ascontiguousarray(Phi), device="cuda", dtype=torch.float64)
-        if p is not None:
-            T = T * torch.as_tensor(np.sqrt(p), device="cuda", dtype=torch.float64)[:, None]
-        C = T.T @ T
-        eps = np.finfo(np.float64).eps
-    else:
-        Phi = np.ascontiguousarray(Phi)
-        eps = np.finfo(Phi.dtype).eps
-        Phi_w = Phi if p is None else Phi * np.sqrt(p).astype(Phi.dtype)[:, None]
-        C = (Phi_w.T @ Phi_w).astype(np.float64, copy=False)
-    if p is None:
-        C = C * (1.0 / n) if device == "cuda" else _scale_inplace(C, 1.0 / n)
-    return C, eps
-
-
-def _scale_inplace(C: np.ndarray, factor: float) -> np.ndarray:
-    """C *= factor, returning C."""
-    C *= factor
-    return C
-
-
 def _eigh(M, n_vectors: int, device: str):
     """Ascending eigenvalues of symmetric M (float64) and the top ``n_vectors`` eigenvectors."""
     if device == "cuda":
@@ -400,19 +516,12 @@ def _eigh(M, n_vectors: int, device: str):
         raise NumericalError(f"the symmetric eigensolver failed: {exc}") from exc
 
 
-def _dual_to_item_vectors(Phi, p: Optional[np.ndarray], V: np.ndarray) -> np.ndarray:
-    """Map eigenvectors v of Phi^T diag(p) Phi to unit eigenvectors u = D^1/2 Phi v / ||.|| of rho."""
-    U = Phi @ V
-    U = np.asarray(U.toarray() if sp.issparse(U) else U, dtype=np.float64)
-    if p is not None:
-        U *= np.sqrt(p)[:, None]
-    norms = np.linalg.norm(U, axis=0)
-    norms[norms == 0] = 1.0
-    return U / norms
+def _finish(lam, vecs, *, n, method, kernel, p, eps, device, execution: str = "in-memory",
+            stacklevel: int = 3) -> Spectrum:
+    """Check PSD, clip, threshold and renormalise raw ascending eigenvalues into a Spectrum.
 
-
-def _finish(lam, vecs, *, n, method, kernel, p, eps, device) -> Spectrum:
-    """Check PSD, clip, threshold and renormalise raw ascending eigenvalues into a Spectrum."""
+    ``stacklevel``: the warnings' level, counted from here, of the public function's caller.
+    """
     lam = np.asarray(lam, dtype=np.float64)[::-1].copy()
     if vecs is not None:
         vecs = np.ascontiguousarray(vecs[:, ::-1])
@@ -433,7 +542,7 @@ def _finish(lam, vecs, *, n, method, kernel, p, eps, device) -> Spectrum:
             f"{n_clipped} negative eigenvalue(s) down to {lmin:.3g} ({(-lmin / lmax):.1e} of the largest) "
             "were treated as round-off and set to 0.",
             SpectrumWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
     np.maximum(lam, 0.0, out=lam)
     trace = float(lam.sum())
@@ -443,7 +552,7 @@ def _finish(lam, vecs, *, n, method, kernel, p, eps, device) -> Spectrum:
             f"k(x, x) != 1 for some items (trace of the density matrix {trace:.6g}); the eigenvalues "
             "were renormalised to sum 1. Use a kernel with unit diagonal (e.g. cosine) to avoid this.",
             KernelDiagonalWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
     lam /= trace
     tol = lam.size * eps * float(lam[0])
@@ -454,5 +563,5 @@ def _finish(lam, vecs, *, n, method, kernel, p, eps, device) -> Spectrum:
         vecs.setflags(write=False)
     return Spectrum(
         eigenvalues=lam, n=int(n), method=method, kernel=kernel, eigenvectors=vecs, tol=float(tol),
-        trace=trace, n_clipped=n_clipped, weighted=p is not None, device=device,
+        trace=trace, n_clipped=n_clipped, weighted=p is not None, device=device, execution=execution,
     )

@@ -7,6 +7,9 @@ once; each order then costs O(m) on the m cached eigenvalues.
 This module also provides drop-in equivalents of the ``vendi_score`` package's functions
 (``score``, ``score_K``, ``score_X``, ``score_dual``) with the same arguments; where that
 package is wrong, these are right and say so.
+
+:func:`vendi_2_exact` (from :mod:`diversity_core.blocked`) gives VS_2 exactly for any kernel
+without a spectrum, by blocks of K, with the bounds it implies on VS_inf.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 
 from ._progress import ProgressCallback
 from ._validation import check_q
+from .blocked import VS2Result, vendi_2_exact
 from .entropy import vendi_from_eigenvalues
 from .exceptions import DiversityInputError
 from .spectrum import Spectrum, compute_spectrum, spectrum_from_kernel
@@ -24,6 +28,8 @@ from .spectrum import Spectrum, compute_spectrum, spectrum_from_kernel
 __all__ = [
     "vendi_from_eigenvalues",
     "vendi_score",
+    "vendi_2_exact",
+    "VS2Result",
     "q_profile",
     "default_q_grid",
     "score",
@@ -53,7 +59,8 @@ def vendi_score(
 
     Parameters
     ----------
-    X : array-like of shape (n, d), or (n, n) with ``kernel="precomputed"``
+    X : array-like of shape (n, d), RowSource, dask.array.Array, path, or (n, n) with ``kernel="precomputed"``
+        Files and Dask arrays are streamed (see :func:`~diversity_core.spectrum.compute_spectrum`).
     kernel : str or Kernel, default "cosine"
     q : float or "inf", default 1.0
     weights : array-like of shape (n,), optional
@@ -70,7 +77,9 @@ def vendi_score(
     Notes
     -----
     Computes a :class:`~diversity_core.spectrum.Spectrum` (dual O(n d^2), dense O(n^3)); to
-    score several orders, compute the spectrum once and call ``spectrum.vendi(q)``.
+    score several orders, compute the spectrum once and call ``spectrum.vendi(q)``. For q = 2
+    with a kernel that has no feature map and an n too large for the dense path, use
+    :func:`vendi_2_exact`.
 
     Examples
     --------

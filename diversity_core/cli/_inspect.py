@@ -45,6 +45,11 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_MAX_BYTES,
         help=f"size limit of the input in bytes (default: {DEFAULT_MAX_BYTES})",
     )
+    add_preprocess_arguments(parser)
+
+
+def add_preprocess_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--preprocess STEPS`` and ``--n-components K`` (see :func:`preprocess_from_args`)."""
     parser.add_argument(
         "--preprocess",
         default=None,

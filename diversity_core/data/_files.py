@@ -13,6 +13,7 @@ import posixpath
 import re
 import stat
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Optional, Union
 
@@ -226,6 +227,95 @@ def load_npy(path: Path, max_bytes: int, *, mmap_threshold: Optional[int] = None
         return np.load(path, allow_pickle=False)
     except ValueError as exc:
         raise DiversityInputError(f"{path}: cannot read the .npy file ({exc}).") from None
+
+
+@dataclass(frozen=True)
+class NpyLayout:
+    """Where the rows of a 2-D ``.npy`` file lie: shape, dtype and the byte offset of row 0."""
+
+    path: Path
+    shape: tuple
+    dtype: np.dtype
+    offset: int
+
+    @property
+    def row_bytes(self) -> int:
+        """Bytes per row."""
+        return int(self.shape[1]) * self.dtype.itemsize
+
+
+def npy_layout(path: Path, *, where: Optional[str] = None) -> NpyLayout:
+    """Read and check the header of a 2-D numeric ``.npy`` file without touching its data.
+
+    No size limit applies (the rows are streamed, never loaded whole); pickled, structured,
+    truncated, Fortran-ordered and non-2-D files are refused with a message saying what to do.
+    """
+    where = where or str(path)
+    if path.is_dir():
+        raise DiversityInputError(f"{where}: expected an .npy file, found a folder.")
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        shape, fortran, dtype = _npy_header(fh, where)
+        offset = fh.tell()
+    _check_npy_dtype(dtype, where)
+    if dtype.fields is not None or not (np.issubdtype(dtype, np.number) or dtype == np.bool_):
+        raise DiversityInputError(
+            f"{where}: the array has dtype {dtype}; a feature matrix must be numeric. Save a float array."
+        )
+    if np.issubdtype(dtype, np.complexfloating):
+        raise DiversityInputError(f"{where}: complex-valued features are not supported; use real numbers.")
+    if len(shape) != 2:
+        raise DiversityInputError(
+            f"{where}: expected a 2-D array (items x features); got shape {tuple(shape)}. "
+            "Flatten each item to one row."
+        )
+    if fortran and shape[0] > 1 and shape[1] > 1:
+        raise DiversityInputError(
+            f"{where}: the array is stored column by column (Fortran order), so its rows cannot be "
+            "streamed. Re-save it with np.save(path, np.ascontiguousarray(X))."
+        )
+    expected = offset + int(shape[0]) * int(shape[1]) * dtype.itemsize
+    if size < expected:
+        raise DiversityInputError(
+            f"{where}: the .npy file is truncated (header announces shape {tuple(shape)} of {dtype}, "
+            f"{human_bytes(expected)}, but the file has {human_bytes(size)}). Re-export it."
+        )
+    return NpyLayout(path=path, shape=(int(shape[0]), int(shape[1])), dtype=dtype, offset=int(offset))
+
+
+def read_npy_rows(layout: NpyLayout, start: int, stop: int, *, out: Optional[np.ndarray] = None,
+                  fh=None) -> np.ndarray:
+    """Rows ``start:stop`` of a C-ordered ``.npy`` file, read with plain file reads.
+
+    Plain reads, not a memory map: the pages of a mapped file count in the process's resident
+    memory once touched, while pages read this way stay in the kernel's page cache. ``out``
+    (a C-contiguous buffer of at least that many rows) is filled and a view of it returned;
+    ``fh``, an open unbuffered handle on the file, saves reopening it.
+    """
+    rows = max(0, int(stop) - int(start))
+    d = layout.shape[1]
+    if out is None:
+        buf = np.empty((rows, d), dtype=layout.dtype)
+    else:
+        buf = out[:rows]
+    view = memoryview(buf.reshape(-1).view(np.uint8))
+    own = fh is None
+    handle = open(layout.path, "rb", buffering=0) if own else fh
+    try:
+        handle.seek(layout.offset + int(start) * layout.row_bytes)
+        done = 0
+        while done < view.nbytes:
+            got = handle.readinto(view[done:])
+            if not got:
+                raise DiversityInputError(
+                    f"{layout.path}: the file ended early while reading rows {start + 1} to {stop}; "
+                    "it changed or is truncated."
+                )
+            done += got
+    finally:
+        if own:
+            handle.close()
+    return buf
 
 
 def load_npz(path: Path, max_bytes: int) -> dict[str, np.ndarray]:

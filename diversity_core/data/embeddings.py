@@ -8,12 +8,17 @@
 - Tables: every numeric column is a feature, except the group, weight and id columns
   (``id``, ``name``, ``file``, ``filename``, ``path``); or a single list-valued column (Parquet or
   JSON lists) holding each row's vector. Any other non-numeric column is an error.
+
+Large files are streamed rather than loaded (:mod:`diversity_core.sources`): an ``.npy`` file
+through :func:`~._files.npy_layout` / :func:`~._files.read_npy_rows`, a Parquet file batch by
+batch through :func:`parquet_layout` / :func:`parquet_batch_features`, with the same column rules.
 """
 
 from __future__ import annotations
 
 import os
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -364,3 +369,188 @@ def companion_features(embeddings, item_ids: list, max_bytes: int, source: str) 
         raise DiversityInputError(f"{comp}: no such companion embeddings file; check the path.")
     X, comp_ids = read_companion(comp, max_bytes)
     return align_companion(comp, X, comp_ids, item_ids, source)
+
+
+# --------------------------------------------------------------------------------------------
+# Parquet, streamed batch by batch
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ParquetLayout:
+    """Which columns of a Parquet file hold the features, and the matrix they make.
+
+    Attributes
+    ----------
+    path : Path
+    columns : tuple of str
+        The feature columns, read in this order.
+    vector : bool
+        True when ``columns`` is one list (or fixed-size list) column holding each row's vector.
+    n, d : int
+        Rows and features.
+    dtype : numpy.dtype
+        float32 when every feature value is float32, else float64.
+    row_groups : tuple of int
+        Rows of each row group.
+    """
+
+    path: Path
+    columns: tuple
+    vector: bool
+    n: int
+    d: int
+    dtype: np.dtype
+    row_groups: tuple
+
+
+def _parquet_file(path: Path):
+    """An open ``pyarrow.parquet.ParquetFile`` or a clear error.
+
+    Read through a 1 MiB buffered stream without pre-buffering: pyarrow then holds a few
+    pages, not whole column chunks, while it decodes a batch.
+    """
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
+    except Exception as exc:  # pyarrow raises many types for corrupt files
+        raise DiversityInputError(
+            f"{path}: cannot read the Parquet file ({type(exc).__name__}: {exc}). "
+            "It may be truncated or not Parquet; re-export it."
+        ) from None
+
+
+def _is_numeric_type(t) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_boolean(t)
+
+
+def _is_vector_type(t) -> bool:
+    import pyarrow as pa
+
+    return (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)) and _is_numeric_type(
+        t.value_type
+    )
+
+
+def parquet_layout(path: Path, *, column: Optional[str] = None, exclude=()) -> ParquetLayout:
+    """Find the feature columns of a Parquet file from its schema (and, for list columns, one row).
+
+    The rules are those of :func:`read_table_features`: one list column holding each row's
+    vector, or every numeric column; id columns, ``exclude`` (group and weight columns) and
+    pandas' index columns are left out. ``column`` names the feature column explicitly.
+    """
+    pf = _parquet_file(path)
+    schema = pf.schema_arrow
+    names = [str(f.name) for f in schema]
+    if column is not None:
+        if column not in names:
+            raise DiversityInputError(
+                f"{path}: no column named {column!r}; the columns are: {', '.join(repr(c) for c in names)}."
+            )
+        candidates = [column]
+    else:
+        lower_ids = {c.lower() for c in ID_COLUMNS}
+        skip = set(exclude)
+        candidates = [
+            c for c in names
+            if c not in skip and c.lower() not in lower_ids and not c.startswith("__index_level_")
+        ]
+    types = {c: schema.field(c).type for c in candidates}
+    vectors = [c for c in candidates if _is_vector_type(types[c])]
+    if vectors:
+        if len(candidates) != 1:
+            raise DiversityInputError(
+                f"{path}: found a vector column ({vectors[0]!r}) next to other columns "
+                f"({', '.join(repr(c) for c in candidates if c != vectors[0])}). Use one list column "
+                "or numeric columns, and name groups/weights with group_column/weight_column."
+            )
+        name = vectors[0]
+        t = types[name]
+        if hasattr(t, "list_size"):
+            d = int(t.list_size)
+        else:
+            first = next(pf.iter_batches(batch_size=1, columns=[name]), None)
+            d = 0 if first is None or first.num_rows == 0 or first.column(0)[0].as_py() is None else len(
+                first.column(0)[0].as_py()
+            )
+        value_type = t.value_type
+        floats32 = str(value_type) == "float"
+        columns = (name,)
+    else:
+        if not candidates:
+            raise DiversityInputError(f"{path}: no feature columns besides the group/weight/id columns.")
+        bad = [c for c in candidates if not _is_numeric_type(types[c])]
+        if bad:
+            raise DiversityInputError(
+                f"{path}: column {bad[0]!r} is not numeric ({types[bad[0]]}). "
+                "Drop it, or name it with group_column= if it holds groups."
+            )
+        d = len(candidates)
+        floats32 = all(str(types[c]) == "float" for c in candidates)
+        columns = tuple(candidates)
+    n = int(pf.metadata.num_rows)
+    if d == 0:
+        raise DiversityInputError(f"{path}: the feature vectors are empty; there is nothing to measure.")
+    groups = tuple(int(pf.metadata.row_group(i).num_rows) for i in range(pf.metadata.num_row_groups))
+    return ParquetLayout(
+        path=path, columns=columns, vector=bool(vectors), n=n, d=int(d),
+        dtype=np.dtype(np.float32 if floats32 else np.float64), row_groups=groups,
+    )
+
+
+def parquet_batch_features(batch, layout: ParquetLayout, start: int) -> np.ndarray:
+    """The feature rows of one record batch (or table) read from ``layout.columns``; ``start``: its first row."""
+    rows = batch.num_rows
+    if layout.vector:
+        import pyarrow.compute as pc
+
+        col = batch.column(0)
+        if hasattr(col, "combine_chunks"):
+            col = col.combine_chunks()
+        if col.null_count:
+            i = int(np.flatnonzero(np.asarray(col.is_null()))[0])
+            raise DiversityInputError(
+                f"{layout.path} row {start + i + 1}: the vector column {layout.columns[0]!r} is empty. "
+                "Remove the row or fill it in."
+            )
+        lengths = np.asarray(pc.list_value_length(col), dtype=np.int64)
+        ragged = np.flatnonzero(lengths != layout.d)
+        if ragged.size:
+            i = int(ragged[0])
+            raise DiversityInputError(
+                f"{layout.path}: ragged rows: row {start + i + 1} has a vector of length {lengths[i]} in column "
+                f"{layout.columns[0]!r} but the first row has {layout.d}. Every vector needs the same length."
+            )
+        values = col.flatten()
+        if values.null_count:
+            raise DiversityInputError(
+                f"{layout.path}: the vector column {layout.columns[0]!r} holds missing values "
+                f"between rows {start + 1} and {start + rows}; fill them in."
+            )
+        X = values.to_numpy(zero_copy_only=False).reshape(rows, layout.d)
+    else:
+        parts = []
+        for j in range(len(layout.columns)):
+            col = batch.column(j)
+            if hasattr(col, "combine_chunks"):
+                col = col.combine_chunks()
+            parts.append(np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64)
+                         if col.null_count else col.to_numpy(zero_copy_only=False))
+        X = np.column_stack(parts) if parts else np.empty((rows, 0))
+    if X.dtype != layout.dtype:
+        X = X.astype(layout.dtype)
+    return X
+
+
+def parquet_column(path: Path, name: str) -> np.ndarray:
+    """One column of a Parquet file, read whole (a group or weight column: n values)."""
+    pf = _parquet_file(path)
+    names = [str(f.name) for f in pf.schema_arrow]
+    if name not in names:
+        raise DiversityInputError(
+            f"{path}: no column named {name!r}; the columns are: {', '.join(repr(c) for c in names)}."
+        )
+    return pf.read(columns=[name]).column(0).to_numpy(zero_copy_only=False)
