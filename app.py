@@ -32,6 +32,7 @@ PAGES = [
     ("app_pages/5_rnd.py", "RND", ":material/model_training:", "rnd"),
     ("app_pages/6_projection.py", "Projection", ":material/scatter_plot:", "projection"),
     ("app_pages/7_compare.py", "Compare", ":material/compare_arrows:", "compare"),
+    ("app_pages/8_curate.py", "Curate", ":material/cleaning_services:", "curate"),
 ]
 current = st.navigation([st.Page(path, title=title, icon=icon, url_path=url, default=(url == "vendi"))
                          for path, title, icon, url in PAGES])

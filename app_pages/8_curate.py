@@ -1,0 +1,92 @@
+"""Curate: which items add diversity, which are near-duplicates, which k items keep the most of it."""
+
+import streamlit as st
+
+from diversity_core.curation import default_threshold
+from diversity_core.curation.selection import METHODS
+from ui import curate_ui, tasks
+from ui.gallery import show_items
+from ui.page import header
+from ui.state import KEEP
+
+ctx = header(
+    "Curate",
+    "From a score to what to do about it: each item's contribution is how much VS_q drops when it is "
+    "removed (negative for redundant items), rarity is one minus its mean similarity to its nearest "
+    "neighbours, near-duplicates are groups above a similarity threshold, and the greedy selection keeps "
+    "the k items that hold the most diversity.",
+)
+view, s = ctx.view, ctx.settings
+data = view.data
+auto = view.n <= curate_ui.AUTO_MAX_ITEMS
+
+# -- near-duplicates first: the item table shows each item's group ------------------------
+st.subheader("Near-duplicates")
+threshold = st.slider("Similarity threshold (a pair at or above it is a near-duplicate)", 0.5, 1.0,
+                      float(default_threshold(s.kernel)), 0.005, format="%.3f", key="curate_threshold", **KEEP)
+dkey = curate_ui.duplicates_key(ctx, threshold)
+dup_out = tasks.stored("curate_duplicates", dkey)
+if dup_out is None and ((auto and not tasks.cancelled("curate_duplicates", dkey)) or tasks.start_button(
+        "Find near-duplicates", key="curate_dup_run",
+        hint=f"{view.n} items: the search compares every pair, so it starts on demand.")):
+    dup_out = tasks.run("curate_duplicates", dkey, curate_ui.duplicates_task(ctx, threshold),
+                        "Finding near-duplicates")
+dup = None if dup_out is None else dup_out.value
+dup_slot = st.container()
+
+# -- contributions and rarity ----------------------------------------------------------------
+st.subheader("Items: contribution and rarity")
+akey = curate_ui.analysis_key(ctx)
+items_out = tasks.stored("curate_items", akey)
+if items_out is None and ((auto and not tasks.cancelled("curate_items", akey)) or tasks.start_button(
+        "Compute contributions and rarity", key="curate_items_run",
+        hint=f"{view.n} items: one eigenvalue problem per item, so it starts on demand.")):
+    items_out = tasks.run("curate_items", akey, curate_ui.analysis_task(ctx, curate_ui.neighbors_for(view.n)),
+                          "Computing contributions and rarity")
+if items_out is not None:
+    contrib, rare = items_out.value
+    st.dataframe(curate_ui.item_table(view, contrib, rare, dup, s.q), hide_index=True, width="stretch",
+                 key="curate_items_table")
+    st.caption(f"Contributions by {contrib.method.replace('_', ' ')} leave-one-out ({contrib.spectrum_method} path); "
+               f"VS (q = {s.q_label}) of all items is {contrib.vendi[contrib.qs.index(s.q)]:.3f}. "
+               "Click a column header to sort.")
+    m = st.slider("Items per gallery", 4, 32, 8, 4, key="curate_m", **KEEP)
+    c = contrib.contribution(s.q)
+    for label, idx in (("Adding the most diversity", contrib.top(m, q=s.q)),
+                       ("Most redundant", contrib.bottom(m, q=s.q))):
+        st.caption(label)
+        show_items(data, idx, columns=8, notes=[f"{c[i]:+.3g}" for i in idx])
+    tasks.show_notes(items_out)
+
+with dup_slot:
+    if dup is not None:
+        curate_ui.show_duplicates(view, dup, s.q)
+        tasks.show_notes(dup_out)
+
+# -- the k most diverse items ------------------------------------------------------------------
+st.subheader("Select the k most diverse")
+c1, c2, c3 = st.columns(3)
+k = c1.slider("k", 1, view.n, min(50, view.n), key="curate_k", **KEEP)
+method = c2.radio("Method", list(METHODS), format_func=curate_ui.METHOD_LABELS.get, horizontal=True,
+                  key="curate_method", **KEEP)
+seed = int(c3.number_input("Seed (first item, random order)", 0, 2**31 - 1, 0, key="curate_seed", **KEEP))
+skey = curate_ui.selection_key(ctx, k, seed)
+sel_out = tasks.stored("curate_selection", skey)
+if sel_out is None and ((auto and k <= curate_ui.AUTO_MAX_K and not tasks.cancelled("curate_selection", skey))
+                        or tasks.start_button("Select", key="curate_select_run",
+                                              hint=f"Choosing {k} of {view.n} items by every method starts on demand.")):
+    sel_out = tasks.run("curate_selection", skey, curate_ui.selection_task(ctx, k, seed), "Selecting items")
+if sel_out is not None:
+    comparison = sel_out.value
+    sel = comparison.selections[method]
+    st.plotly_chart(curate_ui.selection_figure(comparison, s.q), key="curate_curves")
+    st.dataframe(curate_ui.selection_frame(view, sel), hide_index=True, width="stretch", key="curate_selected")
+    d1, d2 = st.columns(2)
+    d1.download_button("Selected ids (CSV)", curate_ui.selection_csv(view, sel), file_name=f"selected_{method}_{k}.csv",
+                       mime="text/csv", key="curate_csv", on_click="ignore")
+    if data.modality == "text":
+        d2.download_button("Selected items (.txt)", curate_ui.selection_txt(view, sel),
+                           file_name=f"selected_{method}_{k}.txt", mime="text/plain", key="curate_txt",
+                           on_click="ignore")
+    show_items(data, sel.indices[:32], columns=8, notes=[f"#{r + 1}" for r in range(min(32, sel.k))])
+    tasks.show_notes(sel_out)

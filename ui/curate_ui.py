@@ -1,0 +1,207 @@
+"""Curate page helpers: the tasks (see :mod:`ui.tasks`), the item table, the figures, the downloads.
+
+Every computation is the core's (:mod:`diversity_core.curation`); this module only keys the
+tasks by their inputs, joins the core's per-item tables and draws them.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import pandas as pd
+import streamlit as st
+
+from diversity_core._orders import format_q, q_key
+from diversity_core.curation import (
+    SelectionComparison,
+    find_duplicates,
+    item_contributions,
+    rarity_scores,
+    select_diverse,
+)
+from diversity_core.curation.selection import METHODS
+
+from . import compute
+from .gallery import show_items
+
+#: Views of at most this many items are analysed (contributions, rarity, duplicates) without a click.
+AUTO_MAX_ITEMS = 3000
+#: Selections of at most this many items out of a view of at most AUTO_MAX_ITEMS start by themselves.
+AUTO_MAX_K = 200
+#: Orders every result reports besides the current q.
+BASE_QS = (0.5, 1.0, 2.0, float("inf"))
+METHOD_LABELS = {"greedy": "greedy (VS_2)", "kcenter": "k-centre", "random": "random"}
+#: Duplicate groups drawn as galleries (the table lists all of them).
+MAX_GROUPS_SHOWN = 12
+
+
+def orders(q: float) -> tuple:
+    """The orders computed: the base orders and the current q, ascending."""
+    return tuple(sorted(set(BASE_QS) | {float(q)}))
+
+
+def _features(view, featurizer: str):
+    """The view's features from the core's cache (no progress: the page header computed them)."""
+    return compute.features(view, featurizer, show_progress=False)
+
+
+def _steps(progress, part: int, parts: int, what: str) -> Callable:
+    """A progress callback mapping one step's ``(done, total)`` onto its share of ``parts`` steps."""
+
+    def report(done, total, message=""):
+        frac = (part + (done / total if total else 1.0)) / parts
+        progress(int(round(1000 * frac)), 1000, f"{what}: {message}" if message else what)
+
+    return report
+
+
+# ------------------------------------------------------------------------------------------
+# per-item analysis: contributions and rarity
+# ------------------------------------------------------------------------------------------
+def analysis_key(ctx) -> tuple:
+    """Key of the contributions and rarity of the view (``"curate_items"`` task store)."""
+    return (ctx.view.key, ctx.featurizer, ctx.settings.kernel, ctx.settings.kernel_params, orders(ctx.settings.q))
+
+
+def analysis_task(ctx, n_neighbors: int) -> Callable:
+    """``fn(progress)`` computing ``(ContributionResult, RarityResult)`` for :func:`ui.tasks.run`."""
+    s, view = ctx.settings, ctx.view
+
+    def fn(progress):
+        X = _features(view, ctx.featurizer)
+        contrib = item_contributions(X, kernel=s.kernel, q=orders(s.q), weights=view.data.weights,
+                                     progress=_steps(progress, 0, 2, "contributions"), **s.kernel_kwargs)
+        rare = rarity_scores(X, kernel=s.kernel, n_neighbors=n_neighbors,
+                             progress=_steps(progress, 1, 2, "rarity"), **s.kernel_kwargs)
+        return contrib, rare
+
+    return fn
+
+
+def neighbors_for(n: int) -> int:
+    """Neighbours of the rarity score: 10, or fewer on tiny views (at most n - 1)."""
+    return max(1, min(10, n - 1))
+
+
+def item_table(view, contrib, rare, dup, q: float) -> pd.DataFrame:
+    """One row per item: ``item``, ``id``, ``group``, contribution at q, ``rarity``, ``duplicate group``."""
+    ds = view.data
+    table = contrib.to_frame(ids=ds.ids)
+    col = f"contribution_{q_key(q)}"
+    table = table[["item", "id", col]].rename(columns={col: f"contribution (q = {format_q(q)})"})
+    if ds.groups is not None:
+        table.insert(2, "group", [str(g) for g in ds.groups])
+    table["rarity"] = rare.to_frame()["rarity"].to_numpy()
+    if dup is not None:
+        groups = pd.Series(dup.labels, dtype="Int64")
+        table["duplicate group"] = groups.where(groups >= 0).to_numpy()
+    return table
+
+
+# ------------------------------------------------------------------------------------------
+# near-duplicates
+# ------------------------------------------------------------------------------------------
+def duplicates_key(ctx, threshold: float) -> tuple:
+    """Key of the near-duplicate groups at ``threshold`` (``"curate_duplicates"`` task store)."""
+    return analysis_key(ctx) + (round(float(threshold), 6),)
+
+
+def duplicates_task(ctx, threshold: float) -> Callable:
+    """``fn(progress)`` computing the :class:`~diversity_core.curation.DuplicateResult`."""
+    s, view = ctx.settings, ctx.view
+
+    def fn(progress):
+        X = _features(view, ctx.featurizer)
+        return find_duplicates(X, kernel=s.kernel, threshold=threshold, weights=view.data.weights,
+                               q=orders(s.q), rng=0, progress=progress, **s.kernel_kwargs)
+
+    return fn
+
+
+def show_duplicates(view, dup, q: float) -> None:
+    """Scores with and without the duplicates, then one gallery per group (representative first)."""
+    st.markdown(f"**{dup.n_groups}** groups hold **{dup.n_in_groups}** items; removing all but one of each "
+                f"drops **{dup.n_removable}** items.")
+    if dup.vendi_original is not None:
+        cols = st.columns(len(dup.qs) + 1)
+        for col, qq, before, after in zip(cols, dup.qs, dup.vendi_original, dup.vendi_deduplicated):
+            col.metric(f"VS (q = {format_q(qq)}) without duplicates", f"{after:.3f}",
+                       delta=f"{after - before:+.3f} vs {before:.3f}", delta_color="off")
+        if dup.intdiv_original is not None:
+            cols[-1].metric("IntDiv without duplicates", f"{dup.intdiv_deduplicated:.4f}",
+                            delta=f"{dup.intdiv_deduplicated - dup.intdiv_original:+.4f} vs {dup.intdiv_original:.4f}",
+                            delta_color="off")
+    else:
+        st.caption("The scores without duplicates were skipped: this kernel's spectrum would need a dense "
+                   "matrix beyond the memory budget.")
+    if not dup.n_groups:
+        return
+    best = dup.to_frame(ids=view.data.ids)
+    value = "max_similarity" if "max_similarity" in best.columns else "min_distance"
+    closest = dict(zip(best["item"], best[value]))
+    for g, (members, rep) in enumerate(zip(dup.groups[:MAX_GROUPS_SHOWN], dup.representatives)):
+        order = [int(rep)] + [int(i) for i in members if i != rep]
+        with st.container(border=True):
+            st.caption(f"Group {g} · {members.size} items · the first is kept")
+            show_items(view.data, order, columns=8,
+                       notes=["kept"] + [f"{closest[i]:.3f}" for i in order[1:]])
+    if dup.n_groups > MAX_GROUPS_SHOWN:
+        st.caption(f"The first {MAX_GROUPS_SHOWN} of {dup.n_groups} groups (largest first); the table above "
+                   "lists every item's group.")
+
+
+# ------------------------------------------------------------------------------------------
+# most-diverse subsets
+# ------------------------------------------------------------------------------------------
+def selection_key(ctx, k: int, seed: int) -> tuple:
+    """Key of the selections of size k by every method (``"curate_selection"`` task store)."""
+    return analysis_key(ctx) + (int(k), int(seed))
+
+
+def selection_task(ctx, k: int, seed: int) -> Callable:
+    """``fn(progress)`` giving a :class:`SelectionComparison`: ``select_diverse`` per method, same seed.
+
+    Each method runs as :func:`select_diverse` with ``rng=seed``, so the selection shown (and
+    downloaded) is exactly what the core returns for those settings.
+    """
+    s, view = ctx.settings, ctx.view
+
+    def fn(progress):
+        X = _features(view, ctx.featurizer)
+        out = {m: select_diverse(X, k, kernel=s.kernel, method=m, q=orders(s.q), rng=seed,
+                                 progress=_steps(progress, j, len(METHODS), METHOD_LABELS[m]), **s.kernel_kwargs)
+               for j, m in enumerate(METHODS)}
+        return SelectionComparison(selections=out)
+
+    return fn
+
+
+def selection_figure(comparison: SelectionComparison, q: float):
+    """VS_q of every method's first k items against k (one line per method)."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for name, sel in comparison.selections.items():
+        fig.add_trace(go.Scatter(x=sel.curve_k, y=sel.curve(q), mode="lines+markers", name=METHOD_LABELS[name]))
+    fig.update_layout(title=f"VS (q = {format_q(q)}) of the first k items chosen", xaxis_title="k",
+                      yaxis_title=f"VS_{format_q(q)}", height=380, margin=dict(l=40, r=20, t=50, b=40),
+                      legend=dict(orientation="h", y=-0.2))
+    return fig
+
+
+def selection_frame(view, sel) -> pd.DataFrame:
+    """The selected items: ``rank``, ``item`` (0-based in the view), ``id`` (and ``group``)."""
+    table = sel.to_frame(ids=view.data.ids)
+    if view.data.groups is not None:
+        table["group"] = [str(view.data.groups[i]) for i in sel.indices]
+    return table
+
+
+def selection_csv(view, sel) -> bytes:
+    """The CSV download of the selection (UTF-8)."""
+    return selection_frame(view, sel).to_csv(index=False).encode("utf-8")
+
+
+def selection_txt(view, sel) -> bytes:
+    """The text items of the selection, one a line in selection order (line breaks inside become spaces)."""
+    return "".join(" ".join(str(view.data.items[i]).split()) + "\n" for i in sel.indices).encode("utf-8")
