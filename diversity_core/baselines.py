@@ -28,7 +28,7 @@ def _weighted_sums(X, kernel, weights, kernel_params):
     n = X.shape[0]
     p = check_weights(weights, n)
     p = np.full(n, 1.0 / n) if p is None else p
-    return _kernel_sums(kern.resolve(X), X, p)
+    return _kernel_sums(kern.resolve(X, p), X, p)
 
 
 def _kernel_sums(kern, X, p: np.ndarray) -> tuple[float, float, float]:

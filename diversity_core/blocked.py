@@ -186,14 +186,14 @@ def vendi_2_exact(
     if source is None:
         X = kern.validate(_compact_integers(X))
         n, d = X.shape
-        kern = kern.resolve(X)
+        kern = kern.resolve(X, check_weights(weights, n))
     else:
         from .spectrum import _resolve_from_source
 
         n, d = source.n, source.d
         if n < 2:
             raise DiversityInputError(f"{source.name} needs at least 2 items to measure diversity; got {n}.")
-        kern = _resolve_from_source(kern, source)
+        kern = _resolve_from_source(kern, source, check_weights(weights, n))
     p = check_weights(weights, n)
     if method == "auto":
         method = "dual" if kern.has_feature_map and d < n else "blocked"

@@ -32,7 +32,7 @@ from scipy.spatial.distance import cdist
 from sklearn.metrics import pairwise_distances
 
 from ._config import check_memory
-from ._validation import check_features, check_kernel_matrix, check_option, check_positive
+from ._validation import check_features, check_kernel_matrix, check_option, check_positive, check_weights
 from .exceptions import DiversityInputError, KernelDiagonalWarning
 
 __all__ = [
@@ -82,12 +82,19 @@ def median_sample_rows(n: int, max_samples: int = MEDIAN_SAMPLE) -> Optional[np.
     return np.sort(np.random.default_rng(0).choice(n, size=max_samples, replace=False))
 
 
-def median_distance(X, *, metric: str = "euclidean", max_samples: int = MEDIAN_SAMPLE) -> float:
-    """Median of the pairwise distances between distinct rows of ``X``.
+def median_distance(
+    X, *, metric: str = "euclidean", max_samples: int = MEDIAN_SAMPLE, weights=None
+) -> float:
+    r"""Median of the pairwise distances between distinct rows of ``X``.
 
     The bandwidth default of the RBF and Laplacian kernels (the "median heuristic"). Above
     ``max_samples`` rows a fixed-seed subsample of that size is used, so the value is
     deterministic and costs O(max_samples^2 d).
+
+    With item ``weights`` p, the pair (i, j) counts with weight :math:`p_i p_j`: the weighted
+    median of the distances, so weights that are counts give exactly the median of the data
+    with each row repeated that many times (pairs of copies are at distance 0 and, like every
+    zero distance, left out).
 
     Raises
     ------
@@ -96,21 +103,39 @@ def median_distance(X, *, metric: str = "euclidean", max_samples: int = MEDIAN_S
     """
     X = check_features(X, min_samples=2)
     X = X.toarray() if sp.issparse(X) else X
+    p = None if weights is None else check_weights(weights, X.shape[0])
     idx = median_sample_rows(X.shape[0], max_samples)
     if idx is not None:
         X = X[idx]
+        p = None if p is None else p[idx]
     if metric == "euclidean":
         D = np.sqrt(_squared_distances(X))
     else:
         D = pairwise_distances(np.asarray(X, dtype=np.float64), metric=metric)
-    upper = D[np.triu_indices_from(D, k=1)]
-    upper = upper[upper > 0]
-    if upper.size == 0:
+    iu = np.triu_indices_from(D, k=1)
+    upper = D[iu]
+    keep = upper > 0
+    if p is not None:
+        keep &= (p[iu[0]] > 0) & (p[iu[1]] > 0)
+    if not keep.any():
         raise DiversityInputError(
             "all items are identical, so the median-distance bandwidth is undefined; "
             "pass an explicit sigma."
         )
-    return float(np.median(upper))
+    if p is None:
+        return float(np.median(upper[keep]))
+    return _weighted_median(upper[keep], (p[iu[0]] * p[iu[1]])[keep])
+
+
+def _weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
+    """Weighted median: the middle of the values each repeated by its weight (mid-point on a tie, as np.median)."""
+    order = np.argsort(values, kind="stable")
+    v, cum = values[order], np.cumsum(weights[order])
+    half = 0.5 * cum[-1]
+    i = int(np.searchsorted(cum, half * (1 - 1e-12)))
+    if abs(cum[i] - half) <= 1e-12 * cum[-1] and i + 1 < v.size:
+        return float(0.5 * (v[i] + v[i + 1]))
+    return float(v[i])
 
 
 def normalize_diagonal(K: np.ndarray, *, rtol: float = 1e-10, warn: bool = True) -> np.ndarray:
@@ -322,8 +347,8 @@ class Kernel(abc.ABC):
         """Feature map of already validated X (kernels with ``has_feature_map`` override it)."""
         return None
 
-    def resolve(self, X) -> Kernel:
-        """This kernel with data-dependent defaults (bandwidths) fixed on X."""
+    def resolve(self, X, weights=None) -> Kernel:
+        """This kernel with data-dependent defaults (bandwidths) fixed on X (weighted by item ``weights``)."""
         return self
 
     @property
@@ -468,10 +493,10 @@ class RBFKernel(Kernel):
     name = "rbf"
     sigma: Optional[float] = None
 
-    def resolve(self, X):
+    def resolve(self, X, weights=None):
         if self.sigma is not None:
             return self
-        return replace(self, sigma=median_distance(_dense(check_features(X, allow_sparse=True))))
+        return replace(self, sigma=median_distance(_dense(check_features(X, allow_sparse=True)), weights=weights))
 
     def _matrix(self, X):
         K = _squared_distances(X, scale=self._scale())
@@ -499,11 +524,11 @@ class LaplacianKernel(Kernel):
     name = "laplacian"
     sigma: Optional[float] = None
 
-    def resolve(self, X):
+    def resolve(self, X, weights=None):
         if self.sigma is not None:
             return self
         X = _dense(check_features(X, allow_sparse=True))
-        return replace(self, sigma=median_distance(X, metric="cityblock"))
+        return replace(self, sigma=median_distance(X, metric="cityblock", weights=weights))
 
     def _matrix(self, X):
         X = np.ascontiguousarray(_dense(X), dtype=np.float64)
@@ -551,7 +576,7 @@ class PolynomialKernel(Kernel):
     def accepts_sparse(self) -> bool:
         return True
 
-    def resolve(self, X):
+    def resolve(self, X, weights=None):
         if self.gamma is not None:
             return self
         return replace(self, gamma=1.0 / X.shape[1])
@@ -744,8 +769,8 @@ class CombinedKernel(Kernel):
         w = np.array([k.weight for k in self.kernels], dtype=np.float64)
         return w / w.sum()
 
-    def resolve(self, X):
-        return replace(self, kernels=tuple(k.resolve(X) for k in self.kernels))
+    def resolve(self, X, weights=None):
+        return replace(self, kernels=tuple(k.resolve(X, weights) for k in self.kernels))
 
     def _feature_map(self, X):
         if not self.has_feature_map:

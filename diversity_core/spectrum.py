@@ -279,7 +279,7 @@ def _compute_spectrum(
     n, d = X.shape
     p = check_weights(weights, n)
     n_eigenvectors = _check_n_eigenvectors(n_eigenvectors, n)
-    kern = kern.resolve(X)
+    kern = kern.resolve(X, p)  # the weighted median bandwidth: weights as counts = repeated rows
     method = _choose_method(method, kern, n, d, n_eigenvectors)
     report(progress, 0, 2, f"forming the {method} matrix")
     moments = None
@@ -288,7 +288,10 @@ def _compute_spectrum(
         M, eps = moments.gram, moments.eps
     else:
         K = kern.gram(X, check_input=False)
-        M, eps = _density_from_kernel(K, p), np.finfo(np.float64).eps
+        # K is float64, but its entries are only as accurate as the data: float32 features give
+        # float32 round-off in K, so the support threshold uses float32's eps (else round-off
+        # eigenvalues count: rank-10 float32 data gave VS_0 = 54)
+        M, eps = _density_from_kernel(K, p), np.finfo(np.float32 if X.dtype == np.float32 else np.float64).eps
         del K
     report(progress, 1, 2, "eigendecomposition")
     k = n_eigenvectors if method == "dense" else min(n_eigenvectors, M.shape[0])
@@ -308,7 +311,7 @@ def _source_spectrum(source, kern, weights, method, n_eigenvectors, device, prog
         raise DiversityInputError(f"{source.name} needs at least 2 items to measure diversity; got {n}.")
     p = check_weights(weights, n)
     n_eigenvectors = _check_n_eigenvectors(n_eigenvectors, n)
-    kern = _resolve_from_source(kern, source)
+    kern = _resolve_from_source(kern, source, p)
     method = _choose_method(method, kern, n, d, n_eigenvectors, in_memory=False)
     if method == "dense":
         # the rows fit (checked with the n x n matrices); the in-memory path validates them
@@ -350,13 +353,15 @@ def _needs_data(kern) -> bool:
     return has_none(kern.get_params())
 
 
-def _resolve_from_source(kern, source):
+def _resolve_from_source(kern, source, p: Optional[np.ndarray] = None):
     """The kernel resolved on the rows an in-memory computation would look at (median-heuristic sample)."""
     if not _needs_data(kern):
         return kern
     rows = median_sample_rows(source.n)
     sample = source.take(np.arange(source.n) if rows is None else rows)
-    return kern.resolve(kern.validate(sample))
+    # the sample's weights (renormalised by median_distance), so the bandwidth equals the in-memory one
+    sample_p = None if p is None else (p if rows is None else p[rows])
+    return kern.resolve(kern.validate(sample), sample_p)
 
 
 def _dense_bytes(n: int, n_eigenvectors: int) -> float:

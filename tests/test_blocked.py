@@ -37,7 +37,8 @@ def fingerprints(rng):
 def test_blocked_vs2_equals_dense_formula(rng, fingerprints, kernel, weighted):
     X = fingerprints if kernel == "tanimoto" else rng.standard_normal((701, 5))
     w = rng.random(701) if weighted else None
-    K = dc.kernel_matrix(X, kernel=kernel)
+    kern = dc.get_kernel(kernel)
+    K = kern.resolve(kern.validate(X), w).gram(X)  # the weighted median bandwidth, as the scores use
     res = vendi_2_exact(X, kernel=kernel, weights=w, block_rows=128)  # 128 does not divide 701
     assert isinstance(res, VS2Result) and res.method == "blocked"
     assert res.vs2 == pytest.approx(dense_vs2(K, w), rel=1e-12)
