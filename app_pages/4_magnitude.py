@@ -15,7 +15,7 @@ ctx = header(
 )
 view = ctx.view
 
-settings = magnitude_ui.settings_form(view)
+settings = magnitude_ui.settings_form(view, ctx.featurizer)
 key = magnitude_ui.result_key(view, ctx.featurizer, settings)
 out = tasks.stored("magnitude", key)
 if out is None and ((not magnitude_ui.needs_click(view) and not tasks.cancelled("magnitude", key)) or tasks.start_button(

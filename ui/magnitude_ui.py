@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from diversity_core.featurizers import default_kernel
 from diversity_core.figures import magnitude_figure
 from diversity_core.magnitude import compare_magnitude
 
@@ -18,7 +19,35 @@ from .tasks import Outcome, show_notes
 
 #: Sets of at most this many items in all are computed without a click.
 AUTO_MAX_ITEMS = 1500
-METRICS = {"euclidean": "Euclidean", "cityblock": "L1 (city block)", "cosine": "cosine distance"}
+METRICS = {"euclidean": "Euclidean", "cityblock": "L1 (city block)", "cosine": "cosine distance",
+           "tanimoto": "Tanimoto (Jaccard) distance"}
+#: The distance selectors' first option: the representation's own distance (:func:`default_metric`).
+AUTO = "auto"
+
+
+def default_metric(featurizer: str) -> str:
+    """The distance a representation is meant for: Tanimoto for fingerprints, Euclidean otherwise.
+
+    Fingerprints are the representations whose kernel is the Tanimoto kernel (``morgan``); their
+    Euclidean distance counts differing bits and ranks a focused series above a diverse library.
+    """
+    return "tanimoto" if default_kernel(featurizer) == "tanimoto" else "euclidean"
+
+
+def resolve_metric(choice: str, featurizer: str) -> str:
+    """The distance in effect: the user's explicit choice, or the representation's default."""
+    return default_metric(featurizer) if choice == AUTO else choice
+
+
+def metric_select(container, featurizer: str, *, key: str, label: str = "Distance") -> str:
+    """A distance selectbox whose first option follows the representation; returns the distance in effect."""
+    default = default_metric(featurizer)
+    choice = container.selectbox(
+        label, [AUTO] + list(METRICS), key=key, **KEEP,
+        format_func=lambda m: f"{METRICS[default]} (default for {featurizer})" if m == AUTO else METRICS[m],
+        help="Magnitude's distance between the representation's vectors. The default follows the representation: "
+             "the Tanimoto distance for fingerprints, the Euclidean distance otherwise.")
+    return resolve_metric(choice, featurizer)
 NO_REFERENCE = "(none: t_cut = median of the t_conv)"
 ALL = "all selected items"
 
@@ -31,10 +60,11 @@ class MagnitudeSettings:
     reference: Optional[str]
 
 
-def settings_form(view) -> MagnitudeSettings:
+def settings_form(view, featurizer: str) -> MagnitudeSettings:
+    """Draw the magnitude settings; the distance defaults to the representation's (:func:`default_metric`)."""
     groups = view.data.group_names()
     c1, c2, c3 = st.columns(3)
-    metric = c1.selectbox("Distance", list(METRICS), format_func=METRICS.get, key="mag_metric", **KEEP)
+    metric = metric_select(c1, featurizer, key="mag_metric")
     n_scales = c1.slider("Scales on [0, t_cut]", 10, 100, 30, 5, key="mag_scales", **KEEP)
     per_group = c2.checkbox("One curve per group", value=bool(groups), disabled=not groups, key="mag_per_group", **KEEP)
     reference = NO_REFERENCE
