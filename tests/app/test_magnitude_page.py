@@ -14,6 +14,11 @@ from diversity_core.magnitude import compare_magnitude
 NCI, CHEMBL = "NCI screening set (diverse)", "ChEMBL congeneric series (focused)"
 
 
+def _tables(at, column: str) -> list:
+    """The dataframes shown whose first column is ``column`` (AppTest does not record a dataframe's key)."""
+    return [d.value for d in at.dataframe if len(d.value.columns) and d.value.columns[0] == column]
+
+
 def _page(query: dict, page: str):
     at = start(query)
     at.switch_page(page).run()
@@ -63,3 +68,40 @@ def test_compare_measures_fingerprints_with_the_tanimoto_distance():
     assert not at.error, [e.value for e in at.error]
     shown = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
     assert "tanimoto distance" in shown
+
+
+def test_magnitude_dimension_and_all_pairs_magdiff_equal_the_core():
+    from diversity_core.magnitude import mag_diff_matrix, magnitude_dimension
+
+    ds = load_demo("digits")
+    groups = ds.group_names()[:3]
+    X = np.asarray(featurize(ds), dtype=float)
+    sets = {g: X[ds.group_indices(g)] for g in groups}
+    at = _page({"group": groups, "mag_scales": "10"}, "app_pages/4_magnitude.py")
+    assert not at.error, [e.value for e in at.error]
+    core = mag_diff_matrix(sets, n_scales=10, metric="euclidean")
+    (shown,) = _tables(at, groups[0])
+    assert list(shown.index) == list(core.names)
+    np.testing.assert_allclose(shown.to_numpy(), core.values, rtol=1e-9, atol=1e-9)
+    at.radio(key="mag_pairs_kind").set_value("absolute").run()
+    at.checkbox(key="mag_pairs_scaled").check().run()
+    np.testing.assert_allclose(_tables(at, groups[0])[0].to_numpy(), core.absolute_scaled, rtol=1e-9, atol=1e-9)
+    (dims,) = _tables(at, "set")[1:]
+    dims = dims.set_index("set")
+    for g in groups:
+        d = magnitude_dimension(sets[g], n_scales=10, metric="euclidean")
+        assert dims.loc[g, "magnitude dimension"] == pytest.approx(d.dimension, rel=1e-9)
+        assert dims.loc[g, "at t"] == pytest.approx(d.t_dimension, rel=1e-9)
+
+
+def test_magnitude_dimension_waits_for_a_click_on_large_views(monkeypatch):
+    import ui.magnitude_ui as magnitude_ui
+
+    monkeypatch.setattr(magnitude_ui, "AUTO_MAX_ITEMS", 100)
+    at = _page({"group": load_demo("digits").group_names()[:1], "mag_scales": "11"}, "app_pages/4_magnitude.py")
+    assert not [d for d in _tables(at, "set") if "magnitude dimension" in d.columns]
+    at.button(key="mag_dim_run").click().run()
+    assert_clean(at)
+    (dims,) = [d for d in _tables(at, "set") if "magnitude dimension" in d.columns]
+    assert dims.shape[0] == 1
+    assert not at.get("subheader") or "MagDiff between every pair of groups" not in [h.value for h in at.subheader]
