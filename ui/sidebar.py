@@ -1,4 +1,4 @@
-"""The sidebar every page shares: dataset, search, representation, kernel, q, subsample, groups.
+"""The sidebar every page shares: dataset, search, groups, representation, kernel, q, subsample.
 
 Widgets use the session-state keys of :mod:`ui.state`, so their values survive page changes.
 Choices that depend on the dataset (featurizer, kernel, groups) are checked against it before
@@ -245,9 +245,7 @@ def _groups_section() -> None:
         if seen is not None and set(ss["group_select"]) == set(seen) and names != seen:
             # every group was selected and the groups changed (a search, scaffold groups): select all again
             kept = list(names)
-        # Write the widget's state only when it must change: writing it on every run sends the
-        # value back to the browser each time, and the multiselect then dropped the next click
-        # on a tag's x until the user clicked elsewhere (issue 16, item 3).
+        # Write the widget's state only when it must change (it is sent back to the browser).
         if kept != list(ss["group_select"]):
             ss["group_select"] = kept
     st.sidebar.multiselect("Groups", names, key="group_select",
@@ -262,8 +260,12 @@ def render_sidebar() -> None:
     st.sidebar.header("Settings")
     _dataset_section()
     _search_section()
+    # The group filter sits high: at the foot of a scrolled sidebar, removing a tag shrinks the
+    # sidebar, its scroll position jumps, and the browser dropped the next click on a tag's x until
+    # the user clicked elsewhere (issue 16, item 3; reproduced with a bare multiselect below 14
+    # other widgets, and gone with the same multiselect above them).
+    _groups_section()
     _representation_section()
     _preprocess_section()
     _q_section()
     _subsample_section()
-    _groups_section()
