@@ -24,7 +24,7 @@ full = view.full
 summary = full.summary()
 
 c1, c2, c3, c4 = st.columns(4)
-c1.metric("Items loaded", f"{full.n}")
+c1.metric("Items loaded", f"{(view.loaded or full).n}")
 c2.metric("Items selected", f"{view.n}")
 c3.metric("Groups", f"{len(summary['groups']) if full.groups is not None else 0}")
 c4.metric("Skipped on loading", f"{summary['skipped']['count']}")

@@ -15,7 +15,7 @@ ctx = header(
 )
 view = ctx.view
 
-settings = magnitude_ui.settings_form(view)
+settings = magnitude_ui.settings_form(view, ctx.featurizer)
 key = magnitude_ui.result_key(view, ctx.featurizer, settings)
 out = tasks.stored("magnitude", key)
 if out is None and ((not magnitude_ui.needs_click(view) and not tasks.cancelled("magnitude", key)) or tasks.start_button(
@@ -25,6 +25,19 @@ if out is None and ((not magnitude_ui.needs_click(view) and not tasks.cancelled(
     out = tasks.run("magnitude", key, magnitude_ui.task(view, ctx.featurizer, settings), "Computing magnitude")
 if out is not None:
     magnitude_ui.show(out)
+
+st.subheader("Magnitude dimension")
+st.markdown("How fast magnitude grows with the scale: d log Mag / d log t, the local dimension the points show at "
+            "scale t. Its maximum, the **magnitude dimension**, is close to the intrinsic dimension of the data.")
+dkey = magnitude_ui.dimension_key(view, ctx.featurizer, settings)
+dims = tasks.stored("magnitude_dimension", dkey)
+if dims is None and ((not magnitude_ui.needs_click(view) and not tasks.cancelled("magnitude_dimension", dkey))
+                     or tasks.start_button("Compute the magnitude dimension", key="mag_dim_run", primary=False,
+                                           hint="One more magnitude curve per set, with its exact slope.")):
+    dims = tasks.run("magnitude_dimension", dkey, magnitude_ui.dimension_task(view, ctx.featurizer, settings),
+                     "Computing the magnitude dimension")
+if dims is not None:
+    magnitude_ui.show_dimension(dims)
 st.caption("Distances between the chosen representation's vectors; exact duplicates are merged first (a "
            "multiset has the magnitude of its distinct points). t_conv is where Mag reaches 95 % of the "
            "distinct points.")

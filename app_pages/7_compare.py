@@ -23,7 +23,8 @@ if ds.weights is not None:
     st.caption("This dataset has item weights; the comparison ignores them (every subset is a uniform sample).")
 
 presentation = compare_ui.presentation_toggle()
-settings, submitted = compare_ui.settings_form(groups, min(sizes.values()), ctx.settings.seed, collapsed=presentation)
+settings, submitted = compare_ui.settings_form(groups, min(sizes.values()), ctx.settings.seed,
+                                                featurizer=ctx.featurizer, collapsed=presentation)
 problem = compare_ui.check(settings)
 if problem and (submitted or presentation):
     st.error(problem)

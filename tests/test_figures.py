@@ -121,3 +121,23 @@ def test_missing_plotly_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "plotly.graph_objects", None)  # importing it now raises ImportError
     with pytest.raises(MissingDependencyError, match=r"plotly is needed for figures.*diversity-explorer\[report\]"):
         F.histogram_figure([1.0, 2.0])
+
+
+def test_magnitude_dimension_figure_leaves_out_t_zero_and_marks_the_maximum():
+    fig = F.magnitude_dimension_figure({"a": ([0.0, 0.5, 1.0, 2.0], [0.0, 0.4, 0.9, 0.7])}, maxima={"a": (1.0, 0.9)})
+    line, star = fig.data
+    np.testing.assert_array_equal(line.x, [0.5, 1.0, 2.0])
+    assert (star.x[0], star.y[0]) == (1.0, 0.9)
+    assert fig.layout.xaxis.type == "log"
+
+
+def test_mag_diff_heatmap_centres_signed_values_and_prints_them():
+    M = np.array([[0.0, 2.5], [-2.5, 0.0]])
+    fig = F.mag_diff_heatmap(M, ["x", "y"])
+    (heat,) = fig.data
+    assert heat.zmid == 0.0 and heat.zmin == -2.5 and heat.zmax == 2.5
+    assert heat.text[0][1] == "2.5" and list(heat.x) == ["x", "y"]
+    fig = F.mag_diff_heatmap(np.abs(M), ["x", "y"], absolute=True)
+    assert fig.data[0].zmin == 0.0
+    with pytest.raises(ValueError, match="2 x 2 matrix"):
+        F.mag_diff_heatmap(np.zeros((3, 3)), ["x", "y"])

@@ -20,6 +20,7 @@ from diversity_core.report import FIGURE_TITLES, comparison_figures, presentatio
 
 from . import compute
 from .feedback import plain
+from .magnitude_ui import metric_select
 from .state import KEEP
 from .tasks import Outcome, show_notes
 
@@ -49,6 +50,7 @@ class CompareSettings:
     n_resamples: int
     magnitude_replicates: int
     seed: int
+    metric: str = "euclidean"  # magnitude's distance (the representation's default unless chosen)
 
 
 #: Items of one RND validation batch (``rnd_score``'s ``batch_size``): a group needs train + this.
@@ -71,7 +73,8 @@ def presentation_toggle() -> bool:
     return on
 
 
-def settings_form(groups: list, smallest: int, seed: int, *, collapsed: bool = False) -> tuple:
+def settings_form(groups: list, smallest: int, seed: int, *, featurizer: str = "default",
+                  collapsed: bool = False) -> tuple:
     """Draw the form (inside a closed expander when ``collapsed``); return ``(settings, submitted)``.
 
     Every widget keeps its value across pages and in the link (:data:`~ui.state.KEEP`).
@@ -89,6 +92,7 @@ def settings_form(groups: list, smallest: int, seed: int, *, collapsed: bool = F
         reference = c2.selectbox("MagDiff reference", [NONE] + groups, index=1, key="cmp_reference", **KEEP,
                                  help="MagDiff = ∫ (Mag_group − Mag_reference) dt over [0, t_conv(reference)].")
         magnitude = c3.checkbox("Magnitude (MagArea, MagDiff)", value=True, key="cmp_magnitude", **KEEP)
+        metric = metric_select(c3, featurizer, key="cmp_metric", label="Magnitude distance")
         rnd = c3.checkbox("RND score (slow)", value=False, key="cmp_rnd", **KEEP)
         rnd_train = c3.number_input(
             "RND training items per run", min_value=10, max_value=max(10, smallest - RND_BATCH),
@@ -104,7 +108,7 @@ def settings_form(groups: list, smallest: int, seed: int, *, collapsed: bool = F
         submitted = st.form_submit_button("Run comparison", type="primary")
     settings = CompareSettings(tuple(sorted(qs)), int(n), float(level), None if reference == NONE else reference,
                                bool(magnitude), bool(rnd), int(rnd_train), int(n_subsamples), int(n_resamples),
-                               int(mag_reps), int(seed))
+                               int(mag_reps), int(seed), metric)
     return settings, submitted
 
 
@@ -136,7 +140,8 @@ def task(ctx, s: CompareSettings) -> Callable:
         sources = {g: {"dataset": ds.name, "source": ds.source, "dataset_hash": view.full.content_hash,
                        "featurizer": ctx.featurizer} for g in groups}
         return compare(data, kernel=ctx.settings.kernel, qs=list(s.qs), reference=s.reference, n=s.n, level=s.level,
-                       magnitude=s.magnitude, rnd=s.rnd, n_subsamples=s.n_subsamples, n_resamples=s.n_resamples,
+                       magnitude=s.magnitude, metric=s.metric, rnd=s.rnd, n_subsamples=s.n_subsamples,
+                       n_resamples=s.n_resamples,
                        magnitude_replicates=s.magnitude_replicates,
                        rnd_params={"train_size": s.rnd_train, "batch_size": RND_BATCH} if s.rnd else None,
                        sources=sources, rng=s.seed, progress=progress,

@@ -7,8 +7,9 @@ new source (demo, upload, local path) is loaded once; when loading fails the err
 Uploads arrive as bytes; :func:`diversity_core.data.load_dataset` reads paths, so an upload is
 written to a temporary file that keeps its name's suffix, loaded, and removed.
 
-Pages work on a :class:`View`: the dataset restricted to the selected groups and subsampled
-(seeded). ``View.key`` names it in every cache (the dataset's content hash plus the filter),
+Pages work on a :class:`View`: the dataset after the sidebar's search (:func:`working_dataset`:
+a substring, a SMARTS substructure, molecules regrouped by scaffold), restricted to the selected
+groups and subsampled (seeded). ``View.key`` names it in every cache (the dataset's content hash plus the filter),
 so no array is hashed on a rerun.
 """
 
@@ -43,6 +44,7 @@ class View:
     key: str
     description: str
     preprocess: tuple = ()  # (steps, n_components) applied to every representation's features
+    loaded: Optional[Dataset] = None  # the dataset as loaded, when a search changed it (``full`` is the result)
 
     @property
     def n(self) -> int:
@@ -259,13 +261,83 @@ def _describe(spec: tuple) -> str:
 
 
 # ------------------------------------------------------------------------------------------
-# the working view
+# the search and the working view
 # ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Search:
+    """The sidebar's search: a substring in a column, a SMARTS pattern, scaffold groups (``top`` kept)."""
+
+    column: str = "item"
+    text: str = ""
+    smarts: str = ""
+    scaffolds: Optional[int] = None  # regroup molecules by their Bemis-Murcko scaffold, the top ones kept
+
+    @property
+    def active(self) -> bool:
+        return bool(self.text or self.smarts or self.scaffolds)
+
+    def describe(self) -> str:
+        """The search in words (for the view's description)."""
+        parts = []
+        if self.text:
+            parts.append(f"{self.column} contains '{self.text}'")
+        if self.smarts:
+            parts.append(f"substructure {self.smarts}")
+        if self.scaffolds:
+            parts.append(f"grouped by scaffold (top {self.scaffolds})")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Searched:
+    """The result of a search: the dataset pages measure, or the reason the search was set aside."""
+
+    data: Dataset
+    error: str = ""
+
+
+#: Fewest matching items a search may leave (every score needs two).
+MIN_MATCHES = 2
+
+
+@st.cache_resource(max_entries=16, show_spinner="Searching the items…",
+                   hash_funcs={Dataset: lambda d: d.content_hash})
+def working_dataset(full: Dataset, search: Search) -> Searched:
+    """``full`` filtered by ``search`` (and regrouped by scaffold); ``full`` itself with an error on failure.
+
+    The matching lives in :mod:`diversity_core.data.search`; an invalid SMARTS pattern, or a search
+    that leaves fewer than two items, is reported and the search set aside.
+    """
+    from diversity_core.data import search as dsearch
+
+    if not search.active:
+        return Searched(full)
+    try:
+        ds = full
+        if search.scaffolds:
+            ds = replace(ds, groups=dsearch.scaffold_labels(ds, top=search.scaffolds), content_hash="")
+        keep = np.ones(ds.n, dtype=bool)
+        if search.text:
+            keep &= dsearch.contains_mask(ds, search.text, column=search.column)
+        if search.smarts:
+            keep &= dsearch.substructure_mask(ds, search.smarts)
+    except DiversityError as exc:
+        from .feedback import plain
+
+        return Searched(full, plain(f"Search set aside: {exc}"))
+    if int(keep.sum()) < MIN_MATCHES:
+        return Searched(full, f"Search set aside: {int(keep.sum())} of {full.n} items match "
+                              f"{search.describe()}; the scores need at least {MIN_MATCHES}.")
+    if keep.all():
+        return Searched(ds)
+    return Searched(replace(ds.subset(keep), content_hash=""))
+
+
 @st.cache_resource(max_entries=16, show_spinner=False, hash_funcs={Dataset: lambda d: d.content_hash})
 def _view(full: Dataset, groups: Optional[tuple], subsample: Optional[int], seed: int,
-          preprocess: tuple = ()) -> View:
+          preprocess: tuple = (), search: Search = Search(), _loaded: Optional[Dataset] = None) -> View:
     idx = np.arange(full.n)
-    parts = []
+    parts = [search.describe()] if search.active and full is not _loaded else []
     if groups is not None and full.groups is not None:
         keep = np.isin(np.asarray(full.groups).astype(str), np.asarray(groups, dtype=str))
         idx = idx[keep]
@@ -281,18 +353,34 @@ def _view(full: Dataset, groups: Optional[tuple], subsample: Optional[int], seed
     key_src = f"{full.content_hash}|{groups}|{subsample if indices is not None else None}|{seed}|{preprocess}"
     key = hashlib.blake2b(key_src.encode(), digest_size=12).hexdigest()
     description = f"{full.name}: {data.n} items" + (f" ({', '.join(parts)})" if parts else "")
-    return View(full=full, data=data, indices=indices, key=key, description=description, preprocess=preprocess)
+    return View(full=full, data=data, indices=indices, key=key, description=description, preprocess=preprocess,
+                loaded=None if _loaded is None or _loaded is full else _loaded)
+
+
+def current_search() -> Search:
+    """The sidebar's search (its widgets' session-state keys, see :func:`ui.sidebar._search_section`)."""
+    ss = st.session_state
+    molecules = ss["dataset"].modality == "molecules"
+    return Search(column=ss.get("search_col") or "item", text=(ss.get("search_text") or "").strip(),
+                  smarts=(ss.get("search_smarts") or "").strip() if molecules else "",
+                  scaffolds=int(ss.get("search_scaffold_top") or 8) if molecules and ss.get("search_scaffold") else None)
+
+
+def searched() -> Searched:
+    """The loaded dataset after the sidebar's search."""
+    return working_dataset(st.session_state["dataset"], current_search())
 
 
 def current_view() -> View:
     """The working view of the loaded dataset under the sidebar's group filter and subsample."""
     from .state import settings
 
-    ss = st.session_state
-    full = ss["dataset"]
+    loaded = st.session_state["dataset"]
+    search = current_search()
+    full = working_dataset(loaded, search).data
     s = settings()
     groups = s.groups
     if groups is not None and full.groups is not None:
         valid = set(full.group_names())
         groups = tuple(g for g in groups if g in valid) or None
-    return _view(full, groups, s.subsample, s.seed, s.preprocess)
+    return _view(full, groups, s.subsample, s.seed, s.preprocess, search, loaded)

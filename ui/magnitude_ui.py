@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from diversity_core.figures import magnitude_figure
-from diversity_core.magnitude import compare_magnitude
+from diversity_core.featurizers import default_kernel
+from diversity_core.figures import mag_diff_heatmap, magnitude_dimension_figure, magnitude_figure
+from diversity_core.magnitude import MagDiffMatrix, compare_magnitude, mag_diff_matrix, magnitude_dimension
 
 from . import compute
 from .state import KEEP
@@ -18,7 +19,35 @@ from .tasks import Outcome, show_notes
 
 #: Sets of at most this many items in all are computed without a click.
 AUTO_MAX_ITEMS = 1500
-METRICS = {"euclidean": "Euclidean", "cityblock": "L1 (city block)", "cosine": "cosine distance"}
+METRICS = {"euclidean": "Euclidean", "cityblock": "L1 (city block)", "cosine": "cosine distance",
+           "tanimoto": "Tanimoto (Jaccard) distance"}
+#: The distance selectors' first option: the representation's own distance (:func:`default_metric`).
+AUTO = "auto"
+
+
+def default_metric(featurizer: str) -> str:
+    """The distance a representation is meant for: Tanimoto for fingerprints, Euclidean otherwise.
+
+    Fingerprints are the representations whose kernel is the Tanimoto kernel (``morgan``); their
+    Euclidean distance counts differing bits and ranks a focused series above a diverse library.
+    """
+    return "tanimoto" if default_kernel(featurizer) == "tanimoto" else "euclidean"
+
+
+def resolve_metric(choice: str, featurizer: str) -> str:
+    """The distance in effect: the user's explicit choice, or the representation's default."""
+    return default_metric(featurizer) if choice == AUTO else choice
+
+
+def metric_select(container, featurizer: str, *, key: str, label: str = "Distance") -> str:
+    """A distance selectbox whose first option follows the representation; returns the distance in effect."""
+    default = default_metric(featurizer)
+    choice = container.selectbox(
+        label, [AUTO] + list(METRICS), key=key, **KEEP,
+        format_func=lambda m: f"{METRICS[default]} (default for {featurizer})" if m == AUTO else METRICS[m],
+        help="Magnitude's distance between the representation's vectors. The default follows the representation: "
+             "the Tanimoto distance for fingerprints, the Euclidean distance otherwise.")
+    return resolve_metric(choice, featurizer)
 NO_REFERENCE = "(none: t_cut = median of the t_conv)"
 ALL = "all selected items"
 
@@ -31,10 +60,11 @@ class MagnitudeSettings:
     reference: Optional[str]
 
 
-def settings_form(view) -> MagnitudeSettings:
+def settings_form(view, featurizer: str) -> MagnitudeSettings:
+    """Draw the magnitude settings; the distance defaults to the representation's (:func:`default_metric`)."""
     groups = view.data.group_names()
     c1, c2, c3 = st.columns(3)
-    metric = c1.selectbox("Distance", list(METRICS), format_func=METRICS.get, key="mag_metric", **KEEP)
+    metric = metric_select(c1, featurizer, key="mag_metric")
     n_scales = c1.slider("Scales on [0, t_cut]", 10, 100, 30, 5, key="mag_scales", **KEEP)
     per_group = c2.checkbox("One curve per group", value=bool(groups), disabled=not groups, key="mag_per_group", **KEEP)
     reference = NO_REFERENCE
@@ -65,18 +95,28 @@ def needs_click(view) -> bool:
 
 
 def task(view, featurizer: str, s: MagnitudeSettings) -> Callable:
-    """``fn(progress)`` computing the magnitude curves of every set (for :func:`ui.tasks.run`)."""
+    """``fn(progress)`` computing the magnitude curves of every set (for :func:`ui.tasks.run`).
+
+    With several sets it is :func:`~diversity_core.magnitude.mag_diff_matrix` (whose comparison
+    is :func:`~diversity_core.magnitude.compare_magnitude`'s): the all-pairs MagDiff costs nothing more.
+    """
 
     def fn(progress):
-        return compare_magnitude(_sets(view, featurizer, s.per_group), reference=s.reference,
-                                 n_scales=s.n_scales, metric=s.metric, progress=progress)
+        sets = _sets(view, featurizer, s.per_group)
+        compute_ = mag_diff_matrix if len(sets) > 1 else compare_magnitude
+        return compute_(sets, reference=s.reference, n_scales=s.n_scales, metric=s.metric, progress=progress)
 
     return fn
 
 
+def comparison(value):
+    """The :class:`~diversity_core.magnitude.MagnitudeComparison` of a magnitude task's value."""
+    return value.comparison if isinstance(value, MagDiffMatrix) else value
+
+
 def show(out: Outcome) -> None:
-    """The curves, the table of MagArea (and MagDiff) per set, the core's notes."""
-    c = out.value
+    """The curves, the table of MagArea (and MagDiff) per set, the all-pairs MagDiff, the core's notes."""
+    c = comparison(out.value)
     curves = {k: (f.ts, f.values) for k, f in c.functions.items()}
     sizes = {k: f.n_distinct for k, f in c.functions.items()}
     st.plotly_chart(magnitude_figure(curves, t_conv=c.t_conv, t_cut=c.t_cut, sizes=sizes,
@@ -100,4 +140,60 @@ def show(out: Outcome) -> None:
         st.caption(f"Largest MagArea on the shared interval: **{best}**. "
                    + (f"MagDiff > 0 means more diverse than the reference **{c.reference}**."
                       if c.reference else "Choose a reference group for MagDiff."))
+    if isinstance(out.value, MagDiffMatrix):
+        show_pairs(out.value)
+    show_notes(out)
+
+
+def show_pairs(m: MagDiffMatrix) -> None:
+    """The all-pairs MagDiff heatmap (magnipy's Diversipy), signed or absolute, raw or divided by t_cut."""
+    st.subheader("MagDiff between every pair of groups")
+    c1, c2 = st.columns(2)
+    kind = c1.radio("Value", ["signed", "absolute"], horizontal=True, key="mag_pairs_kind", **KEEP,
+                    help="Signed: ∫ (Mag_row − Mag_column) dt, > 0 when the row group is more diverse. Absolute: "
+                         "∫ |Mag_row − Mag_column| dt, how far apart the curves are (magnipy's MagDiffs).")
+    scaled = c2.checkbox("Divide by t_cut", value=False, key="mag_pairs_scaled", **KEEP,
+                         help="The mean gap per unit of scale, comparable across datasets (magnipy's default).")
+    absolute = kind == "absolute"
+    values = (m.absolute_scaled if scaled else m.absolute) if absolute else (m.values_scaled if scaled else m.values)
+    st.plotly_chart(mag_diff_heatmap(values, m.names, absolute=absolute,
+                                     title=f"{'|MagDiff|' if absolute else 'MagDiff'} on [0, t_cut = {m.t_cut:.4g}]"
+                                           + (" / t_cut" if scaled else "")), key="magnitude_pairs")
+    st.dataframe(pd.DataFrame(values, index=list(m.names), columns=list(m.names)), width="stretch",
+                 column_config={g: st.column_config.NumberColumn(format="%.4g") for g in m.names},
+                 key="magnitude_pairs_table")
+
+
+def dimension_key(view, featurizer: str, s: MagnitudeSettings) -> tuple:
+    """The key of the magnitude dimension in the ``"magnitude_dimension"`` task store."""
+    return (view.key, featurizer, s.metric, s.n_scales, s.per_group)
+
+
+def dimension_task(view, featurizer: str, s: MagnitudeSettings) -> Callable:
+    """``fn(progress)`` computing the magnitude dimension profile of every set (log grid up to its t_conv)."""
+
+    def fn(progress):
+        sets = _sets(view, featurizer, s.per_group)
+        out = {}
+        for i, (name, X) in enumerate(sets.items()):
+            def step(done, total, message="", i=i, name=name):
+                # one bar for all sets: each set's own fraction lands in its share
+                progress(i * 1000 + int(1000 * done / max(total, 1)), 1000 * len(sets), f"{name}: {message}")
+            out[name] = magnitude_dimension(X, n_scales=s.n_scales, metric=s.metric, progress=step)
+        return out
+
+    return fn
+
+
+def show_dimension(out: Outcome) -> None:
+    """The magnitude dimension profiles and, per set, the magnitude dimension and where it is reached."""
+    dims = out.value
+    st.plotly_chart(magnitude_dimension_figure({k: (d.ts, d.profile) for k, d in dims.items()},
+                                               maxima={k: (d.t_dimension, d.dimension) for k, d in dims.items()}),
+                    key="magnitude_dimension")
+    table = pd.DataFrame([{"set": k, "magnitude dimension": d.dimension, "at t": d.t_dimension}
+                          for k, d in dims.items()])
+    st.dataframe(table, hide_index=True, width="stretch", key="magnitude_dimension_table",
+                 column_config={c: st.column_config.NumberColumn(format="%.4g") for c in ("magnitude dimension",
+                                                                                           "at t")})
     show_notes(out)

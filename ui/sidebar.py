@@ -1,4 +1,4 @@
-"""The sidebar every page shares: dataset, representation, kernel, q, subsample, groups.
+"""The sidebar every page shares: dataset, search, groups, representation, kernel, q, subsample.
 
 Widgets use the session-state keys of :mod:`ui.state`, so their values survive page changes.
 Choices that depend on the dataset (featurizer, kernel, groups) are checked against it before
@@ -15,7 +15,7 @@ from diversity_core._orders import format_q
 from diversity_core.featurizers import FEATURIZERS, default_kernel, resolve_featurizer
 
 from . import data as uidata
-from .state import BANDWIDTH_KERNELS, KERNEL_CHOICES, PREP_KEY, SOURCES, q_options
+from .state import BANDWIDTH_KERNELS, KEEP, KERNEL_CHOICES, PREP_KEY, SOURCES, q_options
 
 UPLOAD_TYPES = ["npy", "npz", "csv", "tsv", "parquet", "jsonl", "txt", "smi", "smiles", "sdf", "zip"]
 
@@ -81,6 +81,51 @@ def _reset_for_new_dataset() -> None:
     ss.pop("group_select", None)
     ss.pop("link_error", None)
     ss[PREP_KEY] = []
+    for key, empty in SEARCH_RESET.items():  # a search of another dataset means nothing here
+        ss[key] = empty
+
+
+#: The search widgets' keys and their values when no search is made.
+SEARCH_RESET = {"search_text": "", "search_smarts": "", "search_scaffold": False}
+SEARCH_COLUMNS = {"item": "the items (text, SMILES)", "id": "item ids", "group": "group names"}
+
+
+def _search_section() -> None:
+    """Search and filter: a substring in a column; for molecules a SMARTS substructure and scaffold groups.
+
+    The matching is :mod:`diversity_core.data.search`'s; the result reaches every page through
+    :func:`ui.data.current_view`, as the group filter does. The widgets live in the link (``KEEP``).
+    """
+    from diversity_core.data.search import metadata_columns
+
+    ss = st.session_state
+    ds = ss["dataset"]
+    columns = [c for c in metadata_columns(ds) if c in SEARCH_COLUMNS]
+    if ss.get("search_col") not in columns:
+        ss["search_col"] = columns[0]
+    molecules = ds.modality == "molecules"
+    active = bool(ss.get("search_text") or (molecules and (ss.get("search_smarts") or ss.get("search_scaffold"))))
+    with st.sidebar.expander("Search and filter", expanded=active, icon=":material/search:"):
+        st.selectbox("Search in", columns, key="search_col", format_func=SEARCH_COLUMNS.get, **KEEP)
+        st.text_input("Contains", key="search_text", placeholder="a word, part of an id, a group…", **KEEP,
+                      help="Keep the items whose chosen column contains this text (upper and lower case alike).")
+        if molecules:
+            st.text_input("Substructure (SMARTS)", key="search_smarts", placeholder="c1ccccc1", **KEEP,
+                          help="Keep the molecules that contain this SMARTS pattern, e.g. c1ccccc1 (a benzene "
+                               "ring), [OX2H] (a hydroxyl), C(=O)N (an amide).")
+            st.checkbox("Group by Bemis-Murcko scaffold", key="search_scaffold", **KEEP,
+                        help="Replace the groups by the molecules' scaffolds (ring systems and linkers, side "
+                             "chains removed): one group per chemical series.")
+            if ss.get("search_scaffold"):
+                st.number_input("Scaffolds kept as groups", min_value=2, max_value=50, value=8,
+                                key="search_scaffold_top", **KEEP,
+                                help="The most frequent scaffolds; the rest form one group, '(other scaffolds)'.")
+        result = uidata.searched()
+        if result.error:
+            st.error(result.error)
+        elif result.data is not ds:
+            st.caption(f"{result.data.n} of {ds.n} items match"
+                       + (f" · {len(result.data.group_names())} groups" if result.data.groups is not None else ""))
 
 
 def _representation_section() -> None:
@@ -180,9 +225,13 @@ def _subsample_section() -> None:
         c2.number_input("Seed", min_value=0, step=1, key="subsample_seed")
 
 
+#: Session-state key of the group names the group filter offered on the previous run.
+_GROUPS_SEEN = "_group_names_seen"
+
+
 def _groups_section() -> None:
     ss = st.session_state
-    ds = ss["dataset"]
+    ds = uidata.searched().data  # scaffold grouping replaces the dataset's groups
     names = ds.group_names()
     if not names:
         ss["groups"] = None
@@ -192,13 +241,16 @@ def _groups_section() -> None:
         ss["group_select"] = wanted or list(names)
     else:
         kept = [g for g in ss["group_select"] if g in names]
-        # Write the widget's state only when it must change: writing it on every run sends the
-        # value back to the browser each time, and the multiselect then dropped the next click
-        # on a tag's x until the user clicked elsewhere (issue 16, item 3).
+        seen = ss.get(_GROUPS_SEEN)
+        if seen is not None and set(ss["group_select"]) == set(seen) and names != seen:
+            # every group was selected and the groups changed (a search, scaffold groups): select all again
+            kept = list(names)
+        # Write the widget's state only when it must change (it is sent back to the browser).
         if kept != list(ss["group_select"]):
             ss["group_select"] = kept
     st.sidebar.multiselect("Groups", names, key="group_select",
                            help="Measure only these groups (empty: all of them).")
+    ss[_GROUPS_SEEN] = list(names)
     chosen = ss["group_select"]
     ss["groups"] = None if not chosen or len(chosen) == len(names) else [g for g in names if g in chosen]
 
@@ -207,8 +259,13 @@ def render_sidebar() -> None:
     """Draw the shared sidebar and settle the settings every page reads."""
     st.sidebar.header("Settings")
     _dataset_section()
+    _search_section()
+    # The group filter sits high: at the foot of a scrolled sidebar, removing a tag shrinks the
+    # sidebar, its scroll position jumps, and the browser dropped the next click on a tag's x until
+    # the user clicked elsewhere (issue 16, item 3; reproduced with a bare multiselect below 14
+    # other widgets, and gone with the same multiselect above them).
+    _groups_section()
     _representation_section()
     _preprocess_section()
     _q_section()
     _subsample_section()
-    _groups_section()

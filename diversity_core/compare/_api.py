@@ -123,8 +123,8 @@ def compare(
         Confidence level of each interval and each pairwise verdict.
     magnitude : bool, default True
         Compute MagArea (and MagDiff with a ``reference``) and the Mag(t) curves.
-    metric : {"euclidean", "cityblock", "cosine"}, default "euclidean"
-        Distance of the magnitude computations.
+    metric : {"euclidean", "cityblock", "cosine", "tanimoto"}, default "euclidean"
+        Distance of the magnitude computations ("tanimoto" for fingerprints).
     n_scales : int, default 30
         Evenly spaced scales on [0, t_cut] (and on [0, t_ref]) for the trapezoid integrals.
     t_cut : float, optional
@@ -336,7 +336,7 @@ def _validate(groups, *, kernel, kernel_params, qs, reference, n, n_subsamples, 
             f"unknown reference group {reference!r}; choose one of: {', '.join(map(repr, names))}."
         )
     if magnitude:
-        check_option(metric, ("euclidean", "cityblock", "cosine"), "metric")
+        check_option(metric, ("euclidean", "cityblock", "cosine", "tanimoto"), "metric")
         if t_cut is not None:
             t_cut = check_positive(t_cut, "t_cut")
     return _Job(

@@ -16,8 +16,6 @@ pytestmark = pytest.mark.e2e
 SIDEBAR = '[data-testid="stSidebar"]'
 
 
-@pytest.mark.xfail(strict=True, reason="issue 16 item 3 still open: the second tag's x is ignored until another "
-                   "click (the per-run rewrite of the widget state is gone; the cause lies elsewhere)")
 def test_group_filter_takes_two_tag_clicks_in_a_row(page, app_url, artifacts):
     """Item 3: the second tag's x answered only after a click elsewhere."""
     open_page(page, f"{app_url}/?demo=digits")

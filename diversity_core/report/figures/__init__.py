@@ -15,6 +15,8 @@ spectrum_figure            eigenvalues of the density matrix (log scale) and the
 kernel_heatmap             a kernel matrix, optionally with group boundaries
 sensitivity_figure         VS against a kernel parameter, one curve per group
 magnitude_figure           Mag(t) curves with t_conv marked and a shared t_cut
+magnitude_dimension_figure the magnitude dimension profile d log Mag / d log t, maxima marked
+mag_diff_heatmap           all-pairs MagDiff (signed or absolute) as an annotated heatmap
 rnd_figure                 RND_i per epoch: each run, their mean, the averaging window
 projection_figure          a 2-D map of the items, WebGL above a few thousand points
 bar_figure                 one value per label, optionally with an interval
@@ -39,9 +41,10 @@ labels ``0`` and ``∞`` (:func:`diversity_core._orders.format_q`).
 from ..._orders import format_q
 from ._base import PALETTE, WEBGL_THRESHOLD, q_axis_position
 from .comparison import FIGURE_TITLES, comparison_figures, presentation_style
-from .curves import magnitude_figure, rnd_figure
+from .curves import magnitude_dimension_figure, magnitude_figure, rnd_figure
 from .groups import (
     difference_figure,
+    mag_diff_heatmap,
     q_profile_bands_figure,
     sample_size_figure,
     score_bars_figure,
@@ -59,6 +62,8 @@ __all__ = [
     "spectrum_figure",
     "kernel_heatmap",
     "magnitude_figure",
+    "magnitude_dimension_figure",
+    "mag_diff_heatmap",
     "rnd_figure",
     "projection_figure",
     "bar_figure",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
@@ -101,3 +101,39 @@ def rnd_figure(
     fig.update_xaxes(title="epoch i", range=[0.5, last + 0.5])
     fig.update_yaxes(title="RND_i (normalised gap)")
     return _layout(fig, title=title, height=height, legend=len(sets) > 1)
+
+
+def magnitude_dimension_figure(
+    profiles: Mapping[str, Curve],
+    *,
+    maxima: Optional[Mapping[str, Tuple[float, float]]] = None,
+    title: Optional[str] = "Magnitude dimension profile d log Mag / d log t",
+    height: int = 400,
+) -> go.Figure:
+    """The magnitude dimension profile against the scale t (log axis), one curve per set.
+
+    ``profiles`` maps a label to ``(ts, profile)`` (:class:`~diversity_core.magnitude.MagnitudeDimension`'s
+    ``ts`` and ``profile``); scales t <= 0 have no place on the log axis and are left out, NaN
+    values (singular scales) leave gaps. ``maxima`` maps a label to ``(t_dimension, dimension)``
+    and marks each set's magnitude dimension, the profile's largest value.
+    """
+    go = _go()
+    fig = go.Figure()
+    for i, (label, (ts, values)) in enumerate(profiles.items()):
+        ts = np.asarray(ts, dtype=np.float64)
+        values = np.asarray(values, dtype=np.float64)
+        keep = ts > 0
+        colour = _colour(i)
+        fig.add_trace(go.Scatter(x=ts[keep], y=values[keep], mode="lines+markers", name=str(label),
+                                 line={"color": colour, "width": 2}, marker={"size": 4}, legendgroup=str(label),
+                                 hovertemplate="t = %{x:.4g}<br>dim = %{y:.4g}<extra>" + str(label) + "</extra>"))
+        if maxima is not None and label in maxima and np.isfinite(maxima[label][1]):
+            t_dim, dim = (float(v) for v in maxima[label])
+            fig.add_trace(go.Scatter(x=[t_dim], y=[dim], mode="markers", showlegend=False, legendgroup=str(label),
+                                     marker={"color": colour, "size": 12, "symbol": "star",
+                                             "line": {"color": "white", "width": 1}},
+                                     hovertemplate=f"magnitude dimension {dim:.4g} at t = {t_dim:.4g}"
+                                                   f"<extra>{label}</extra>"))
+    fig.update_xaxes(title="scale t (log; ★ the maximum, the magnitude dimension)", type="log")
+    fig.update_yaxes(title="d log Mag / d log t", rangemode="tozero")
+    return _layout(fig, title=title, height=height, legend=True)
