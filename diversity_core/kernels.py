@@ -348,7 +348,7 @@ class Kernel(abc.ABC):
         return None
 
     def resolve(self, X, weights=None) -> Kernel:
-        """This kernel with data-dependent defaults (bandwidths) fixed on X (weighted by item ``weights``)."""
+        """The kernel with data-dependent defaults (bandwidths) fixed on X (weighted by item ``weights``)."""
         return self
 
     @property
@@ -428,10 +428,12 @@ class LinearKernel(Kernel):
 
     @property
     def has_feature_map(self) -> bool:
+        """Whether the kernel has an explicit feature map (see :class:`Kernel`)."""
         return True
 
     @property
     def accepts_sparse(self) -> bool:
+        """Whether sparse input is handled without densifying (see :class:`Kernel`)."""
         return True
 
     def _feature_map(self, X):
@@ -455,10 +457,12 @@ class CosineKernel(Kernel):
 
     @property
     def has_feature_map(self) -> bool:
+        """Whether the kernel has an explicit feature map (see :class:`Kernel`)."""
         return True
 
     @property
     def accepts_sparse(self) -> bool:
+        """Whether sparse input is handled without densifying (see :class:`Kernel`)."""
         return True
 
     def _feature_map(self, X):
@@ -494,6 +498,7 @@ class RBFKernel(Kernel):
     sigma: Optional[float] = None
 
     def resolve(self, X, weights=None):
+        """The kernel with data-dependent defaults fixed on X (see :meth:`Kernel.resolve`)."""
         if self.sigma is not None:
             return self
         return replace(self, sigma=median_distance(_dense(check_features(X, allow_sparse=True)), weights=weights))
@@ -525,6 +530,7 @@ class LaplacianKernel(Kernel):
     sigma: Optional[float] = None
 
     def resolve(self, X, weights=None):
+        """The kernel with data-dependent defaults fixed on X (see :meth:`Kernel.resolve`)."""
         if self.sigma is not None:
             return self
         X = _dense(check_features(X, allow_sparse=True))
@@ -574,9 +580,11 @@ class PolynomialKernel(Kernel):
 
     @property
     def accepts_sparse(self) -> bool:
+        """Whether sparse input is handled without densifying (see :class:`Kernel`)."""
         return True
 
     def resolve(self, X, weights=None):
+        """The kernel with data-dependent defaults fixed on X (see :meth:`Kernel.resolve`)."""
         if self.gamma is not None:
             return self
         return replace(self, gamma=1.0 / X.shape[1])
@@ -636,6 +644,7 @@ class TanimotoKernel(Kernel):
 
     @property
     def accepts_sparse(self) -> bool:
+        """Whether sparse input is handled without densifying (see :class:`Kernel`)."""
         return True
 
     def _check(self, X):
@@ -689,6 +698,7 @@ class ProbabilityProductKernel(Kernel):
 
     @property
     def has_feature_map(self) -> bool:
+        """Whether the kernel has an explicit feature map (see :class:`Kernel`)."""
         return True
 
     def _check(self, X):
@@ -758,10 +768,12 @@ class CombinedKernel(Kernel):
 
     @property
     def has_feature_map(self) -> bool:
+        """Whether the kernel has an explicit feature map (see :class:`Kernel`)."""
         return self.op == "sum" and all(k.has_feature_map for k in self.kernels)
 
     @property
     def accepts_sparse(self) -> bool:
+        """Whether sparse input is handled without densifying (see :class:`Kernel`)."""
         return all(k.accepts_sparse for k in self.kernels)
 
     def _weights(self) -> np.ndarray:
@@ -770,6 +782,7 @@ class CombinedKernel(Kernel):
         return w / w.sum()
 
     def resolve(self, X, weights=None):
+        """The kernel with data-dependent defaults fixed on X (see :meth:`Kernel.resolve`)."""
         return replace(self, kernels=tuple(k.resolve(X, weights) for k in self.kernels))
 
     def _feature_map(self, X):
@@ -790,12 +803,14 @@ class CombinedKernel(Kernel):
         return combine_kernel_matrices(Ks, weights=self._weights(), op=self.op)
 
     def get_params(self):
+        """The combination's operation and its terms with their normalised weights."""
         return {
             "op": self.op,
             "kernels": [{**k.to_dict(), "weight": float(w)} for k, w in zip(self.kernels, self._weights())],
         }
 
     def describe(self) -> str:
+        """Short description, e.g. ``0.3*cosine() + 0.7*rbf(sigma=1.2)``."""
         if self.op == "sum":
             return " + ".join(f"{w:.3g}*{k.describe()}" for k, w in zip(self.kernels, self._weights()))
         return " * ".join(k.describe() for k in self.kernels)

@@ -230,6 +230,7 @@ class ArraySource(RowSource):
 
     @property
     def in_memory(self) -> bool:
+        """Whether the rows are already in memory (see :class:`RowSource`)."""
         return True
 
     def _chunks(self, bounds):
@@ -237,10 +238,12 @@ class ArraySource(RowSource):
             yield start, self.X[start:stop]
 
     def take(self, rows) -> np.ndarray:
+        """The rows ``rows`` as an array (see :meth:`RowSource.take`)."""
         block = self.X[np.asarray(rows, dtype=np.int64)]
         return block.toarray() if sp.issparse(block) else np.array(block)
 
     def read(self):
+        """Every row as one array (see :meth:`RowSource.read`)."""
         return self.X
 
 
@@ -279,6 +282,7 @@ class NpySource(RowSource):
                 yield start, block
 
     def take(self, rows) -> np.ndarray:
+        """The rows ``rows`` as an array (see :meth:`RowSource.take`)."""
         from .data._files import read_npy_rows
 
         rows = np.asarray(rows, dtype=np.int64)
@@ -481,9 +485,11 @@ class DaskSource(RowSource):
         yield from _rebatch(pieces(), bounds)
 
     def take(self, rows) -> np.ndarray:
+        """The rows ``rows`` as an array (see :meth:`RowSource.take`)."""
         return np.asarray(self.X[np.asarray(rows, dtype=np.int64)].compute())
 
     def to_dask(self, rows=None):
+        """The rows as a dask array (see :meth:`RowSource.to_dask`)."""
         return self.X
 
 

@@ -488,7 +488,7 @@ def _check_n_eigenvectors(k, n: int) -> int:
 
 
 def _density_from_kernel(K: np.ndarray, p: Optional[np.ndarray]) -> np.ndarray:
-    """rho = diag(sqrt p) K diag(sqrt p) (K / n when uniform), in place on K."""
+    """Rho = diag(sqrt p) K diag(sqrt p) (K / n when uniform), in place on K."""
     K = np.asarray(K, dtype=np.float64)
     if p is None:
         K *= 1.0 / K.shape[0]

@@ -34,7 +34,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _memory_size(text: str) -> int:
-    """argparse type for a memory size: bytes, or a number with K/M/G/T (``4G``, ``512M``)."""
+    """Argparse type for a memory size: bytes, or a number with K/M/G/T (``4G``, ``512M``)."""
     try:
         return parse_bytes(text)
     except MemoryBudgetError:

@@ -63,8 +63,10 @@ def add_preprocess_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def preprocess_from_args(args: argparse.Namespace, X):
-    """``X`` after the ``--preprocess`` steps (unchanged without them); warns when raw feature
-    scales differ by orders of magnitude."""
+    """``X`` after the ``--preprocess`` steps (unchanged without them).
+
+    Without steps, warns when the raw feature scales differ by orders of magnitude.
+    """
     steps = parse_steps(getattr(args, "preprocess", None))
     if not steps:
         message = scale_warning(X)

@@ -45,7 +45,7 @@ DEFAULT_QS = ("0", "0.5", "1", "2", "inf")
 
 
 def _q_value(text: str) -> float:
-    """argparse type for an order q (the core's parser: a number >= 0, 'inf' or '∞')."""
+    """Argparse type for an order q (the core's parser: a number >= 0, 'inf' or '∞')."""
     try:
         return parse_q(text)
     except DiversityInputError:
@@ -158,7 +158,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def _dask_local(text: str) -> int:
-    """argparse type for ``--dask``: ``local`` or ``local:N`` -> the number of workers."""
+    """Argparse type for ``--dask``: ``local`` or ``local:N`` -> the number of workers."""
     m = re.fullmatch(r"local(?::(\d+))?", text.strip())
     if m is None or (m.group(1) is not None and int(m.group(1)) < 1):
         raise argparse.ArgumentTypeError(f"invalid value {text!r}: use local or local:N with N >= 1 workers")

@@ -207,8 +207,11 @@ class DuplicateResult:
         return float(self.vendi_deduplicated[j] - self.vendi_original[j])
 
     def to_frame(self, ids: Optional[Sequence] = None):
-        """One row per item in a group: ``item``, ``id``, ``group``, ``size``, ``representative``, and
-        ``max_similarity`` (``min_distance`` with ``criterion="distance"``): its closest pair."""
+        """One row per item in a duplicate group.
+
+        Columns ``item``, ``id``, ``group``, ``size``, ``representative``, and ``max_similarity``
+        (``min_distance`` with ``criterion="distance"``): its closest pair.
+        """
         items = np.flatnonzero(self.labels >= 0)
         items = items[np.lexsort((items, self.labels[items]))]
         best = np.full(self.n, np.nan)

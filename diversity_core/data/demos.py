@@ -48,6 +48,7 @@ class DemoSpec:
     build: Callable[[], Dataset]
 
     def to_dict(self) -> dict:
+        """JSON-ready description of the demo."""
         return {
             "name": self.name,
             "modality": self.modality,

@@ -86,8 +86,10 @@ def quiet_rdkit():
 
 
 def canonical_smiles(smiles: str) -> Optional[str]:
-    """RDKit's canonical SMILES of ``smiles`` (stereo kept), or ``None`` when it does not parse
-    or exceeds :data:`MAX_SMILES_LENGTH` / :data:`MAX_ATOMS`."""
+    """RDKit's canonical SMILES of ``smiles`` (stereo kept), or ``None``.
+
+    ``None`` when it does not parse or exceeds :data:`MAX_SMILES_LENGTH` / :data:`MAX_ATOMS`.
+    """
     Chem = require("rdkit.Chem", purpose="loading molecules")
 
     s = str(smiles).strip()

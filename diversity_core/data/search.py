@@ -1,5 +1,6 @@
-"""Search and filter the items of a :class:`~diversity_core.data.Dataset`: pure functions that
-return a boolean mask (which items match) or one label per item (a new grouping).
+"""Search and filter the items of a :class:`~diversity_core.data.Dataset`.
+
+Pure functions that return a boolean mask (which items match) or one label per item (a new grouping).
 
 =======================  =====================================================================
 function                 what it returns

@@ -311,8 +311,11 @@ def list_featurizers(modality: Optional[str] = None) -> list:
 
 
 def resolve_featurizer(dataset, featurizer: str = "default") -> str:
-    """The concrete featurizer name for ``dataset``: ``"default"`` becomes the modality's default
-    (``"embeddings"`` for any dataset that carries embeddings)."""
+    """The concrete featurizer name for ``dataset``.
+
+    ``"default"`` becomes the modality's default (``"embeddings"`` for any dataset that carries
+    embeddings).
+    """
     if featurizer == "default":
         if dataset.features is not None:
             return "embeddings"

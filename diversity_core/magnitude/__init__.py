@@ -137,7 +137,7 @@ def __getattr__(name: str):
 
 
 class _CallableModule(types.ModuleType):
-    """This module, callable as the function it used to be shadowed by (deprecated)."""
+    """The module, callable as the function it used to be shadowed by (deprecated)."""
 
     def __call__(self, X_or_D, t: float, *, metric: str = "euclidean") -> float:
         """Deprecated: ``diversity_core.magnitude(X, t)`` forwards to :func:`magnitude_at`."""

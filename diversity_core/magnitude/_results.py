@@ -167,16 +167,21 @@ class MagnitudeFunction:
 
     @property
     def exact(self) -> np.ndarray:
-        """Per scale: the value is accurate to :data:`ACCURACY_RTOL` by its error estimate (not singular,
-        not ill-conditioned); False marks an approximate value whose ``errors`` entry bounds its error."""
+        """Per scale: whether the value is accurate to :data:`ACCURACY_RTOL` by its error estimate.
+
+        True where the scale is neither singular nor ill-conditioned; False marks an approximate
+        value whose ``errors`` entry bounds its error.
+        """
         out = ~(self.ill_conditioned | self.singular)
         out.setflags(write=False)
         return out
 
     @property
     def dimension_profile(self) -> Optional[np.ndarray]:
-        """The slope :math:`d \\log \\mathrm{Mag} / d \\log t = t\\,\\mathrm{Mag}'(t) / \\mathrm{Mag}(t)` (0 at t = 0),
-        or None without ``derivatives``."""
+        """The magnitude dimension profile, or None without ``derivatives``.
+
+        The slope :math:`d \\log \\mathrm{Mag} / d \\log t = t\\,\\mathrm{Mag}'(t) / \\mathrm{Mag}(t)` (0 at t = 0).
+        """
         if self.derivatives is None:
             return None
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -264,8 +264,11 @@ def _cg_promising(engine: _Engine, x_prev: Optional[np.ndarray]) -> bool:
 
 
 def _grid(t_end: float, n_scales: int, scales: str) -> np.ndarray:
-    """``n_scales`` scales from 0 to ``t_end``: evenly spaced ("linear"), or 0 followed by
-    ``n_scales - 1`` log-spaced scales from ``t_end / n_scales`` ("log", magnipy's log grid)."""
+    """``n_scales`` scales from 0 to ``t_end``.
+
+    Evenly spaced ("linear"), or 0 followed by ``n_scales - 1`` log-spaced scales from
+    ``t_end / n_scales`` ("log", magnipy's log grid).
+    """
     if scales == "log":
         return np.concatenate([[0.0], np.geomspace(t_end / n_scales, t_end, n_scales - 1)])
     return np.linspace(0.0, t_end, n_scales)
@@ -275,8 +278,11 @@ def _curve(D: np.ndarray, ts: Optional[np.ndarray] = None, *, t_cut: Optional[fl
            fraction: float = 0.95, progress: Optional[ProgressCallback] = None, offset: int = 0,
            total: Optional[int] = None, t_conv: Optional[float] = None, scales: str = "linear",
            derivatives: bool = False, positive: bool = False) -> _Curve:
-    """Mag of the distinct points with distances ``D`` (consumed) on ``ts`` (any order), else on
-    ``n_scales`` scales (``scales``) on ``[0, t_cut]``, else on ``[0, t_conv(fraction)]``; no warnings."""
+    """Mag of the distinct points with distances ``D`` (consumed); no warnings.
+
+    On ``ts`` (any order), else on ``n_scales`` scales (``scales``) on ``[0, t_cut]``, else on
+    ``[0, t_conv(fraction)]``.
+    """
     n = D.shape[0]
     need_tconv = ts is None and t_cut is None
     m = n_scales - 1 if ts is None else int(np.count_nonzero(ts > 0))

@@ -275,7 +275,7 @@ class _Engine:
         return True
 
     def _apply(self, r: np.ndarray) -> np.ndarray:
-        """z = M^{-1} r with the current factor (scaled so that float32 never underflows)."""
+        """Z = M^{-1} r with the current factor (scaled so that float32 never underflows)."""
         factor, dtype = self._factor
         if dtype is np.float64:
             return _cho_apply(factor, r)
