@@ -489,7 +489,7 @@ def extreme_inputs(tmp_path_factory):
 
 @pytest.mark.parametrize("args,message", [
     (("compare", "a.npy", "b.npy", "--n-scales", "1000000000"), "--n-scales must be between 3 and 10000"),
-    (("magnitude", "a.npy", "--n-scales", "1000000000"), "--n-scales must be between 2 and 10000"),
+    (("magnitude", "a.npy", "--n-scales", "1000000000"), "n_scales must be an integer from 2 to 10000"),
     (("rnd", "rnd.npy", "--lr", "1e308", "--runs", "2", "--epochs", "3", "--average-last", "2"), "--lr must be"),
     (("magnitude", "huge.npy"), "feature values reach 3."),
     (("compare", "huge.npy", "a.npy"), "group 'huge': feature values reach"),

@@ -12,7 +12,7 @@ from .._config import memory_budget
 from .._json import to_jsonable
 from ..exceptions import DiversityInputError
 from . import warn_skipped
-from ._guards import check_feature_scale, check_n_scales
+from ._guards import check_feature_scale
 from ._score import add_modality_argument
 
 
@@ -179,7 +179,6 @@ def run(args: argparse.Namespace) -> int:
 
     if args.reference is not None and args.group_column is None:
         raise DiversityInputError("--reference names a group; give --group-column too.")
-    check_n_scales(args.n_scales)
     dataset, X = _load(args)
     sets = _sets(dataset, X, args.metric)
     if args.reference is not None and args.reference not in sets:
