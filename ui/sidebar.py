@@ -15,14 +15,14 @@ from diversity_core._orders import format_q
 from diversity_core.featurizers import FEATURIZERS, default_kernel, resolve_featurizer
 
 from . import data as uidata
-from .state import BANDWIDTH_KERNELS, KERNEL_CHOICES, PREP_KEY, SOURCES, q_options
+from .state import BANDWIDTH_KERNELS, KERNEL_CHOICES, PREP_KEY, q_options
 
 UPLOAD_TYPES = ["npy", "npz", "csv", "tsv", "parquet", "jsonl", "txt", "smi", "smiles", "sdf", "zip"]
 
 
 def _dataset_section() -> None:
     ss = st.session_state
-    st.sidebar.radio("Data source", SOURCES, key="source", horizontal=True)
+    st.sidebar.radio("Data source", uidata.sources(), key="source", horizontal=True)
     upload = None
     if ss["source"] == "Demo":
         names = uidata.demo_names()
@@ -46,7 +46,7 @@ def _dataset_section() -> None:
                  ".parquet files is read the same way).",
         )
     else:
-        st.sidebar.text_input("Local path (file or folder)", key="path", placeholder="/data/embeddings.npy")
+        uidata.path_input(st.sidebar)
     if ss["source"] != "Demo":
         with st.sidebar.expander("Column options"):
             st.text_input("Group column", key="group_column", help="e.g. model; sub-folders are image groups")

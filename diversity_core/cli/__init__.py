@@ -1,4 +1,4 @@
-"""The ``diversity`` command line: ``score | magnitude | rnd | compare | inspect``.
+"""The ``diversity`` command line: ``score | magnitude | rnd | compare | inspect | app``.
 
 Each sub-command lives in its own module ``_<name>.py`` exposing ``add_parser(subparsers)``
 and ``run(args) -> int``. Results go to stdout (a table, or ``--format json`` with stable keys);
@@ -20,7 +20,7 @@ from typing import Optional, Sequence
 from ..exceptions import DiversityError, DiversityInputError, MissingDependencyError
 
 #: Sub-command modules, in the order ``--help`` lists them.
-COMMANDS = ("score", "inspect", "magnitude", "rnd", "compare")
+COMMANDS = ("score", "inspect", "magnitude", "rnd", "compare", "app")
 
 
 class _Parser(argparse.ArgumentParser):
