@@ -221,6 +221,8 @@ def _folder(path: str, stamp: tuple, options: tuple, root: str) -> Dataset:
 
 def load_upload(name: str, data, options: dict) -> Dataset:
     """Load uploaded content (bytes or a binary file object) through a temporary file."""
+    if getattr(data, "closed", False):  # refused before and freed by discard_uploads
+        raise DiversityError(f"the upload {name!r} was refused and freed; upload the file again.")
     tmpdir = tempfile.mkdtemp(prefix="diversity-upload-")
     target = Path(tmpdir) / (Path(name).name or "upload")  # the name keeps its suffix (the format)
     try:
@@ -345,14 +347,52 @@ def ensure_dataset(upload=None) -> Optional[Dataset]:
                 ds = load_upload(one.name, one, dict(spec[3]))
         except DiversityError as exc:
             ss["load_error"] = plain(f"Could not load {_describe(spec)}: {exc}")
+            discard_uploads(upload)
         except (OSError, ValueError, MemoryError) as exc:
             ss["load_error"] = f"Could not load {_describe(spec)}: {type(exc).__name__}: {exc}"
+            discard_uploads(upload)
         else:
             ss["load_error"] = None
             ss["dataset"] = ds
     if ss.get("dataset") is None:
         ss["dataset"] = _demo(DEFAULT_DEMO)
     return ss["dataset"]
+
+
+def discard_uploads(upload) -> None:
+    """Free refused uploads now: drop them from Streamlit's upload store (which holds their bytes
+    until the session ends, 2 minutes after the tab closes) and return the memory to the system.
+
+    The file uploader still lists the file in the browser, but the next run finds no content for
+    it, so nothing of a refused upload stays in the session.
+    """
+    if not upload:
+        return
+    files = upload if isinstance(upload, list) else [upload]
+    try:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+        if ctx is not None and ctx.uploaded_file_mgr is not None:
+            for up in files:
+                ctx.uploaded_file_mgr.remove_file(ctx.session_id, up.file_id)
+    except (ImportError, AttributeError):  # another Streamlit: the session's end frees them
+        pass
+    for up in files:
+        up.close()  # the UploadedFile's own copy of the bytes
+    release_memory()
+
+
+def release_memory() -> None:
+    """Collect garbage and give freed heap pages back to the system (glibc ``malloc_trim``)."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: the allocator keeps its pages
+        pass
 
 
 def _describe(spec: tuple) -> str:

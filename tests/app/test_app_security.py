@@ -230,6 +230,28 @@ def test_file_and_group_names_are_shown_as_literal_text(tmp_path, monkeypatch):
     assert box and "![x](" not in box[0] and r"\[click\]" in box[0]
 
 
+def test_group_names_from_the_data_are_literal_on_the_pages(monkeypatch):
+    """A table whose group column holds Markdown: the Scores reading, the Dataset page's tabs and
+    captions show the name as text."""
+    monkeypatch.delenv(uidata.DATA_DIR_ENV, raising=False)
+    rng = np.random.default_rng(1)
+    rows = ["a,b,c,group"] + [f"{x:.3f},{y:.3f},{z:.3f},{EVIL if i % 2 else 'plain'}"
+                              for i, (x, y, z) in enumerate(rng.normal(size=(40, 3)))]
+    at = start()
+    at.sidebar.radio(key="source").set_value("Upload").run()
+    at.sidebar.text_input(key="group_column").input("group").run()
+    at.sidebar.file_uploader(key="upload").upload("t.csv", "\n".join(rows).encode()).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert EVIL in at.session_state["dataset"].group_names()
+    shown = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    assert any(literal(EVIL) in m for m in shown), shown  # the Scores reading names the group
+    at.switch_page("app_pages/1_dataset.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    shown = [m.value for m in at.markdown] + [c.value for c in at.caption] + [t.label for t in at.tabs]
+    assert literal(EVIL) in [t.label for t in at.tabs]
+    assert all("![x](" not in m and "[click](" not in m for m in shown), shown
+
+
 # ------------------------------------------------------------------------------------------
 # 3. one upload limit
 # ------------------------------------------------------------------------------------------
@@ -246,3 +268,27 @@ def test_rejected_upload_leaves_no_temporary_file(tmp_path, monkeypatch):
     with pytest.raises(DiversityInputError):
         uidata.load_upload("broken.npy", io.BytesIO(b"not numpy"), {})
     assert list(tmp_path.iterdir()) == []
+
+
+def test_refused_upload_is_freed(monkeypatch):
+    """A refused upload is dropped from the session: its file closed (bytes released), removed from
+    Streamlit's upload store, and a later change of options says to upload it again."""
+    monkeypatch.delenv(uidata.DATA_DIR_ENV, raising=False)
+    freed = []
+    real = uidata.discard_uploads
+
+    def spy(upload):
+        freed.extend(upload if isinstance(upload, list) else [upload])
+        real(upload)
+
+    monkeypatch.setattr(uidata, "discard_uploads", spy)
+    at = start()
+    at.sidebar.radio(key="source").set_value("Upload").run()
+    at.sidebar.file_uploader(key="upload").upload("broken.npy", b"x" * 100_000).run()
+    assert any("Could not load the upload" in e.value for e in at.error)
+    assert [f.name for f in freed] == ["broken.npy"] and all(f.closed for f in freed)
+    assert not any(isinstance(at.session_state[k], (bytes, bytearray)) for k in ("dataset", "load_error", "_source_tried"))
+    assert at.session_state["dataset"].name == "digits"
+    at.sidebar.text_input(key="group_column").input("g").run()  # a new attempt on the freed upload
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["dataset"].name == "digits"
