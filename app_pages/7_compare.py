@@ -4,7 +4,7 @@ import streamlit as st
 
 from ui import compare_ui, tasks
 from ui.compare_ui import RESULTS_KEY
-from ui.feedback import literal, show_error
+from ui.feedback import literal
 from ui.page import header
 
 ctx = header(
@@ -27,7 +27,7 @@ presentation = compare_ui.presentation_toggle()
 settings, submitted = compare_ui.settings_form(groups, min(sizes.values()), ctx.settings.seed, collapsed=presentation)
 problem = compare_ui.check(settings)
 if problem and (submitted or presentation):
-    show_error(problem)
+    st.error(problem)  # numbers and our own words only (compare_ui.check)
     st.stop()
 key = compare_ui.result_key(ctx, settings)
 out = tasks.stored("compare", key, max_entries=8)

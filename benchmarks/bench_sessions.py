@@ -83,7 +83,7 @@ async def one_session(browser, url: str, timeout_ms: float, start: asyncio.Event
         await page.wait_for_function(HEADLINE, arg="q = 1)", timeout=timeout_ms, polling=100)
         out["first_render_s"] = time.perf_counter() - t0
         slider = page.locator('[data-testid="stSidebar"] [data-testid="stSlider"] input[type="range"]').first
-        await slider.focus()
+        await slider.focus(timeout=timeout_ms)
         t0 = time.perf_counter()
         await page.keyboard.press("ArrowRight")  # q = 1 -> 1.25
         await page.wait_for_function(HEADLINE, arg="q = 1.25)", timeout=timeout_ms, polling=50)
@@ -149,6 +149,8 @@ def main(argv=None) -> int:
         print(f"{n:>3} sessions: first render median {first['median']} s, max {first['max']} s · "
               f"q change median {qch['median']} s, max {qch['max']} s · failures {len(errors)} · "
               f"load average {load_before[0]:.1f} -> {load_after[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
+        for error in dict.fromkeys(errors):
+            print(f"      failure: {error}", flush=True)
     (RESULTS / "sessions.json").write_text(json.dumps(report, indent=2))
     print(f"wrote {RESULTS / 'sessions.json'}")
     return 0

@@ -38,10 +38,13 @@ PLAIN_WORDS = (
 
 
 #: Characters that start Markdown syntax anywhere in a line in Streamlit (CommonMark emphasis,
-#: code, links and images, raw HTML, GFM tables, strikethrough and e-mail autolinks, ``$`` maths,
-#: ``:red[...]``/``:material/...:`` directives; ``:`` also breaks ``http://`` autolinks). Each is
-#: escaped with a backslash; ordinary punctuation of names (``.``, ``'``, ``-``, ``/``) is kept.
-_INLINE = re.compile(r"([\\`*_{}\[\]()<>#!|~$:@])")
+#: code, links and images (``[``/``]``: a ``(`` alone links nothing), raw HTML, GFM tables,
+#: strikethrough and e-mail autolinks, ``$`` maths, ``:red[...]`` directives). Each is escaped
+#: with a backslash; ordinary punctuation of names and messages (``.``, ``'``, ``-``, ``/``,
+#: ``(``, ``)``, ``:``) is kept, so the raw message stays readable.
+_INLINE = re.compile(r"([\\`*_{}\[\]<>#!|~$@])")
+#: ``http://`` autolinks and ``:material/...:`` icons: a ``:`` before ``/`` is escaped.
+_COLON = re.compile(r":(?=/|material/)")
 #: ``www.`` autolinks: the dot after ``www`` is escaped.
 _WWW = re.compile(r"(?i)(?<=www)\.")
 #: Block syntax at the start of the text: a list item (``-``, ``+``, ``1.``, ``1)``), a setext rule.
@@ -52,7 +55,7 @@ def literal(text) -> str:
     """``text`` escaped so that Markdown shows it character for character (links, images,
     emphasis and directives become plain text; line breaks become spaces)."""
     flat = " ".join(str(text).splitlines())
-    out = _WWW.sub(r"\\.", _INLINE.sub(r"\\\1", flat))
+    out = _COLON.sub(r"\\:", _WWW.sub(r"\\.", _INLINE.sub(r"\\\1", flat)))
     match = _BLOCK.match(out)
     if match:
         lead, mark = match.groups()
