@@ -15,12 +15,18 @@ configure_environment()
 
 import streamlit as st  # noqa: E402
 
+from ui.data import check_demo_link, refuse_local_path  # noqa: E402
+from ui.feedback import literal  # noqa: E402
 from ui.sidebar import render_sidebar  # noqa: E402
 from ui.state import init_state, write_query_params  # noqa: E402
 
 st.set_page_config(page_title="Diversity Explorer", page_icon=":material/diversity_3:", layout="wide")
 
 init_state()
+# A link's source is checked before the sidebar reads it: a local path with reading turned off is
+# refused without touching the file system; an unknown demo name is shown as literal text.
+refuse_local_path(st.session_state)
+check_demo_link(st.session_state)
 render_sidebar()
 write_query_params()
 
@@ -37,8 +43,11 @@ PAGES = [
 current = st.navigation([st.Page(path, title=title, icon=icon, url_path=url, default=(url == "vendi"))
                          for path, title, icon, url in PAGES])
 if st.session_state.get("link_error"):
+    # composed by ui.data.check_demo_link with the link's value escaped
     st.warning(st.session_state["link_error"], icon=":material/link_off:")
 if st.session_state.get("load_error"):
     kept = st.session_state["dataset"]
-    st.error(f"{st.session_state['load_error']}\n\nThe previous dataset stays loaded: **{kept.name}** ({kept.n} items).")
+    # the message quotes a path, file or column name a visitor chose: literal text only
+    st.error(f"{literal(st.session_state['load_error'])}\n\nThe previous dataset stays loaded: "
+             f"**{literal(kept.name)}** ({kept.n} items).")
 current.run()

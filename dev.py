@@ -2,7 +2,8 @@
 """Set up and run Diversity Explorer with nothing but Python 3.11+.
 
     python3 dev.py app     install into .venv (first time only, with progress) and start the app on the
-                           demo data; the URL is printed in a banner once the app answers
+                           demo data, listening on 127.0.0.1 only; the URL is printed in a banner once
+                           the app answers
     python3 dev.py test    install the test extras too (and Debian's chromium for the browser
                            tests, when missing) and run ruff and the whole test suite
     python3 dev.py bench   run the benchmarks (prints ratios, writes benchmarks/results/*.json)
@@ -118,7 +119,10 @@ def cmd_app(args: list) -> int:
     """Install (with progress) and launch the Streamlit app; print its URL once it answers."""
     ensure_venv("all")
     print("dev.py: starting the app…", flush=True)
-    cmd = [str(PY), "-m", "streamlit", "run", "app.py", "--server.headless", "true", *args]
+    # this machine only unless the caller asks otherwise (--server.address 0.0.0.0); server files are
+    # readable only with DIVERSITY_DATA_DIR set (see `diversity app --data-dir` and docs/security.md)
+    address = [] if any(a.startswith("--server.address") for a in args) else ["--server.address", "127.0.0.1"]
+    cmd = [str(PY), "-m", "streamlit", "run", "app.py", "--server.headless", "true", *address, *args]
     print("+", " ".join(cmd), flush=True)
     proc = subprocess.Popen(cmd, cwd=ROOT)
     try:

@@ -5,7 +5,7 @@ import streamlit as st
 
 from diversity_core.figures import bar_figure, histogram_figure
 from ui import compute
-from ui.feedback import attempt
+from ui.feedback import attempt, literal, show_warning
 from ui.gallery import show_items
 from ui.page import header
 
@@ -28,7 +28,7 @@ c1.metric("Items loaded", f"{(view.loaded or full).n}")
 c2.metric("Items selected", f"{view.n}")
 c3.metric("Groups", f"{len(summary['groups']) if full.groups is not None else 0}")
 c4.metric("Skipped on loading", f"{summary['skipped']['count']}")
-st.caption(f"Source: `{full.source}` · modality: **{full.modality}**"
+st.caption(f"Source: {literal(full.source)} · modality: **{full.modality}**"
            + (f" · {summary['n_features']} feature dimensions" if summary["n_features"] else "")
            + (f" · item shape {summary['item_shape']}" if summary["item_shape"] else "")
            + f" · content hash `{full.content_hash[:12]}`")
@@ -47,7 +47,7 @@ with right:
 st.subheader("Preview")
 data = view.data
 names = data.group_names() or [None]
-tabs = st.tabs([str(g) if g is not None else "all items" for g in names])
+tabs = st.tabs([literal(g) if g is not None else "all items" for g in names])  # tab labels are Markdown
 for tab, g in zip(tabs, names):
     with tab:
         idx = (data.group_indices(g) if g is not None else range(data.n))[:PREVIEW]
@@ -70,8 +70,8 @@ if not skipped:
     st.success("Every entry was loaded; nothing was skipped.")
 else:
     reasons = summary["skipped"]["reasons"]
-    st.warning(f"{len(skipped)} entries were skipped: "
-               + ", ".join(f"{count} × {reason}" for reason, count in reasons.items()) + ".")
+    show_warning(f"{len(skipped)} entries were skipped: "
+                 + ", ".join(f"{count} × {reason}" for reason, count in reasons.items()) + ".")
     st.dataframe(pd.DataFrame([s.to_dict() for s in skipped[:500]]), hide_index=True, width="stretch")
     if len(skipped) > 500:
         st.caption(f"The first 500 of {len(skipped)} are listed.")

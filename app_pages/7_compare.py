@@ -4,6 +4,7 @@ import streamlit as st
 
 from ui import compare_ui, tasks
 from ui.compare_ui import RESULTS_KEY
+from ui.feedback import literal
 from ui.page import header
 
 ctx = header(
@@ -27,7 +28,7 @@ settings, submitted = compare_ui.settings_form(groups, min(sizes.values()), ctx.
                                                 featurizer=ctx.featurizer, collapsed=presentation)
 problem = compare_ui.check(settings)
 if problem and (submitted or presentation):
-    st.error(problem)
+    st.error(problem)  # numbers and our own words only (compare_ui.check)
     st.stop()
 key = compare_ui.result_key(ctx, settings)
 out = tasks.stored("compare", key, max_entries=8)
@@ -35,7 +36,7 @@ out = tasks.stored("compare", key, max_entries=8)
 if out is None and (submitted or (presentation and not tasks.cancelled("compare", key))):
     out = tasks.run("compare", key, compare_ui.task(ctx, settings), "Comparing the groups", max_entries=8)
 if out is None:
-    st.info(f"{len(groups)} groups ({', '.join(f'{g}: {sizes[g]}' for g in groups)}). Choose the settings and "
+    st.info(f"{len(groups)} groups ({literal(', '.join(f'{g}: {sizes[g]}' for g in groups))}). Choose the settings and "
             "press **Run comparison**; results stay cached for these settings.")
     st.stop()
 with st.container(key=RESULTS_KEY):

@@ -209,7 +209,10 @@ def reading(vs: float, n: int, group_vs: dict, q_label: str) -> str:
     ranked = sorted(group_vs.items(), key=lambda kv: kv[1], reverse=True)
     (top, vtop), (low, vlow) = ranked[0], ranked[-1]
     gap = 1.0 - vlow / vtop if vtop > 0 else 0.0
-    return (head + f"; the most diverse group is **{top}** ({vtop:.2f}), the least **{low}** "
+    from .feedback import literal
+
+    # group names come from the data: literal text inside the sentence's Markdown
+    return (head + f"; the most diverse group is **{literal(top)}** ({vtop:.2f}), the least **{literal(low)}** "
             f"({vlow:.2f}, {gap:.0%} lower).")
 
 

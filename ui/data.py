@@ -4,6 +4,13 @@ The loaded :class:`~diversity_core.data.Dataset` lives in ``st.session_state["da
 new source (demo, upload, local path) is loaded once; when loading fails the error is kept in
 ``st.session_state["load_error"]`` and shown, and the previous dataset stays loaded.
 
+Reading files from the server is off unless the person starting the server names a data
+folder: ``diversity app --data-dir DIR`` (or ``streamlit run app.py`` with the environment
+variable :data:`DATA_DIR_ENV` set). Every typed or linked path then goes through
+:func:`diversity_core.data.resolve_user_path` (inside that folder, or one refusal message for
+everything else) before anything touches the file system; without a folder the "Local path"
+source is hidden and every path is refused.
+
 Uploads arrive as bytes; :func:`diversity_core.data.load_dataset` reads paths, so an upload is
 written to a temporary file that keeps its name's suffix, loaded, and removed.
 
@@ -16,6 +23,7 @@ so no array is hashed on a rerun.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass, replace
@@ -26,12 +34,107 @@ import numpy as np
 import streamlit as st
 
 from diversity_core import DiversityError
-from diversity_core.data import DEMOS, Dataset, list_demos, load_dataset, load_demo
+from diversity_core.data import (
+    DEFAULT_MAX_BYTES,
+    DEMOS,
+    Dataset,
+    list_demos,
+    load_dataset,
+    load_demo,
+    resolve_user_path,
+)
 
-from .state import DEFAULT_DEMO
+from .feedback import literal, plain
+from .state import DEFAULT_DEMO, SOURCES
 
 #: Largest number of loaded files kept in memory across sessions.
 MAX_LOADED = 4
+
+#: The environment variable naming the folder visitors may read from (unset: none).
+DATA_DIR_ENV = "DIVERSITY_DATA_DIR"
+#: The one size limit of an upload and of the loaders (Streamlit's ``server.maxUploadSize`` is
+#: this in MiB: ``.streamlit/config.toml`` sets 1024 and ``diversity app`` passes it through).
+MAX_UPLOAD_BYTES = DEFAULT_MAX_BYTES
+LOCAL_SOURCE = "Local path"
+#: Most files the data folder's picker lists (a folder of thousands is typed, not browsed).
+PICKER_MAX = 500
+
+
+def data_dir() -> Optional[Path]:
+    """The data folder visitors may read from (``$DIVERSITY_DATA_DIR``), or None: reading is off."""
+    value = os.environ.get(DATA_DIR_ENV, "").strip()
+    return Path(value) if value else None
+
+
+def sources() -> tuple:
+    """The data sources the sidebar offers: "Local path" only when a data folder is set."""
+    return SOURCES if data_dir() is not None else tuple(s for s in SOURCES if s != LOCAL_SOURCE)
+
+
+def refuse_local_path(ss) -> None:
+    """Before the sidebar: a link's or an old session's local path, with reading turned off, is
+    refused (one message, nothing read) and the source falls back to the demo."""
+    if ss.get("source") != LOCAL_SOURCE or data_dir() is not None:
+        return
+    path = (ss.get("path") or "").strip()
+    try:
+        resolve_user_path(path or ".", data_dir=None)
+    except DiversityError as exc:
+        ss["load_error"] = f"Could not load {path!r}: {exc}" if path else f"Could not load a local path: {exc}"
+    ss["source"] = "Demo"
+    ss["path"] = ""
+    # the demo counts as tried, so loading it does not clear the refusal; the loaded dataset (the
+    # default demo on a first run) stays
+    ss["_source_tried"] = ("demo", ss.get("demo"))
+
+
+def check_demo_link(ss) -> None:
+    """A link naming a demo that does not exist: a warning (the name as literal text), first demo."""
+    names = demo_names()
+    if ss.get("source") == "Demo" and ss.get("demo") not in names:
+        ss["link_error"] = (f"The link asks for a demo named {literal(repr(ss['demo']))}, which does not exist; "
+                            f"showing **{names[0]}** instead. Demos: {', '.join(names)}.")
+        ss["demo"] = names[0]
+
+
+def folder_files() -> list:
+    """Files and folders of the data folder a visitor may pick (relative paths, no hidden entries)."""
+    root = data_dir()
+    if root is None:
+        return []
+    try:
+        base = root.resolve(strict=True)
+        out = []
+        for dirpath, dirnames, filenames in os.walk(base):  # links are not followed
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            rel = Path(dirpath).relative_to(base)
+            if rel.parts:
+                out.append(rel.as_posix() + "/")
+            out.extend((rel / f).as_posix() for f in sorted(filenames) if not f.startswith("."))
+            if len(out) >= PICKER_MAX:
+                return out[:PICKER_MAX]
+        return out
+    except OSError:
+        return []
+
+
+def _picked() -> None:
+    """The picker's choice becomes the path box's value (the box stays editable)."""
+    ss = st.session_state
+    choice = ss.get("_path_pick")
+    if choice:
+        ss["path"] = choice.rstrip("/")
+
+
+def path_input(container) -> None:
+    """The "Local path" source's controls: a picker of the data folder and a path box (key ``path``)."""
+    files = folder_files()
+    if files:
+        container.selectbox(f"Files in the data folder ({len(files)})", files, index=None,
+                            placeholder="pick a file or folder", key="_path_pick", on_change=_picked)
+    container.text_input("Local path (inside the data folder)", key="path", placeholder="embeddings.npy",
+                         help="A file or folder inside the data folder the server was started with; paths "
+                              "outside it are refused.")
 
 
 @dataclass(frozen=True)
@@ -86,34 +189,42 @@ def _options(ss) -> dict:
 
 
 @st.cache_resource(max_entries=MAX_LOADED, show_spinner="Reading the file…")
-def _path(path: str, stamp: tuple, options: tuple) -> Dataset:
-    return load_dataset(path, **dict(options))
+def _path(path: str, stamp: tuple, options: tuple, root: str) -> Dataset:
+    return load_dataset(path, data_dir=root, **dict(options))
 
 
-def load_path(path: str, options: dict) -> Dataset:
-    """Load a local file or folder (cached by path, modification time and size)."""
-    p = Path(path).expanduser()
+def load_path(path: str, options: dict, root: Optional[Path] = None) -> Dataset:
+    """Load a file or folder inside the data folder (cached by path, modification time and size).
+
+    ``path`` is resolved by :func:`~diversity_core.data.resolve_user_path` inside ``root`` (default:
+    :func:`data_dir`) before anything else; with no data folder every path is refused.
+    """
+    root = data_dir() if root is None else root
+    p = resolve_user_path(path, data_dir=root)  # refuses before any stat, listing or open
     try:
         st_ = p.stat()
         stamp = (st_.st_mtime_ns, st_.st_size)
     except OSError:
-        stamp = (0, 0)  # load_dataset reports the missing path with its own message
+        stamp = (0, 0)  # load_dataset reports the problem with its own message
     files = group_files(p)
     if files:  # a folder of embedding files: one group per file
         stamp = tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in files)
-        return _folder(str(p), stamp, tuple(sorted(options.items())))
-    return _path(str(p), stamp, tuple(sorted(options.items())))
+        return _folder(str(p), stamp, tuple(sorted(options.items())), str(root))
+    return _path(str(p), stamp, tuple(sorted(options.items())), str(root))
 
 
 @st.cache_resource(max_entries=MAX_LOADED, show_spinner="Reading the files…")
-def _folder(path: str, stamp: tuple, options: tuple) -> Dataset:
+def _folder(path: str, stamp: tuple, options: tuple, root: str) -> Dataset:
     files = group_files(Path(path))
-    parts = {f.stem: load_dataset(str(f), **dict(options)) for f in files}
+    # every member is re-checked against the data folder (a link in it may lead out)
+    parts = {f.stem: load_dataset(str(f), data_dir=root, **dict(options)) for f in files}
     return combine_as_groups(parts, name=Path(path).name, source=path)
 
 
 def load_upload(name: str, data, options: dict) -> Dataset:
     """Load uploaded content (bytes or a binary file object) through a temporary file."""
+    if getattr(data, "closed", False):  # refused before and freed by discard_uploads
+        raise DiversityError(f"the upload {name!r} was refused and freed; upload the file again.")
     tmpdir = tempfile.mkdtemp(prefix="diversity-upload-")
     target = Path(tmpdir) / (Path(name).name or "upload")  # the name keeps its suffix (the format)
     try:
@@ -124,7 +235,7 @@ def load_upload(name: str, data, options: dict) -> Dataset:
                 if hasattr(data, "seek"):
                     data.seek(0)
                 shutil.copyfileobj(data, fh, length=1 << 22)
-        ds = load_dataset(str(target), **options)
+        ds = load_dataset(str(target), max_bytes=MAX_UPLOAD_BYTES, **options)
     except DiversityError as exc:  # name the upload, not the temporary file, in the message
         raise type(exc)(str(exc).replace(str(target), name)) from None
     finally:
@@ -203,7 +314,7 @@ def requested_source(ss, upload=None) -> Optional[tuple]:
     source = ss["source"]
     if source == "Demo":
         return ("demo", ss["demo"])
-    if source == "Local path":
+    if source == LOCAL_SOURCE:
         path = (ss.get("path") or "").strip()
         return ("path", path, tuple(sorted(_options(ss).items()))) if path else None
     if not upload:
@@ -237,17 +348,53 @@ def ensure_dataset(upload=None) -> Optional[Dataset]:
                 one = upload[0] if isinstance(upload, list) else upload
                 ds = load_upload(one.name, one, dict(spec[3]))
         except DiversityError as exc:
-            from .feedback import plain
-
             ss["load_error"] = plain(f"Could not load {_describe(spec)}: {exc}")
+            discard_uploads(upload)
         except (OSError, ValueError, MemoryError) as exc:
             ss["load_error"] = f"Could not load {_describe(spec)}: {type(exc).__name__}: {exc}"
+            discard_uploads(upload)
         else:
             ss["load_error"] = None
             ss["dataset"] = ds
     if ss.get("dataset") is None:
         ss["dataset"] = _demo(DEFAULT_DEMO)
     return ss["dataset"]
+
+
+def discard_uploads(upload) -> None:
+    """Free refused uploads now: drop them from Streamlit's upload store (which holds their bytes
+    until the session ends, 2 minutes after the tab closes) and return the memory to the system.
+
+    The file uploader still lists the file in the browser, but the next run finds no content for
+    it, so nothing of a refused upload stays in the session.
+    """
+    if not upload:
+        return
+    files = upload if isinstance(upload, list) else [upload]
+    try:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+        if ctx is not None and ctx.uploaded_file_mgr is not None:
+            for up in files:
+                ctx.uploaded_file_mgr.remove_file(ctx.session_id, up.file_id)
+    except (ImportError, AttributeError):  # another Streamlit: the session's end frees them
+        pass
+    for up in files:
+        up.close()  # the UploadedFile's own copy of the bytes
+    release_memory()
+
+
+def release_memory() -> None:
+    """Collect garbage and give freed heap pages back to the system (glibc ``malloc_trim``)."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: the allocator keeps its pages
+        pass
 
 
 def _describe(spec: tuple) -> str:

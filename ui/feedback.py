@@ -1,8 +1,16 @@
-"""Progress bars fed by the core's callbacks, and errors shown without tracebacks."""
+"""Progress bars fed by the core's callbacks, and errors shown without tracebacks.
+
+Messages can hold text a visitor controls (a file or group name, a path from a link, a
+column name). Streamlit renders ``st.error``/``st.warning``/``st.caption`` as Markdown, so such
+text could draw an image or a link inside the app's own message box. :func:`literal` escapes
+every Markdown character of a string; :func:`show_error` and :func:`show_warning` show a
+message as literal text, and every message with user data goes through one of them.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from typing import Callable, Iterator, Optional, TypeVar
 
@@ -29,6 +37,44 @@ PLAIN_WORDS = (
 )
 
 
+#: Characters that start Markdown syntax anywhere in a line in Streamlit (CommonMark emphasis,
+#: code, links and images (``[``/``]``: a ``(`` alone links nothing), raw HTML, GFM tables,
+#: strikethrough and e-mail autolinks, ``$`` maths, ``:red[...]`` directives). Each is escaped
+#: with a backslash; ordinary punctuation of names and messages (``.``, ``'``, ``-``, ``/``,
+#: ``(``, ``)``, ``:``) is kept, so the raw message stays readable.
+_INLINE = re.compile(r"([\\`*_{}\[\]<>#!|~$@])")
+#: ``http://`` autolinks and ``:material/...:`` icons: a ``:`` before ``/`` is escaped.
+_COLON = re.compile(r":(?=/|material/)")
+#: ``www.`` autolinks: the dot after ``www`` is escaped.
+_WWW = re.compile(r"(?i)(?<=www)\.")
+#: Block syntax at the start of the text: a list item (``-``, ``+``, ``1.``, ``1)``), a setext rule.
+_BLOCK = re.compile(r"^(\s*)([-+=]|\d+(?=[.)]))")
+
+
+def literal(text) -> str:
+    """``text`` escaped so that Markdown shows it character for character (links, images,
+    emphasis and directives become plain text; line breaks become spaces)."""
+    flat = " ".join(str(text).splitlines())
+    out = _COLON.sub(r"\\:", _WWW.sub(r"\\.", _INLINE.sub(r"\\\1", flat)))
+    match = _BLOCK.match(out)
+    if match:
+        lead, mark = match.groups()
+        # a list marker or rule escaped; ``1.`` is written ``1\.``
+        out = (lead + "\\" + mark + out[match.end():]) if not mark[0].isdigit() else (
+            lead + mark + "\\" + out[match.end():])
+    return out
+
+
+def show_error(message: str, *, container=None, icon=None) -> None:
+    """``st.error`` showing ``message`` as literal text (it may hold user data)."""
+    (container or st).error(literal(message), icon=icon)
+
+
+def show_warning(message: str, *, container=None, icon=None) -> None:
+    """``st.warning`` showing ``message`` as literal text (it may hold user data)."""
+    (container or st).warning(literal(message), icon=icon)
+
+
 def plain(message: str) -> str:
     """A message of the core in the app's words (no keyword arguments, no internal terms)."""
     for word, said in PLAIN_WORDS:
@@ -46,11 +92,11 @@ def error_message(what: str, exc: BaseException) -> str:
 
 
 def attempt(fn: Callable[[], T], what: str) -> Optional[T]:
-    """Run ``fn``; on an error show ``st.error`` with its message (no traceback) and return None."""
+    """Run ``fn``; on an error show its message as literal text (no traceback) and return None."""
     try:
         return fn()
     except Exception as exc:  # noqa: BLE001 - every failure must reach the user as a message
-        st.error(error_message(what, exc))
+        show_error(error_message(what, exc))
         return None
 
 
@@ -59,7 +105,7 @@ def require(fn: Callable[[], T], what: str) -> T:
     try:
         return fn()
     except Exception as exc:  # noqa: BLE001
-        st.error(error_message(what, exc))
+        show_error(error_message(what, exc))
         st.stop()
         raise  # unreachable: st.stop raises
 

@@ -8,7 +8,7 @@ import streamlit as st
 
 from . import compute
 from .data import View, current_view
-from .feedback import require
+from .feedback import literal, require, show_warning
 from .state import Settings, settings
 
 #: Above this many items, pages mention that a kernel without a feature map is slow.
@@ -38,7 +38,7 @@ class Context:
                        f"{n} × {n} eigendecomposition (O(n³)); a subsample in the sidebar makes it faster.")
         spec = require(lambda: compute.spectrum(*self.kernel_args), "Computing the spectrum")
         for note in compute.spectrum_notes(*self.kernel_args):
-            st.caption(f"Note from the computation: {note}")
+            st.caption(f"Note from the computation: {literal(note)}")
         return spec
 
 
@@ -59,11 +59,12 @@ def header(title: str, explanation: str, *, features: bool = True, uses_kernel: 
         steps, k = view.preprocess
         prep = " · preprocessed: " + " → ".join(f"PCA to {k}" if st_ == "pca" else st_ for st_ in steps)
     kernel_part = f" · kernel **{kernel}** · q = {s.q_label}" if uses_kernel else ""
-    st.caption(f"{view.description} · representation **{featurizer}**{prep}{kernel_part}")
+    # the description names the file (a visitor's upload): literal text, like every user string
+    st.caption(f"{literal(view.description)} · representation **{literal(featurizer)}**{prep}{kernel_part}")
     if features:
         require(lambda: compute.features(view, featurizer), f"Computing {featurizer} features")
         if not view.preprocess:
             note = compute.scale_note(view, featurizer)
             if note:
-                st.warning(note, icon=":material/straighten:")
+                show_warning(note, icon=":material/straighten:")
     return Context(view=view, settings=s, featurizer=featurizer)

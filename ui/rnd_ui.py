@@ -21,7 +21,7 @@ from diversity_core.figures import bar_figure, rnd_figure
 from diversity_core.rnd import rnd_score
 
 from . import compute
-from .feedback import error_message
+from .feedback import error_message, show_error
 from .state import KEEP
 from .tasks import Outcome
 
@@ -162,7 +162,7 @@ def task(view, featurizer: str, s: RNDSettings) -> Callable:
 def show(out: Outcome, s: RNDSettings) -> None:
     """The score with its interval, the per-set table and bars, the RND_i curves."""
     for message in out.value["errors"]:
-        st.error(message)
+        show_error(message)
     results = out.value["results"]
     first = next(iter(results.values()))
     if len(results) == 1:

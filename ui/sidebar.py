@@ -15,14 +15,15 @@ from diversity_core._orders import format_q
 from diversity_core.featurizers import FEATURIZERS, default_kernel, resolve_featurizer
 
 from . import data as uidata
-from .state import BANDWIDTH_KERNELS, KEEP, KERNEL_CHOICES, PREP_KEY, SOURCES, q_options
+from .feedback import literal
+from .state import BANDWIDTH_KERNELS, KEEP, KERNEL_CHOICES, PREP_KEY, q_options
 
 UPLOAD_TYPES = ["npy", "npz", "csv", "tsv", "parquet", "jsonl", "txt", "smi", "smiles", "sdf", "zip"]
 
 
 def _dataset_section() -> None:
     ss = st.session_state
-    st.sidebar.radio("Data source", SOURCES, key="source", horizontal=True)
+    st.sidebar.radio("Data source", uidata.sources(), key="source", horizontal=True)
     upload = None
     if ss["source"] == "Demo":
         names = uidata.demo_names()
@@ -46,7 +47,7 @@ def _dataset_section() -> None:
                  ".parquet files is read the same way).",
         )
     else:
-        st.sidebar.text_input("Local path (file or folder)", key="path", placeholder="/data/embeddings.npy")
+        uidata.path_input(st.sidebar)
     if ss["source"] != "Demo":
         with st.sidebar.expander("Column options"):
             st.text_input("Group column", key="group_column", help="e.g. model; sub-folders are image groups")
@@ -57,19 +58,19 @@ def _dataset_section() -> None:
     ds = uidata.ensure_dataset(upload)
     if ds.groups is not None and ss["source"] != "Demo":
         column = (ss.get("group_column") or "").strip()
-        how = (f"column **{column}**" if column else
+        how = (f"column **{literal(column)}**" if column else
                "one group per file" if ds.source.startswith("upload:") and "," in ds.source or
                uidata.group_files(Path(ds.source)) else "the file's own groups (column or sub-folders)")
-        st.sidebar.caption(f"Groups from {how}: {', '.join(ds.group_names()[:6])}"
+        st.sidebar.caption(f"Groups from {how}: {literal(', '.join(ds.group_names()[:6]))}"
                            + ("…" if len(ds.group_names()) > 6 else ""))
     if ss["source"] == "Upload" and not upload and not ds.source.startswith("upload:"):
-        st.sidebar.info(f"Choose a file to upload; until then the app measures **{ds.name}** "
+        st.sidebar.info(f"Choose a file to upload; until then the app measures **{literal(ds.name)}** "
                         "(a link cannot carry an uploaded file).")
     if before is not None and ds is not before and ds.content_hash != before.content_hash:
         _reset_for_new_dataset()
     if ss.get("load_error"):
-        st.sidebar.error(f"Loading failed (see the page); still measuring **{ds.name}**.")
-    st.sidebar.caption(f"**{ds.name}** · {ds.modality} · {ds.n} items"
+        st.sidebar.error(f"Loading failed (see the page); still measuring **{literal(ds.name)}**.")
+    st.sidebar.caption(f"**{literal(ds.name)}** · {ds.modality} · {ds.n} items"
                        + (f" · {len(ds.group_names())} groups" if ds.groups is not None else ""))
 
 

@@ -32,7 +32,7 @@ from cachetools import LRUCache
 
 from diversity_core import DiversityWarning
 
-from .feedback import ProgressBar, error_message, plain
+from .feedback import ProgressBar, error_message, literal, plain, show_error
 
 #: Outcomes kept per kind of task (least recently used dropped first).
 MAX_ENTRIES = 16
@@ -163,7 +163,7 @@ def run(
     if failure is not None:
         # the status box goes with its bar (a bar stuck at 99 % and its label above the error mislead)
         box.empty()
-        st.error(failure)
+        show_error(failure)
         return None
     notes = tuple(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, DiversityWarning)))
     outcome = Outcome(value=value, notes=notes)
@@ -174,4 +174,4 @@ def run(
 def show_notes(outcome: Outcome) -> None:
     """The core's warnings during the task, one info box each."""
     for note in outcome.notes:
-        st.info(plain(note))
+        st.info(literal(plain(note)))

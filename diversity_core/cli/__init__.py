@@ -1,4 +1,4 @@
-"""The ``diversity`` command line: ``score | magnitude | rnd | compare | inspect``.
+"""The ``diversity`` command line: ``score | inspect | magnitude | rnd | compare | curate | app``.
 
 Each sub-command lives in its own module ``_<name>.py`` exposing ``add_parser(subparsers)``
 and ``run(args) -> int``. Results go to stdout (a table, or ``--format json`` with stable keys);
@@ -23,7 +23,7 @@ from .._config import parse_bytes, set_config
 from ..exceptions import DiversityError, MemoryBudgetError
 
 #: Sub-command modules, in the order ``--help`` lists them.
-COMMANDS = ("score", "inspect", "magnitude", "rnd", "compare", "curate")
+COMMANDS = ("score", "inspect", "magnitude", "rnd", "compare", "curate", "app")
 
 
 class _Parser(argparse.ArgumentParser):

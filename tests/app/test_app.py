@@ -144,7 +144,8 @@ def test_good_upload_is_measured_like_the_core():
     assert at.query_params.get("source") == "upload"
 
 
-def test_bad_path_shows_an_error_and_keeps_the_dataset(tmp_path):
+def test_bad_path_shows_an_error_and_keeps_the_dataset(tmp_path, monkeypatch):
+    monkeypatch.setenv("DIVERSITY_DATA_DIR", str(tmp_path))  # local paths are off without a data folder
     at = start()
     at.sidebar.radio(key="source").set_value("Local path").run()
     at.sidebar.text_input(key="path").input(str(tmp_path / "missing.npy")).run()

@@ -223,7 +223,8 @@ def test_projection_page_hover_carries_the_text():
 # ------------------------------------------------------------------------------------------
 # item 13: several files as groups (an upload of several files, a folder of .npy files)
 # ------------------------------------------------------------------------------------------
-def test_several_files_become_groups(tmp_path):
+def test_several_files_become_groups(tmp_path, monkeypatch):
+    monkeypatch.setenv("DIVERSITY_DATA_DIR", str(tmp_path))  # local paths are off without a data folder
     rng = np.random.default_rng(3)
     A, B = rng.normal(size=(40, 5)), rng.normal(size=(30, 5)) * 0.1 + 1.0
     np.save(tmp_path / "model_a.npy", A)

@@ -1,0 +1,171 @@
+"""How the app serves several visitors at once (issue 15, item 9): first render and a change of q.
+
+For each number of sessions N (default 1, 5, 10) the script starts a fresh ``streamlit run
+app.py`` on a free 127.0.0.1 port (cold caches: the first visitors share the work through the
+``st.cache_data``/``st.cache_resource`` caches and their per-key compute locks), opens N
+headless Chromium pages (Playwright, one browser context each: N Streamlit sessions) on the
+Scores page of the digits demo at the same moment, and measures per session
+
+- ``first_render_s``: from ``goto`` until the headline metric is shown and the run finished;
+- ``q_change_s``: from pressing the q slider's right arrow until the headline shows the new q.
+
+It prints the median and maximum per N beside the load average of the machine (other jobs
+slow the figures down), and writes ``benchmarks/results/sessions.json``. Every wait is bounded
+(``--timeout`` seconds per session and step); a session that runs out counts as a failure.
+
+Run: ``python benchmarks/bench_sessions.py [--sessions 1 5 10] [--timeout 180]``
+(needs /usr/bin/chromium and playwright, like the browser tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = Path(__file__).resolve().parent / "results"
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+# the launch flags of tests/e2e/conftest.py
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+HEADLINE = """(want) => {
+  const m = [...document.querySelectorAll('[data-testid=stMetricLabel]')]
+    .find(e => e.innerText.includes('Vendi score (q ='));
+  return !!m && m.innerText.includes(want) && !document.querySelector('[data-testid="stStatusWidget"]');
+}"""
+
+
+#: The headline names another q than 1 and the run has finished.
+Q_MOVED = """() => {
+  const m = [...document.querySelectorAll('[data-testid=stMetricLabel]')]
+    .find(e => e.innerText.includes('Vendi score (q ='));
+  return !!m && !m.innerText.includes('q = 1)') && !document.querySelector('[data-testid="stStatusWidget"]');
+}"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(log: Path, timeout: float) -> tuple:
+    """A fresh ``streamlit run app.py`` on 127.0.0.1; returns (process, url) once it answers."""
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1"],
+        cwd=ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with code {proc.returncode}; see {log}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
+                return proc, url
+        except OSError:
+            time.sleep(0.5)
+    proc.terminate()
+    raise RuntimeError(f"streamlit did not answer within {timeout:.0f} s; see {log}")
+
+
+async def one_session(browser, url: str, timeout_ms: float, start: asyncio.Event) -> dict:
+    """Open the Scores page, wait for the headline; then move q one step and wait again."""
+    context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    out: dict = {"first_render_s": None, "q_change_s": None, "error": None}
+    try:
+        page = await context.new_page()
+        await start.wait()
+        t0 = time.perf_counter()
+        await page.goto(f"{url}/vendi?demo=digits", timeout=timeout_ms)
+        await page.wait_for_function(HEADLINE, arg="q = 1)", timeout=timeout_ms, polling=100)
+        out["first_render_s"] = time.perf_counter() - t0
+        # as benchmarks/bench_app_redraw.py: let the page settle (the URL is rewritten after the first
+        # run), then focus the q slider's keyboard handle and press once
+        await page.wait_for_timeout(2000)
+        slider = page.locator('[data-testid="stSidebar"] [data-testid="stSlider"] input[type="range"]').first
+        await slider.focus(timeout=timeout_ms)
+        t0 = time.perf_counter()
+        await page.keyboard.press("ArrowRight")  # q = 1 -> the next order on the grid
+        await page.wait_for_function(Q_MOVED, timeout=timeout_ms, polling=50)
+        out["q_change_s"] = time.perf_counter() - t0
+    except Exception as exc:  # noqa: BLE001 - a timed-out session is a result, not a crash
+        out["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+    finally:
+        await context.close()
+    return out
+
+
+async def run_sessions(n: int, url: str, timeout_s: float) -> list:
+    """N concurrent sessions against one server; their per-session figures."""
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            start = asyncio.Event()
+            tasks = [asyncio.create_task(one_session(browser, url, timeout_s * 1000, start)) for _ in range(n)]
+            await asyncio.sleep(1.0)  # every context open before the clock starts
+            start.set()
+            return await asyncio.gather(*tasks)
+        finally:
+            await browser.close()
+
+
+def _summary(values: list) -> dict:
+    ok = [v for v in values if v is not None]
+    if not ok:
+        return {"median": None, "max": None, "n": 0}
+    return {"median": round(statistics.median(ok), 3), "max": round(max(ok), 3), "n": len(ok)}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, nargs="+", default=[1, 5, 10])
+    parser.add_argument("--timeout", type=float, default=180.0, help="seconds per session and step")
+    args = parser.parse_args(argv)
+    if not Path(CHROMIUM).exists():
+        print(f"bench_sessions: Chromium not found at {CHROMIUM}", file=sys.stderr)
+        return 2
+    RESULTS.mkdir(exist_ok=True)
+    report = {"cpus": os.cpu_count(), "runs": []}
+    for n in args.sessions:
+        load_before = os.getloadavg()
+        proc, url = start_server(RESULTS / f"sessions_{n}.log", args.timeout)
+        try:
+            sessions = asyncio.run(run_sessions(n, url, args.timeout))
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        load_after = os.getloadavg()
+        first = _summary([s["first_render_s"] for s in sessions])
+        qch = _summary([s["q_change_s"] for s in sessions])
+        errors = [s["error"] for s in sessions if s["error"]]
+        report["runs"].append({"sessions": n, "first_render_s": first, "q_change_s": qch, "errors": errors,
+                               "loadavg_before": [round(x, 2) for x in load_before],
+                               "loadavg_after": [round(x, 2) for x in load_after], "per_session": sessions})
+        print(f"{n:>3} sessions: first render median {first['median']} s, max {first['max']} s · "
+              f"q change median {qch['median']} s, max {qch['max']} s · failures {len(errors)} · "
+              f"load average {load_before[0]:.1f} -> {load_after[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
+        for error in dict.fromkeys(errors):
+            print(f"      failure: {error}", flush=True)
+    (RESULTS / "sessions.json").write_text(json.dumps(report, indent=2))
+    print(f"wrote {RESULTS / 'sessions.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

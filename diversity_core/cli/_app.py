@@ -1,0 +1,99 @@
+"""``diversity app``: serve the Streamlit app, reading server files only from ``--data-dir``.
+
+The command runs ``python -m streamlit run app.py`` with
+
+- the data folder in the environment variable ``DIVERSITY_DATA_DIR`` (the app reads it in
+  ``ui.data.data_dir``; unset, the default, means visitors cannot read any server file and the
+  "Local path" source is hidden). An environment variable reaches the script on every rerun and
+  in every session, needs no secrets file, and cannot be set by a visitor;
+- ``--server.address`` (default 127.0.0.1: only this machine; ``--address 0.0.0.0`` serves
+  every interface, on purpose) and ``--server.port``;
+- ``--server.maxUploadSize`` equal to the loaders' ``DEFAULT_MAX_BYTES`` in MiB, so an upload
+  Streamlit accepts is one the loader accepts (the same 1024 as ``.streamlit/config.toml``).
+
+Streamlit is an optional dependency (the ``app`` extra); the app's files (``app.py``,
+``app_pages/``, ``ui/``) are those of the source checkout this package is installed from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from ..data import DEFAULT_MAX_BYTES
+from ..exceptions import DiversityInputError
+
+#: The environment variable the app reads its data folder from (``ui.data.DATA_DIR_ENV``).
+DATA_DIR_ENV = "DIVERSITY_DATA_DIR"
+DEFAULT_ADDRESS = "127.0.0.1"
+DEFAULT_PORT = 8501
+
+
+def app_script() -> Path:
+    """``app.py`` of the source checkout this package belongs to."""
+    return Path(__file__).resolve().parents[2] / "app.py"
+
+
+def upload_limit_mb(max_bytes: int = DEFAULT_MAX_BYTES) -> int:
+    """Streamlit's ``server.maxUploadSize`` (MiB: Streamlit multiplies by 1024 * 1024) for a byte limit."""
+    return max(1, max_bytes >> 20)
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register ``app``."""
+    parser = subparsers.add_parser(
+        "app",
+        help="serve the browser app (server files readable only inside --data-dir)",
+        description="Start the Streamlit app. Visitors can upload files and open the demos; with --data-dir "
+        "they can also open files inside that folder (and nothing outside it). The app listens on "
+        f"{DEFAULT_ADDRESS} (this machine only) unless --address says otherwise.",
+    )
+    parser.add_argument("--data-dir", default=None, metavar="DIR",
+                        help="folder whose files visitors may open by path (default: none; reading server "
+                             "files is turned off)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    parser.add_argument("--address", default=DEFAULT_ADDRESS,
+                        help=f"address to listen on (default {DEFAULT_ADDRESS}; 0.0.0.0 for every interface)")
+    return parser
+
+
+def streamlit_command(args: argparse.Namespace) -> tuple:
+    """``(argv, env)`` of the ``streamlit run`` process for parsed ``args`` (validated here)."""
+    if not 1 <= args.port <= 65535:
+        raise DiversityInputError(f"--port must be between 1 and 65535; got {args.port}.")
+    if not args.address.strip():
+        raise DiversityInputError("--address is empty; give 127.0.0.1 (this machine) or 0.0.0.0 (every interface).")
+    env = dict(os.environ)
+    env.pop(DATA_DIR_ENV, None)  # only --data-dir turns reading on, never an inherited variable
+    if args.data_dir is not None:
+        folder = Path(args.data_dir)
+        if not folder.is_dir():
+            raise DiversityInputError(f"--data-dir {args.data_dir!r} is not a folder.")
+        env[DATA_DIR_ENV] = str(folder.resolve())
+    script = app_script()
+    if not script.is_file():
+        raise DiversityInputError(f"the app's files are not installed next to this package ({script} is "
+                                  "missing); run it from a source checkout (pip install -e '.[app]').")
+    argv = [sys.executable, "-m", "streamlit", "run", str(script),
+            "--server.address", args.address.strip(), "--server.port", str(args.port),
+            "--server.maxUploadSize", str(upload_limit_mb()), "--server.headless", "true"]
+    return argv, env
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``streamlit run app.py`` in the foreground until it stops (Ctrl+C)."""
+    from .._optional import require
+
+    require("streamlit", purpose="the browser app (diversity app)")
+    argv, env = streamlit_command(args)
+    folder = env.get(DATA_DIR_ENV)
+    print(f"diversity app: http://{args.address.strip()}:{args.port} · "
+          + (f"files readable inside {folder}" if folder else "reading server files is turned off (no --data-dir)"),
+          file=sys.stderr)
+    try:
+        return subprocess.call(argv, cwd=app_script().parent, env=env)
+    except KeyboardInterrupt:
+        return 130
