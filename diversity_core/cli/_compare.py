@@ -53,8 +53,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--metric", default="euclidean", choices=("euclidean", "cityblock", "cosine"),
                    help="distance for magnitude (default euclidean)")
     p.add_argument("--n-scales", type=int, default=30, help="scales of the magnitude integrals (default 30)")
-    p.add_argument("--magnitude-replicates", type=int, default=10,
-                   help="subsets per size for magnitude intervals (default 10)")
+    p.add_argument("--magnitude-replicates", type=int, default=30,
+                   help="subsets per size for magnitude intervals (default 30)")
     p.add_argument("--t-cut", type=float, default=None,
                    help="upper end of MagArea's interval (default: median of the groups' t_conv)")
     p.add_argument("--rnd", action="store_true", help="also compute the RND score (slower)")

@@ -26,7 +26,6 @@ import scipy.sparse as sp
 
 from .._json import to_jsonable
 from .._progress import ProgressCallback, report
-from .._stats import normal_quantile
 from .._validation import RandomLike, check_option, check_positive, check_q, check_random_state, check_scalar
 from ..exceptions import DiversityInputError, DiversityWarning, KernelDiagonalWarning, SpectrumWarning
 from ..kernels import Kernel, PrecomputedKernel, get_kernel
@@ -34,6 +33,7 @@ from ._results import Comparison, CurvePoint, PairwiseDifference, ScoreEstimate,
 from ._scores import (
     MAX_EIGENVALUES,
     PROFILE_QS,
+    SMALL_PROBLEM,
     MagnitudeScores,
     SpectralScores,
     convergence_scale_of,
@@ -42,16 +42,20 @@ from ._scores import (
     rnd_interval,
     rnd_of_subset,
     spectral_cost,
+    spread_replicates,
 )
 from ._subsample import (
     INTERVAL_DESCRIPTION,
     Plan,
     SubsampleResult,
+    blas_threads,
     curve_sizes,
     fit_sizes,
     magnitude_plan,
     spectral_plan,
     subsample,
+    t_quantile,
+    welch_df,
 )
 
 __all__ = ["compare", "MIN_ITEMS"]
@@ -77,7 +81,7 @@ def compare(
     metric: str = "euclidean",
     n_scales: int = 30,
     t_cut: Optional[float] = None,
-    magnitude_replicates: int = 10,
+    magnitude_replicates: int = 30,
     rnd: bool = False,
     rnd_params: Optional[Mapping[str, Any]] = None,
     size_curve: bool = True,
@@ -118,7 +122,8 @@ def compare(
         Random n-subsets averaged for the estimate of a group larger than n (spectral scores).
     n_resamples : int, default 50
         Random subsets per size of the sample-size curve, which also gives the spread used to
-        extrapolate intervals (spectral scores).
+        extrapolate intervals (spectral scores). When a group's interval is extrapolated, the
+        sizes of the fit get up to 4x as many where one subset is cheap (order <= ~250).
     level : float, default 0.95
         Confidence level of each interval and each pairwise verdict.
     magnitude : bool, default True
@@ -130,9 +135,10 @@ def compare(
     t_cut : float, optional
         Upper end of MagArea's interval; default the median of the groups' convergence scales.
         Give it to compare MagArea across separate comparisons.
-    magnitude_replicates : int, default 10
+    magnitude_replicates : int, default 30
         Subsets per size in [n/8, n/2] for the spread of MagArea; magnitude costs ``n_scales``
-        factorisations per subset.
+        factorisations per subset. Fewer make the interval wider (fewer degrees of freedom),
+        not less valid.
     rnd : bool, default False
         Also compute the RND score of each group's first n-subset.
     rnd_params : dict, optional
@@ -169,15 +175,21 @@ def compare(
     The intervals and their justification are described in the notes of
     :mod:`diversity_core.compare`: estimates average random n-subsets drawn without replacement
     (never a bootstrap with duplicates, which biases diversity scores down), and standard errors
-    come from subsampling with the finite-population correction, measured at n when a group
-    holds at least 2n items and extrapolated with a fitted power law otherwise.
+    come from subsampling: measured on the n-subsets (finite-population correction) when a group
+    holds at least 2n items, otherwise extrapolated with a power law fitted to the spreads of
+    disjoint blocks of smaller sizes. Intervals and pairwise verdicts use the Student-t quantile
+    with the standard error's effective degrees of freedom (its Monte Carlo noise), so a verdict
+    stays calibrated when the spread was estimated from few subsets (``docs/comparisons.md``
+    has the measured calibration).
 
     Magnitude: each group's convergence scale t_conv is computed on its first n-subset;
     MagArea's t_cut is their median (or ``t_cut``); MagDiff integrates over [0, t_ref] with
     t_ref the reference's t_conv (both areas on one evenly spaced grid whose step is at most the
     shorter interval / (n_scales - 1); the last step is integrated to t_cut or t_ref linearly).
     MagArea's estimate is that n-subset's area, its interval conditional on t_cut and
-    extrapolated from ``magnitude_replicates`` subsets per size in [n/8, n/2] (package notes).
+    extrapolated from ``magnitude_replicates`` subsets per size in [n/8, n/2] (package notes):
+    it covers the sampling of the items at that t_cut, not a rerun with another t_cut, while
+    a pairwise difference (both groups on one t_cut) is calibrated.
 
     Item weights of a Dataset are ignored (a :class:`DiversityWarning` says so): every subset
     is a uniform sample of items. Cost and memory: see the package notes; a kernel without a
@@ -234,7 +246,7 @@ def compare(
         table_names.append("RND")
 
     estimates = tuple(rows[g][s] for g in job.names for s in table_names if s in rows[g])
-    pairwise = _pairwise(job.names, table_names, rows, normal_quantile(job.level))
+    pairwise = _pairwise(job.names, table_names, rows, job.level)
     settings = _settings(job, kern, plans, spectral, mag, rnd_out, __version__)
     tracker.finish()
     return Comparison(
@@ -464,7 +476,8 @@ def _plan(job: _Job, kern: Kernel) -> _Plans:
         sizes = curve_sizes(N, job.n_sizes)
         sizes = sizes if job.size_curve else fit_sizes(N, sizes)
         sizes, cost_power = spectral_cost(kern, N, job.X[g].shape[1], job.n, sizes)
-        spectral[g] = spectral_plan(N, job.n, job.n_subsamples, job.n_resamples, sizes, cost_power)
+        spread = spread_replicates(kern, N, job.X[g].shape[1], fit_sizes(N, sizes), job.n_resamples)
+        spectral[g] = spectral_plan(N, job.n, job.n_subsamples, job.n_resamples, sizes, cost_power, spread)
         if job.magnitude:
             mag[g] = magnitude_plan(N, job.n, job.magnitude_replicates, job.n_sizes, job.size_curve)
     total = sum(p.work for p in spectral.values())
@@ -571,7 +584,7 @@ def _estimate_row(group: str, res: SubsampleResult, j: int, name: str, n: int) -
         group=group, score=name, estimate=_opt(res.estimate[j]), se=_opt(se),
         ci_low=_opt(res.confidence_interval.low[j]), ci_high=_opt(res.confidence_interval.high[j]),
         n=int(n), replicates=int(res.replicates), interval=res.method if math.isfinite(se) else "none",
-        role="", gamma=_opt(gamma),
+        role="", gamma=_opt(gamma), df=_opt_df(res.df[j]),
     )
 
 
@@ -579,6 +592,17 @@ def _opt(v) -> Optional[float]:
     """A finite float, or None for NaN and infinities (a score that could not be computed)."""
     v = float(v)
     return v if math.isfinite(v) else None
+
+
+def _opt_df(v) -> Optional[float]:
+    """Degrees of freedom as a float (inf kept: an SE without Monte Carlo noise), None for NaN."""
+    v = float(v)
+    return None if math.isnan(v) else v
+
+
+def _df_of(row: ScoreEstimate) -> float:
+    """A row's degrees of freedom; inf (the normal quantile) when none was recorded."""
+    return math.inf if row.df is None else float(row.df)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -600,9 +624,10 @@ def _magnitude_stage(job: _Job, first: Dict[str, np.ndarray], plans: Dict[str, P
     """MagArea on a shared t_cut and MagDiff against the reference, with intervals."""
     names, n, reference = job.names, job.n, job.reference
     t_conv = {}
-    for g in names:
-        t_conv[g] = convergence_scale_of(job.X[g], first[g], job.metric)
-        tracker.ticker(f"convergence scale of {g}")(1)
+    with blas_threads(n <= SMALL_PROBLEM):
+        for g in names:
+            t_conv[g] = convergence_scale_of(job.X[g], first[g], job.metric)
+            tracker.ticker(f"convergence scale of {g}")(1)
     t_cut, t_cut_rule = job.t_cut, "given"
     if t_cut is None:
         t_cut = float(np.median([t_conv[g] for g in names]))
@@ -627,9 +652,8 @@ def _magnitude_stage(job: _Job, first: Dict[str, np.ndarray], plans: Dict[str, P
             curves.append(CurvePoint(g, "MagArea", int(p.size), _opt(p.mean[0]), _opt(p.sd[0]), int(p.replicates)))
     out = ["MagArea"]
     if reference is not None:
-        z = normal_quantile(job.level)
         for g in names:
-            rows[g].update(_magdiff_rows(g, results[g], results[reference], reference, n, z))
+            rows[g].update(_magdiff_rows(g, results[g], results[reference], reference, n, job.level))
         out += ["MagDiff", "MagDiff_rel"]
     settings = {
         "metric": job.metric,
@@ -651,27 +675,33 @@ def _magnitude_stage(job: _Job, first: Dict[str, np.ndarray], plans: Dict[str, P
     return _MagnitudeOutcome(out, rows, curves, magnitude_curves, settings)
 
 
-def _magdiff_rows(g: str, res: SubsampleResult, ref: SubsampleResult, reference: str, n: int, z: float) -> _Rows:
-    """MagDiff = area_g - area_ref on [0, t_ref] and MagDiff_rel = MagDiff / area_ref, SEs in quadrature."""
+def _magdiff_rows(g: str, res: SubsampleResult, ref: SubsampleResult, reference: str, n: int,
+                 level: float) -> _Rows:
+    """MagDiff = area_g - area_ref on [0, t_ref] and MagDiff_rel = MagDiff / area_ref, SEs in quadrature.
+
+    Degrees of freedom by Welch-Satterthwaite from the two areas' SE components.
+    """
     if g == reference:
-        values = (("MagDiff", 0.0, None), ("MagDiff_rel", 0.0, None))
+        values = (("MagDiff", 0.0, None, None), ("MagDiff_rel", 0.0, None, None))
     else:
-        a_ref, se_ref = float(ref.estimate[1]), float(ref.standard_error[1])
-        a_g, se_g = float(res.estimate[1]), float(res.standard_error[1])
+        a_ref, se_ref, df_ref = float(ref.estimate[1]), float(ref.standard_error[1]), float(ref.df[1])
+        a_g, se_g, df_g = float(res.estimate[1]), float(res.standard_error[1]), float(res.df[1])
         diff = a_g - a_ref
+        # delta method for the ratio (a_g - a_ref) / a_ref = a_g / a_ref - 1
+        rel = (se_g / a_ref, a_g * se_ref / a_ref**2)
         values = (
-            ("MagDiff", diff, math.hypot(se_g, se_ref)),
-            # delta method for the ratio (a_g - a_ref) / a_ref = a_g / a_ref - 1
-            ("MagDiff_rel", diff / a_ref, math.hypot(se_g / a_ref, a_g * se_ref / a_ref**2)),
+            ("MagDiff", diff, math.hypot(se_g, se_ref), welch_df((se_g, se_ref), (df_g, df_ref))),
+            ("MagDiff_rel", diff / a_ref, math.hypot(*rel), welch_df(rel, (df_g, df_ref))),
         )
     rows = {}
-    for name, est, err in values:
+    for name, est, err, df in values:
         ok = err is not None and math.isfinite(err)
+        q = float(t_quantile(level, df)) if ok else math.nan
         rows[name] = ScoreEstimate(
             group=g, score=name, estimate=_opt(est), se=err if ok else None,
-            ci_low=est - z * err if ok else None, ci_high=est + z * err if ok else None,
+            ci_low=est - q * err if ok else None, ci_high=est + q * err if ok else None,
             n=int(n), replicates=int(res.replicates), interval=res.method if ok else "none",
-            role="reference" if g == reference else "candidate", gamma=None,
+            role="reference" if g == reference else "candidate", gamma=None, df=_opt_df(df) if ok else None,
         )
     return rows
 
@@ -698,7 +728,7 @@ def _rnd_stage(job: _Job, first: Dict[str, np.ndarray], tracker: _Progress) -> _
         rows[g] = ScoreEstimate(
             group=g, score="RND", estimate=float(res.score), se=se, ci_low=lo, ci_high=hi, n=int(Xg.shape[0]),
             replicates=int(res.run_scores.size), interval="rnd runs" if se is not None else "none",
-            role="", gamma=None,
+            role="", gamma=None, df=float(res.run_scores.size - 1) if se is not None else None,
         )
         tracker.ticker(f"RND of {g}")(1)
     settings = {
@@ -713,10 +743,12 @@ def _rnd_stage(job: _Job, first: Dict[str, np.ndarray], tracker: _Progress) -> _
 # 8. pairwise verdicts, 9. settings
 # ---------------------------------------------------------------------------------------------
 def _pairwise(names: Sequence[str], table_names: Sequence[str], rows: Dict[str, _Rows],
-              z: float) -> Tuple[PairwiseDifference, ...]:
+              level: float) -> Tuple[PairwiseDifference, ...]:
     """Every score's difference for every pair of groups; resolved when its interval excludes 0.
 
-    Groups are sampled independently, so the SE of a difference is the two SEs in quadrature.
+    Groups are sampled independently, so the SE of a difference is the two SEs in quadrature,
+    with the Welch-Satterthwaite degrees of freedom of the pair; the interval is
+    difference -/+ t_df SE.
     """
     out = []
     for score in table_names:
@@ -732,10 +764,12 @@ def _pairwise(names: Sequence[str], table_names: Sequence[str], rows: Dict[str, 
                     continue
                 diff = ra.estimate - rb.estimate
                 se = math.hypot(ra.se, rb.se)
-                lo, hi = diff - z * se, diff + z * se
+                df = welch_df((ra.se, rb.se), (_df_of(ra), _df_of(rb)))
+                q = float(t_quantile(level, df))
+                lo, hi = diff - q * se, diff + q * se
                 resolved = bool(lo > 0 or hi < 0)
                 higher = (a if diff > 0 else b) if resolved else None
-                out.append(PairwiseDifference(score, a, b, diff, se, lo, hi, resolved, higher))
+                out.append(PairwiseDifference(score, a, b, diff, se, lo, hi, resolved, higher, _opt_df(df)))
     return tuple(out)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
@@ -62,6 +62,10 @@ class ScoreEstimate:
         For MagDiff: ``"candidate"`` or ``"reference"``; empty otherwise.
     gamma : float or None
         The fitted exponent of the spread when the interval was extrapolated.
+    df : float or None
+        Effective degrees of freedom of ``se`` (inf when it has no Monte Carlo noise); the
+        interval is ``estimate -/+ t_df se``. None in comparisons saved before it was recorded
+        (their intervals used the normal quantile).
     """
 
     group: str
@@ -75,6 +79,7 @@ class ScoreEstimate:
     interval: str
     role: str = ""
     gamma: Optional[float] = None
+    df: Optional[float] = None
 
     def to_dict(self) -> Dict[str, Any]:
         """The fields as a dict (field order)."""
@@ -86,7 +91,9 @@ class PairwiseDifference:
     """The difference of one score between two groups: ``group_a - group_b``.
 
     ``resolved`` is True when the interval of the difference excludes 0; ``higher`` then names
-    the group with the larger score (None when unresolved).
+    the group with the larger score (None when unresolved). The interval is
+    ``difference -/+ t_df se`` with ``df`` the Welch-Satterthwaite degrees of freedom of the two
+    groups' standard errors (None in comparisons saved before it was recorded).
     """
 
     score: str
@@ -98,6 +105,7 @@ class PairwiseDifference:
     ci_high: Optional[float]
     resolved: bool
     higher: Optional[str]
+    df: Optional[float] = None
 
     def to_dict(self) -> Dict[str, Any]:
         """The fields as a dict (field order)."""
@@ -360,7 +368,10 @@ class Comparison:
             text = Path(text).read_text(encoding="utf-8")
         reader = csv.DictReader(io.StringIO(text))
         expected = [f.name for f in fields(cls)]
-        if reader.fieldnames != expected:
+        required = [f.name for f in fields(cls) if f.default is MISSING]
+        got = list(reader.fieldnames or [])
+        # a table written before trailing optional columns (df) existed reads back with their defaults
+        if got != expected[: len(got)] or len(got) < len(required):
             raise DiversityInputError(f"CSV columns {reader.fieldnames} do not match the {table!r} table {expected}.")
         types = {f.name: f.type for f in fields(cls)}
         return tuple(cls(**{k: _csv_value(v, types[k]) for k, v in row.items()}) for row in reader)
