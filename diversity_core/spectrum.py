@@ -399,7 +399,10 @@ def _choose_method(method: str, kern, n: int, d: int, n_eigenvectors: int, *, in
         what=f"the dense spectrum of n = {n} items under the {kern.name} kernel (the {n} x {n} kernel matrix "
         "and the eigensolver's working copies)",
         hint=f"Options: {features}vendi_2_exact(X, kernel={kern.name!r}) computes VS_2 exactly, with bounds "
-        "on VS_inf, in blocks without the matrix (CLI: --q 2).",
+        "on VS_inf, in blocks without the matrix (CLI: --q 2); "
+        # part 2 (diversity_core.approx): the paths that need no n x n matrix in float64
+        "diversity_core.approx.vendi_bounds gives guaranteed bounds on every VS_q and vendi_estimate "
+        "estimates with error bars for q >= 1 (CLI: --approx bounds|nystrom|rff|tanimoto_rf).",
     )
     return "dense"
 

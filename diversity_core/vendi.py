@@ -22,7 +22,7 @@ from ._progress import ProgressCallback
 from ._validation import check_q
 from .blocked import VS2Result, vendi_2_exact
 from .entropy import vendi_from_eigenvalues
-from .exceptions import DiversityInputError
+from .exceptions import DiversityInputError, MemoryBudgetError
 from .spectrum import Spectrum, compute_spectrum, spectrum_from_kernel
 
 __all__ = [
@@ -89,10 +89,31 @@ def vendi_score(
     """
     if np.ndim(q) != 0:
         raise DiversityInputError("vendi_score takes one order q; use q_profile for several.")
-    spec = compute_spectrum(
-        X, kernel=kernel, weights=weights, method=method, device=device, progress=progress, **kernel_params
-    )
+    try:
+        spec = compute_spectrum(
+            X, kernel=kernel, weights=weights, method=method, device=device, progress=progress, **kernel_params
+        )
+    except MemoryBudgetError as exc:
+        if method != "auto":
+            raise
+        return _beyond_dense(X, kernel, q, weights, progress, kernel_params, exc)
     return spec.vendi(q)
+
+
+def _beyond_dense(X, kernel, q, weights, progress, kernel_params, error: MemoryBudgetError) -> float:
+    """method='auto' past the dense budget: the exact paths that need no n x n float64 matrix.
+
+    VS_2 by blocks of K and VS_inf by Lanczos are exact; any other order can only be bounded or
+    estimated, so the budget error is raised again with the way to those (a float is never an estimate).
+    """
+    from .approx import vs_inf_exact
+
+    order = check_q(q).ravel()[0]
+    if order == 2:
+        return vendi_2_exact(X, kernel=kernel, weights=weights, progress=progress, **kernel_params).vs2
+    if np.isinf(order):
+        return vs_inf_exact(X, kernel=kernel, weights=weights, progress=progress, **kernel_params)
+    raise error
 
 
 def default_q_grid(n_points: int = 100) -> np.ndarray:

@@ -149,6 +149,18 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="orders q (several allowed, 'inf' too; default 0 0.5 1 2 inf)")
     p.add_argument("--method", choices=METHODS, default="auto", help="spectrum path (default auto)")
     p.add_argument("--device", choices=DEVICES, default="cpu", help="cpu, cuda, or auto")
+    approx = p.add_argument_group("beyond the dense limit (kernels without a feature map)")
+    approx.add_argument("--approx", choices=("bounds", "nystrom", "rff", "tanimoto_rf"), default=None,
+                        help="guaranteed bounds on every VS_q (Lanczos top-k), or a sketch estimate with error "
+                             "bars for q >= 1 (diversity_core.approx)")
+    approx.add_argument("--k", type=int, default=200, help="bounds: top eigenvalues, reached progressively (200)")
+    approx.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+                        help="bounds: stop the progression of k before this many seconds")
+    approx.add_argument("--m", type=int, default=None, help="nystrom: landmarks (default 1024)")
+    approx.add_argument("--D", type=int, default=None, help="rff: frequencies (2D features); tanimoto_rf: hashes")
+    approx.add_argument("--replicates", type=int, default=5, help="estimates: independent sketches (default 5)")
+    approx.add_argument("--landmarks", choices=("rpcholesky", "greedy", "uniform"), default="rpcholesky",
+                        help="nystrom: landmark rule (default rpcholesky)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--scheduler", default=None, metavar="ADDRESS",
                        help="run on a running Dask scheduler (e.g. tcp://10.0.0.5:8786); workers must see FILE")
@@ -363,6 +375,8 @@ def _source_row(name, X, weights, kern, qs, method, device) -> dict:
 def run(args: argparse.Namespace) -> int:
     """Run ``diversity score``."""
     qs = list(dict.fromkeys(args.q))
+    if args.approx is not None:
+        return _run_approx(args, qs)
     source = streamed_source(args)
     with dask_client(args.scheduler, args.dask) as client:
         if source is not None:
@@ -421,4 +435,57 @@ def _print_rows(args: argparse.Namespace, rows: list, n: int, weights, qs) -> in
         if "vs_inf_bounds" in r:
             low, high = r["vs_inf_bounds"]
             print(f"# {r['group']}: VS_2 exact by blocks; {low:.6g} <= VS_inf <= {high:.6g}")
+    return 0
+
+
+def _run_approx(args: argparse.Namespace, qs: list) -> int:
+    """``--approx``: guaranteed bounds or sketch estimates of every requested order, all items together."""
+    from ..approx import vendi_bounds, vendi_estimate
+
+    source = streamed_source(args)
+    if source is not None:
+        X, weights = source, _source_weights(args, source)
+        n = source.n
+        args.kernel = args.kernel or "cosine"
+    else:
+        dataset, X, weights, default_kernel = load_for_cli(args)
+        if dataset.group_names():
+            raise DiversityInputError("--approx scores all items together; drop --group-column.")
+        args.kernel = args.kernel or default_kernel
+        n = int(X.shape[0])
+    params = kernel_params(args)
+    if args.approx == "bounds":
+        res = vendi_bounds(X, kernel=args.kernel, k=args.k, qs=qs, weights=weights, time_budget=args.time_budget,
+                           progress=_stderr_progress, **params)
+        rows = [(q, res.vendi(q)) for q in qs]
+        note = (f"guaranteed bounds from the top {res.k} eigenvalues ({res.settings['matrix']} operator"
+                + (f"; stopped: {res.settings['stopped']}" if res.settings.get("stopped") else "") + ")")
+    else:
+        kept = [q for q in qs if q >= 1]
+        dropped = [q for q in qs if q < 1]
+        if dropped:
+            print(f"note: q = {', '.join(_format_q(q) for q in dropped)} left out: sketches are 10-90% off below "
+                  "q = 1 (use --approx bounds)", file=sys.stderr)
+        if not kept:
+            raise DiversityInputError("--approx estimates need an order q >= 1; below 1 use --approx bounds.")
+        res = vendi_estimate(X, kernel=args.kernel, method=args.approx, q=kept, m=args.m, D=args.D,
+                             replicates=args.replicates, landmarks=args.landmarks, weights=weights,
+                             progress=_stderr_progress, **params)
+        rows = [(q, res.interval(q)) for q in kept]
+        note = f"{args.approx} estimate, {args.replicates} replicates, 95% t-interval; target: {res.target}"
+    if args.format == "json":
+        out = {"file": str(args.file), "n": n, "weighted": weights is not None, **res.to_dict()}
+        from .._json import dumps
+
+        print(dumps(out, indent=2))
+        return 0
+    print(f"# {args.file}: kernel {res.kernel}, n = {n}; {note}")
+    if args.approx == "bounds":
+        print("q      low          high         width")
+        for q, (low, high) in rows:
+            print(f"{_format_q(q):<6} {low:<12.6g} {high:<12.6g} {high / low - 1:.3g}")
+    else:
+        print("q      estimate     low          high")
+        for q, (low, high) in rows:
+            print(f"{_format_q(q):<6} {res.vendi(q):<12.6g} {low:<12.6g} {high:<12.6g}")
     return 0

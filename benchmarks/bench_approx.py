@@ -1,0 +1,281 @@
+"""Vendi scores beyond the dense limit (issue 12): bounds and sketch estimates against exact values.
+
+Sections (each runs in its own process, so its peak memory is its own):
+
+- ``n10k``: n = 10,000 digit images (the 1797 scikit-learn digits, each shifted by up to 2 pixels:
+  real images, 64 features), RBF with the median bandwidth. Exact ``eigvalsh`` of the dense
+  matrix as truth; guaranteed bounds at k = 20 ... 200 (width at q = 0.5, 1, 2, inf); Nystrom
+  (randomly pivoted Cholesky and uniform landmarks) and RFF estimates (error of each, interval);
+  every time relative to the exact path.
+- ``coverage``: many n = 2000 datasets (random subsets of the shifted digits at 0.5x, 1x and 2x the
+  median bandwidth; Morgan fingerprints of enumerated molecule analogues for Tanimoto), each
+  estimator with 5 replicates: how often its 95% interval covers the exact full-sample VS_q,
+  and its mean relative error.
+- ``rbf100k``: n = 100,000 (shifted digits plus pixel noise), RBF: every q with bounds or error
+  bars under a 5-minute budget; peak memory.
+- ``tanimoto100k``: n = 100,000 enumerated analogues of RDKit's bundled NCI molecules (one to two
+  atoms added to each of 5000 parents), Morgan radius 2, 2048 bits, Tanimoto.
+
+Run: ``python benchmarks/bench_approx.py [--sections n10k coverage rbf100k tanimoto100k]``;
+writes ``benchmarks/results/approx.json`` (each section also to ``approx_<section>.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results"
+QS = [0.5, 1.0, 2.0, float("inf")]
+EST_QS = [1.0, 2.0, float("inf")]
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process (MiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def shifted_digits(n: int, *, noise: float = 0.0, seed: int = 0) -> np.ndarray:
+    """n digit images: the 1797 digits shifted by (dx, dy) in [-2, 2]^2, cycled, plus optional noise."""
+    from sklearn.datasets import load_digits
+
+    imgs = load_digits().images
+    shifts = [(dx, dy) for dx in range(-2, 3) for dy in range(-2, 3)]
+    rng = np.random.default_rng(seed)
+    out = np.empty((n, 64))
+    for i in range(n):
+        img = imgs[i % len(imgs)]
+        dx, dy = shifts[(i // len(imgs)) % len(shifts)]
+        out[i] = np.roll(np.roll(img, dx, axis=1), dy, axis=0).ravel()
+    if noise:
+        out += rng.normal(scale=noise, size=out.shape)
+    return out[rng.permutation(n)]
+
+
+def molecule_analogues(n: int, *, seed: int = 0):
+    """Morgan fingerprints (CSR, 0/1), all distinct, of n analogues of RDKit's NCI molecules."""
+    import scipy.sparse as sp
+    from rdkit import Chem, RDLogger
+    from rdkit.Chem import rdFingerprintGenerator
+
+    from diversity_core.data.demos import rdkit_data_files
+
+    RDLogger.DisableLog("rdApp.*")
+    lines = rdkit_data_files()["nci"].read_text().splitlines()
+    parents = [m for m in (Chem.MolFromSmiles(line.split()[0]) for line in lines if line.strip()) if m is not None]
+    rng = np.random.default_rng(seed)
+    elements = [6, 7, 8, 9, 17]
+    gen = rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=2048)
+    seen, indptr, indices = set(), [0], []
+    while len(indptr) <= n:
+        rw = Chem.RWMol(parents[int(rng.integers(len(parents)))])
+        try:
+            for _ in range(int(rng.integers(1, 3))):
+                sites = [a.GetIdx() for a in rw.GetAtoms() if a.GetTotalNumHs() > 0]
+                if not sites:
+                    break
+                site = sites[int(rng.integers(len(sites)))]
+                new = rw.AddAtom(Chem.Atom(elements[int(rng.integers(len(elements)))]))
+                rw.AddBond(site, new, Chem.BondType.SINGLE)
+                Chem.SanitizeMol(rw)
+            bits = tuple(gen.GetFingerprint(rw).GetOnBits())
+        except Exception:
+            continue
+        # distinct fingerprints (analogues that differ only beyond radius 2 count once)
+        if bits and bits not in seen:
+            seen.add(bits)
+            indices.extend(bits)
+            indptr.append(len(indices))
+    data = np.ones(len(indices))
+    return sp.csr_matrix((data, np.asarray(indices), np.asarray(indptr)), shape=(n, 2048))
+
+
+def rel(a, b) -> float:
+    """Relative error of a against b."""
+    return float(a / b - 1.0)
+
+
+def run_estimates(X, kernel, exact, configs, seed, **kw):
+    """Each estimator config: time, values, interval, relative error against exact (q >= 1)."""
+    from diversity_core.approx import vendi_estimate
+
+    out = []
+    for name, params in configs:
+        t0 = time.perf_counter()
+        est = vendi_estimate(X, kernel=kernel, q=EST_QS, rng=seed, **params, **kw)
+        row = {"name": name, "seconds": time.perf_counter() - t0, "settings": est.settings, "target": est.target}
+        for q in EST_QS:
+            key = "inf" if np.isinf(q) else f"{q:g}"
+            lo, hi = est.interval(q)
+            row[key] = {"value": est.vendi(q), "low": lo, "high": hi}
+            if exact is not None:
+                row[key]["rel_error"] = rel(est.vendi(q), exact[key])
+                row[key]["covers"] = bool(lo <= exact[key] <= hi)
+        out.append(row)
+        print(name, json.dumps({k: v for k, v in row.items() if k not in ("settings", "target")}), flush=True)
+    return out
+
+
+def section_n10k(args) -> dict:
+    from diversity_core.approx import iter_vendi_bounds
+    from diversity_core.spectrum import compute_spectrum
+
+    X = shifted_digits(10_000)
+    cache = Path(os.environ.get("APPROX_CACHE", "/tmp")) / "approx_n10k_exact.npz"
+    if cache.exists():
+        # the exact eigenvalues of an earlier run on the same data (the dense path takes minutes)
+        from diversity_core.spectrum import spectrum_from_eigenvalues
+
+        saved = np.load(cache)
+        spec = spectrum_from_eigenvalues(saved["eigenvalues"], n=10_000)
+        spec = type(spec)(**{**spec.__dict__, "kernel": {"name": "rbf", "sigma": float(saved["sigma"])}})
+        t_exact = float(saved["seconds"])
+    else:
+        t0 = time.perf_counter()
+        spec = compute_spectrum(X, kernel="rbf", method="dense")
+        t_exact = time.perf_counter() - t0
+        np.savez(cache, eigenvalues=spec.eigenvalues, sigma=spec.kernel["sigma"], seconds=t_exact)
+    sigma = spec.kernel["sigma"]
+    exact = {("inf" if np.isinf(q) else f"{q:g}"): float(spec.vendi(q)) for q in QS + [0.0]}
+    print("exact", t_exact, exact, flush=True)
+    steps = []
+    t0 = time.perf_counter()
+    for b in iter_vendi_bounds(X, kernel="rbf", sigma=sigma, ks=[20, 50, 100, 200], qs=[0.0] + QS, rng=0):
+        step = {"k": b.k, "seconds": time.perf_counter() - t0, "matrix": b.settings["matrix"],
+                "tolerance": b.tolerance}
+        for q in [0.0] + QS:
+            key = "inf" if np.isinf(q) else f"{q:g}"
+            lo, hi = b.vendi(q)
+            step[key] = {"low": lo, "high": hi, "width": hi / lo - 1.0, "contains": bool(lo <= exact[key] <= hi)}
+        steps.append(step)
+        print("bounds", json.dumps(step), flush=True)
+    configs = [
+        ("nystrom m=1000 rpcholesky", {"method": "nystrom", "m": 1000, "replicates": 5}),
+        ("nystrom m=1000 uniform", {"method": "nystrom", "m": 1000, "landmarks": "uniform", "replicates": 5}),
+        ("rff D=1000 (2000 features)", {"method": "rff", "D": 1000, "replicates": 5}),
+    ]
+    est = run_estimates(X, "rbf", exact, configs, 0, sigma=sigma)
+    for row in est:
+        row["time_vs_exact"] = row["seconds"] / t_exact
+    for step in steps:
+        step["time_vs_exact"] = step["seconds"] / t_exact
+    return {"n": 10_000, "d": 64, "kernel": spec.kernel, "exact_seconds": t_exact, "exact": exact,
+            "bounds": steps, "estimates": est}
+
+
+def section_coverage(args) -> dict:
+    from diversity_core.spectrum import compute_spectrum
+
+    rng = np.random.default_rng(1)
+    pool = shifted_digits(20_000, seed=1)
+    fps = molecule_analogues(6000, seed=1)
+    trials = []
+    for t in range(args.trials):
+        for kind in ("rbf", "tanimoto"):
+            if kind == "rbf":
+                X = pool[rng.choice(pool.shape[0], 2000, replace=False)]
+                from diversity_core.kernels import median_distance
+
+                sigma = median_distance(X) * float(rng.choice([0.5, 1.0, 2.0]))
+                kw = {"sigma": sigma}
+                configs = [("nystrom", {"method": "nystrom", "m": 400, "replicates": 5}),
+                           ("rff", {"method": "rff", "D": 400, "replicates": 5})]
+            else:
+                X = fps[rng.choice(fps.shape[0], 2000, replace=False)]
+                kw = {}
+                configs = [("nystrom", {"method": "nystrom", "m": 400, "replicates": 5}),
+                           ("tanimoto_rf", {"method": "tanimoto_rf", "D": 800, "replicates": 5})]
+            spec = compute_spectrum(X, kernel=kind, method="dense", **kw)
+            exact = {("inf" if np.isinf(q) else f"{q:g}"): float(spec.vendi(q)) for q in EST_QS}
+            rows = run_estimates(X, kind, exact, configs, int(rng.integers(2**31)), **kw)
+            trials.append({"trial": t, "kernel": kind, "kw": kw, "exact": exact, "estimates": rows})
+    summary = {}
+    for kind, name in (("rbf", "nystrom"), ("rbf", "rff"), ("tanimoto", "nystrom"), ("tanimoto", "tanimoto_rf")):
+        rows = [r for tr in trials if tr["kernel"] == kind for r in tr["estimates"] if r["name"] == name]
+        summary[f"{kind}/{name}"] = {
+            (key): {"coverage": float(np.mean([r[key]["covers"] for r in rows])),
+                    "mean_abs_rel_error": float(np.mean([abs(r[key]["rel_error"]) for r in rows])),
+                    "mean_rel_error": float(np.mean([r[key]["rel_error"] for r in rows]))}
+            for key in ("1", "2", "inf")
+        } | {"trials": len(rows)}
+    print(json.dumps(summary, indent=1), flush=True)
+    return {"n": 2000, "trials": trials, "summary": summary}
+
+
+def section_100k(kind: str, args) -> dict:
+    from diversity_core.approx import vendi_bounds
+
+    t_data = time.perf_counter()
+    X = shifted_digits(100_000, noise=1.0) if kind == "rbf" else molecule_analogues(100_000)
+    t_data = time.perf_counter() - t_data
+    print("data", t_data, flush=True)
+    kw = {}
+    if kind == "rbf":
+        from diversity_core.kernels import median_distance
+
+        kw["sigma"] = median_distance(X)
+    t0 = time.perf_counter()
+    b = vendi_bounds(X, kernel=kind, k=200, qs=[0.0] + QS, time_budget=args.budget / 2, rng=0, **kw)
+    t_bounds = time.perf_counter() - t0
+    bounds = {("inf" if np.isinf(q) else f"{q:g}"): list(b.vendi(q)) for q in [0.0] + QS}
+    print("bounds", t_bounds, b.k, b.settings, bounds, flush=True)
+    if kind == "rbf":
+        configs = [("rff D=1024", {"method": "rff", "D": 1024, "replicates": 3}),
+                   ("nystrom m=1024", {"method": "nystrom", "m": 1024, "replicates": 3})]
+    else:
+        configs = [("tanimoto_rf D=1024", {"method": "tanimoto_rf", "D": 1024, "replicates": 3}),
+                   ("nystrom m=1024", {"method": "nystrom", "m": 1024, "replicates": 3})]
+    est = run_estimates(X, kind, None, configs, 0, **kw)
+    total = t_bounds + sum(r["seconds"] for r in est)
+    return {"n": 100_000, "kernel": kind, "data_seconds": t_data, "bounds_seconds": t_bounds, "bounds_k": b.k,
+            "bounds_settings": b.settings, "bounds": bounds, "estimates": est, "total_seconds": total,
+            "peak_rss_mb": peak_rss_mb()}
+
+
+SECTIONS = {
+    "n10k": section_n10k,
+    "coverage": section_coverage,
+    "rbf100k": lambda a: section_100k("rbf", a),
+    "tanimoto100k": lambda a: section_100k("tanimoto", a),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sections", nargs="+", default=list(SECTIONS), choices=list(SECTIONS))
+    parser.add_argument("--section", choices=list(SECTIONS), help=argparse.SUPPRESS)
+    parser.add_argument("--trials", type=int, default=6, help="coverage: datasets per kernel")
+    parser.add_argument("--budget", type=float, default=300.0, help="100k sections: seconds")
+    args = parser.parse_args()
+    RESULTS.mkdir(exist_ok=True)
+    if args.section:
+        t0 = time.perf_counter()
+        out = SECTIONS[args.section](args)
+        out["section_seconds"] = time.perf_counter() - t0
+        out["peak_rss_mb"] = peak_rss_mb()
+        (RESULTS / f"approx_{args.section}.json").write_text(json.dumps(out, indent=1, default=float))
+        return
+    merged = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
+                          "load_average_start": os.getloadavg()}, "sections": {}}
+    for name in args.sections:
+        cmd = [sys.executable, __file__, "--section", name, "--trials", str(args.trials), "--budget", str(args.budget)]
+        print(f"== {name}", flush=True)
+        subprocess.run(cmd, check=False)
+        path = RESULTS / f"approx_{name}.json"
+        if path.exists():
+            merged["sections"][name] = json.loads(path.read_text())
+    merged["machine"]["load_average_end"] = os.getloadavg()
+    (RESULTS / "approx.json").write_text(json.dumps(merged, indent=1, default=float))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,25 @@
+"""Vendi scores beyond the dense limit: guaranteed bounds and sketch estimates with error bars.
+
+- :mod:`~diversity_core.approx.bounds`: :func:`vendi_bounds`, :func:`iter_vendi_bounds`
+  (progressive), :func:`bounds_from_eigenvalues` (the bound maths on given eigenvalues).
+- :mod:`~diversity_core.approx.sketches`: :func:`vendi_estimate` (Nystrom, random Fourier
+  features, Tanimoto random features; error bars from independent replicates),
+  :func:`vs_inf_exact` (VS_inf = 1 / lambda_max by Lanczos).
+- :mod:`~diversity_core.approx._results`: :class:`VendiBounds`, :class:`VendiEstimate`.
+"""
+
+from ._results import VendiBounds, VendiEstimate
+from .bounds import DEFAULT_KS, bounds_from_eigenvalues, iter_vendi_bounds, vendi_bounds
+from .sketches import ESTIMATORS, vendi_estimate, vs_inf_exact
+
+__all__ = [
+    "VendiBounds",
+    "VendiEstimate",
+    "vendi_bounds",
+    "iter_vendi_bounds",
+    "bounds_from_eigenvalues",
+    "DEFAULT_KS",
+    "vendi_estimate",
+    "vs_inf_exact",
+    "ESTIMATORS",
+]

@@ -1,0 +1,181 @@
+"""Result types of the scalable Vendi paths: guaranteed bounds and estimates with error bars."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .._orders import check_q, q_key
+from ..exceptions import DiversityInputError
+
+__all__ = ["VendiBounds", "VendiEstimate"]
+
+
+def _frozen(a) -> np.ndarray:
+    """A read-only float64 copy."""
+    a = np.array(a, dtype=np.float64)
+    a.setflags(write=False)
+    return a
+
+
+def _index(qs: np.ndarray, q, what: str) -> int:
+    """Position of order ``q`` in ``qs`` (exact match), or a DiversityInputError listing the orders."""
+    value = float(check_q(q).ravel()[0])
+    hit = np.flatnonzero(qs == value)
+    if hit.size == 0:
+        shown = ", ".join(q_key(x) for x in qs[:12]) + (" ..." if qs.size > 12 else "")
+        raise DiversityInputError(f"order q = {q_key(value)} was not computed for these {what}; computed: {shown}.")
+    return int(hit[0])
+
+
+@dataclass(frozen=True)
+class VendiBounds:
+    """Guaranteed lower and upper bounds on VS_q for every requested order.
+
+    Attributes
+    ----------
+    qs : ndarray of shape (m,)
+        Orders, ascending (0 and inf allowed).
+    low, high : ndarray of shape (m,)
+        ``low[j] <= VS_{qs[j]} <= high[j]``, with certainty up to the stated solver tolerance.
+    k : int
+        Number of exact top eigenvalues used (0: only the trace and, when known, VS_2).
+    n : int
+        Number of items.
+    exact_orders : tuple of str
+        Orders whose value is exact up to round-off (e.g. ``("2", "inf")``), as :func:`q_key`.
+    top_eigenvalues : ndarray of shape (k,)
+        The Ritz values of the density matrix used (descending).
+    residual_mass : float
+        ``1 - sum(top_eigenvalues)``: the trace left to the n - k unseen eigenvalues.
+    tolerance : float
+        Absolute error allowed on each top eigenvalue (solver residual and matrix storage), already
+        folded into ``low`` and ``high``.
+    kernel : dict
+        The resolved kernel.
+    settings : dict
+        How the bounds were computed (``matrix``: ``"float64"``, ``"float32"`` or ``"matrix-free"``;
+        ``ks`` tried; ``seconds``; ``stopped``: why the progression ended).
+    """
+
+    qs: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    k: int
+    n: int
+    exact_orders: tuple = ()
+    top_eigenvalues: np.ndarray = field(default_factory=lambda: _frozen([]))
+    residual_mass: float = 1.0
+    tolerance: float = 0.0
+    kernel: dict = field(default_factory=dict)
+    settings: dict = field(default_factory=dict)
+
+    exact = False
+    kind = "bounds"
+
+    def vendi(self, q) -> tuple[float, float]:
+        """``(low, high)`` for order ``q`` (one of :attr:`qs`)."""
+        j = _index(self.qs, q, "bounds")
+        return float(self.low[j]), float(self.high[j])
+
+    def width(self, q) -> float:
+        """Relative width ``high / low - 1`` at order ``q``."""
+        lo, hi = self.vendi(q)
+        return hi / lo - 1.0
+
+    def contains(self, q, value: float, *, rtol: float = 0.0) -> bool:
+        """Whether ``value`` lies in the band at order ``q`` (widened by ``rtol`` relative)."""
+        lo, hi = self.vendi(q)
+        return lo * (1 - rtol) <= value <= hi * (1 + rtol)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (orders as :func:`q_key` strings)."""
+        return {
+            "kind": "bounds",
+            "exact": False,
+            "qs": [q_key(q) for q in self.qs],
+            "low": self.low.tolist(),
+            "high": self.high.tolist(),
+            "k": self.k,
+            "n": self.n,
+            "exact_orders": list(self.exact_orders),
+            "top_eigenvalues": self.top_eigenvalues.tolist(),
+            "residual_mass": self.residual_mass,
+            "tolerance": self.tolerance,
+            "kernel": self.kernel,
+            "settings": self.settings,
+        }
+
+
+@dataclass(frozen=True)
+class VendiEstimate:
+    """Point estimates of VS_q with error bars from independent replicates of a sketch.
+
+    Attributes
+    ----------
+    qs : ndarray of shape (m,)
+        Orders (all >= 1: below 1 the sketches are biased beyond what replicates can show).
+    value : ndarray of shape (m,)
+        Mean over replicates.
+    stderr : ndarray of shape (m,)
+        Standard error of the mean over replicates (``sd / sqrt(r)``).
+    low, high : ndarray of shape (m,)
+        Student-t interval at ``level`` over the replicates.
+    replicates : ndarray of shape (r, m)
+        Each replicate's VS_q.
+    target : str
+        The quantity the interval is an interval for (see Notes of
+        :func:`~diversity_core.approx.vendi_estimate`).
+    method : {"nystrom", "rff", "tanimoto_rf"}
+    n : int
+    level : float
+    kernel : dict
+    settings : dict
+        ``m`` / ``D``, ``replicates``, ``landmarks``, ``tail``, mean ``captured_trace``, ``seconds``.
+    """
+
+    qs: np.ndarray
+    value: np.ndarray
+    stderr: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    replicates: np.ndarray
+    target: str
+    method: str
+    n: int
+    level: float = 0.95
+    kernel: dict = field(default_factory=dict)
+    settings: dict = field(default_factory=dict)
+
+    exact = False
+    kind = "estimate"
+
+    def vendi(self, q) -> float:
+        """The point estimate at order ``q`` (one of :attr:`qs`)."""
+        return float(self.value[_index(self.qs, q, "estimates")])
+
+    def interval(self, q) -> tuple[float, float]:
+        """``(low, high)``: the replicate t-interval at order ``q``."""
+        j = _index(self.qs, q, "estimates")
+        return float(self.low[j]), float(self.high[j])
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (orders as :func:`q_key` strings)."""
+        return {
+            "kind": "estimate",
+            "exact": False,
+            "qs": [q_key(q) for q in self.qs],
+            "value": self.value.tolist(),
+            "stderr": self.stderr.tolist(),
+            "low": self.low.tolist(),
+            "high": self.high.tolist(),
+            "replicates": self.replicates.tolist(),
+            "target": self.target,
+            "method": self.method,
+            "n": self.n,
+            "level": self.level,
+            "kernel": self.kernel,
+            "settings": self.settings,
+        }
