@@ -97,7 +97,7 @@ def bounds_from_eigenvalues(top, n: int, qs, *, purity: Optional[float] = None, 
 
 
 def _log_sum(logs) -> float:
-    """log of a sum of exp(logs) (-inf entries allowed)."""
+    """Log of a sum of exp(logs) (-inf entries allowed)."""
     logs = np.asarray(logs, dtype=np.float64)
     if logs.size == 0 or not np.isfinite(logs.max()):
         return -math.inf
@@ -106,7 +106,7 @@ def _log_sum(logs) -> float:
 
 
 def _log(x: float) -> float:
-    """log x with log 0 = -inf."""
+    """Log x with log 0 = -inf."""
     return math.log(x) if x > 0 else -math.inf
 
 
@@ -333,7 +333,7 @@ class _DensityOperator:
         return B
 
     def matmat(self, V: np.ndarray) -> np.ndarray:
-        """rho V, block by block (float64 products; float32 entries are converted per block)."""
+        """Rho V, block by block (float64 products; float32 entries are converted per block)."""
         V = np.asarray(V, dtype=np.float64).reshape(self.n, -1)
         out = np.empty_like(V)
         self.matvecs += V.shape[1]

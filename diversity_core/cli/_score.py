@@ -456,7 +456,7 @@ def _run_approx(args: argparse.Namespace, qs: list) -> int:
     params = kernel_params(args)
     if args.approx == "bounds":
         res = vendi_bounds(X, kernel=args.kernel, k=args.k, qs=qs, weights=weights, time_budget=args.time_budget,
-                           progress=_stderr_progress, **params)
+                           progress=TqdmProgress("score"), **params)
         rows = [(q, res.vendi(q)) for q in qs]
         note = (f"guaranteed bounds from the top {res.k} eigenvalues ({res.settings['matrix']} operator"
                 + (f"; stopped: {res.settings['stopped']}" if res.settings.get("stopped") else "") + ")")
@@ -464,13 +464,13 @@ def _run_approx(args: argparse.Namespace, qs: list) -> int:
         kept = [q for q in qs if q >= 1]
         dropped = [q for q in qs if q < 1]
         if dropped:
-            print(f"note: q = {', '.join(_format_q(q) for q in dropped)} left out: sketches are 10-90% off below "
+            print(f"note: q = {', '.join(q_key(q) for q in dropped)} left out: sketches are 10-90% off below "
                   "q = 1 (use --approx bounds)", file=sys.stderr)
         if not kept:
             raise DiversityInputError("--approx estimates need an order q >= 1; below 1 use --approx bounds.")
         res = vendi_estimate(X, kernel=args.kernel, method=args.approx, q=kept, m=args.m, D=args.D,
                              replicates=args.replicates, landmarks=args.landmarks, weights=weights,
-                             progress=_stderr_progress, **params)
+                             progress=TqdmProgress("score"), **params)
         rows = [(q, res.interval(q)) for q in kept]
         note = f"{args.approx} estimate, {args.replicates} replicates, 95% t-interval; target: {res.target}"
     if args.format == "json":
@@ -481,11 +481,9 @@ def _run_approx(args: argparse.Namespace, qs: list) -> int:
         return 0
     print(f"# {args.file}: kernel {res.kernel}, n = {n}; {note}")
     if args.approx == "bounds":
-        print("q      low          high         width")
-        for q, (low, high) in rows:
-            print(f"{_format_q(q):<6} {low:<12.6g} {high:<12.6g} {high / low - 1:.3g}")
+        table = [[q_key(q), f"{low:.6g}", f"{high:.6g}", f"{high / low - 1:.3g}"] for q, (low, high) in rows]
+        print(format_table(["q", "low", "high", "width"], table, rule=False))
     else:
-        print("q      estimate     low          high")
-        for q, (low, high) in rows:
-            print(f"{_format_q(q):<6} {res.vendi(q):<12.6g} {low:<12.6g} {high:<12.6g}")
+        table = [[q_key(q), f"{res.vendi(q):.6g}", f"{low:.6g}", f"{high:.6g}"] for q, (low, high) in rows]
+        print(format_table(["q", "estimate", "low", "high"], table, rule=False))
     return 0

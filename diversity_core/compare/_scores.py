@@ -266,9 +266,11 @@ class MagnitudeScores:
         self.n_merged = 0
 
     def single_thread(self, m: int) -> bool:
-        """One BLAS thread up to SMALL_PROBLEM items: a factorisation that small gains little from threads,
-        and on a busy machine their barriers cost tens of times the work (43 ms against 1.5 ms at m = 300
-        on 2 shared cores)."""
+        """Whether to run on one BLAS thread: up to SMALL_PROBLEM items.
+
+        A factorisation that small gains little from threads, and on a busy machine their barriers
+        cost tens of times the work (43 ms against 1.5 ms at m = 300 on 2 shared cores).
+        """
         return m <= SMALL_PROBLEM
 
     def bounds(self, n: int) -> Tuple[np.ndarray, np.ndarray]:
