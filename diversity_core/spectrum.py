@@ -391,7 +391,7 @@ def _choose_method(method: str, kern, n: int, d: int, n_eigenvectors: int, *, in
             )
         return "dual"
     features = "" if kern.has_feature_map else (
-        "A kernel with a feature map (cosine, linear, probability_product) takes the exact dual path at any n, "
+        "a kernel with a feature map (cosine, linear, probability_product) takes the exact dual path at any n, "
         "streamed in chunks; "
     )
     check_memory(
