@@ -86,8 +86,12 @@ def test_structure_scores_above_uniform_noise_of_the_same_shape(digits):
 
 
 def test_truncation_ordering():
-    """Fig. 1 of the paper: a smaller latent truncation gives a lower score, in order."""
-    kw = dict(runs=15, epochs=50, rng=1)
+    """Fig. 1 of the paper: a smaller latent truncation gives a lower score, in order.
+
+    At the defaults (40 runs): one full-batch step per epoch trains less far than batches of 50,
+    so the gaps are smaller (0.03, 0.08, 0.09) and 15 runs no longer separate tau = 0.5 from 1.
+    """
+    kw = dict(epochs=50, rng=1)
     r002, r05, r1 = (rnd_score(truncated_mixture(tau), **kw) for tau in (0.02, 0.5, 1.0))
     assert separated(r05, r002), (r002, r05)
     assert separated(r1, r05), (r05, r1)
@@ -120,6 +124,68 @@ def test_mode_dropping_ten_classes_above_two(digits):
     r2 = rnd_score(images[two], **kw)
     # Each mean lies outside the other's 95 % interval, on the right side.
     assert r10.score > r2.ci_high and r10.ci_low > r2.score, (r10, r2)
+
+
+@pytest.mark.slow
+def test_digits_demo_scores_above_uniform_noise_at_the_defaults():
+    """Issue 14: the demo's digits (the MLP's input: their 64 pixels) above uniform noise images of
+    the same shape, resolved at the defaults (40 runs, 50 epochs, one full-batch step per epoch).
+
+    With the former batches of 50 the noise scored higher (0.414 against 0.400). About 30 s of CPU.
+    """
+    from diversity_core.data import load_demo
+
+    demo = load_demo("digits")
+    noise = np.random.default_rng(7).integers(0, 256, size=demo.items.shape, dtype=np.uint8)
+    data = rnd_score(demo, architecture="mlp", rng=0)
+    random = rnd_score(noise, architecture="mlp", rng=0)
+    assert data.settings["batch_size"] == data.settings["train_size"] == 200
+    assert data.settings["input_shape"] == [8, 8, 1] and data.run_scores.size == 40
+    assert separated(data, random), (data, random)
+    assert data.reliability is None and random.reliability is None
+
+
+def test_regime_warning_names_each_unreliable_setting():
+    from diversity_core.rnd import rnd_regime_warning, update_budget
+    from diversity_core.rnd._regime import MLP_MAX_FEATURES, SGD_MAX_BUDGET
+
+    # the defaults on a few dozen features: the documented regime where data scores above noise
+    assert rnd_regime_warning({}, input_shape=(64,)) is None
+    assert rnd_regime_warning(dict(PAPER_PRESET, architecture="mlp"), input_shape=(64,)) is None
+    assert update_budget(epochs=50, train_size=200, batch_size=200, lr=0.01, momentum=0.9) == pytest.approx(5.0)
+    assert update_budget(epochs=50, train_size=200, batch_size=50, lr=0.01, momentum=0.9) == pytest.approx(20.0)
+    # a lone last item joins the previous batch: 201 items in batches of 50 are 4 steps
+    assert update_budget(epochs=1, train_size=201, batch_size=50, lr=0.1, momentum=0.0) == pytest.approx(0.4)
+    # the former default (batches of 50) memorises: budget 20 > 10
+    msg = rnd_regime_warning({"batch_size": 50}, input_shape=(64,))
+    assert msg is not None and "= 20 exceeds 10" in msg and "memorises" in msg
+    assert rnd_regime_warning({"batch_size": 100}, input_shape=(64,)) is None  # budget 10, the limit
+    assert SGD_MAX_BUDGET == 10 and MLP_MAX_FEATURES == 64
+    # wide inputs, Adam, the small CNN, tiny images for ResNet-18
+    assert "MLP on 1024 input features" in rnd_regime_warning({}, input_shape=(1024,))
+    assert "MLP on 64 input features" not in (rnd_regime_warning({}, input_shape=(8, 8, 1)) or "small CNN")
+    assert "small CNN" in rnd_regime_warning({}, input_shape=(8, 8, 1))  # auto on CPU: the small CNN
+    assert rnd_regime_warning({"architecture": "mlp"}, input_shape=(8, 8)) is None  # 64 flattened pixels
+    assert "Adam" in rnd_regime_warning({"optimizer": "adam", "lr": 1e-3}, input_shape=(32,))
+    tiny = rnd_regime_warning({"architecture": "resnet18"}, input_shape=(16, 16, 3))
+    assert "16 x 16 images" in tiny
+    assert rnd_regime_warning({"architecture": "resnet18"}, input_shape=(224, 224, 3)) is None
+    assert rnd_regime_warning({"architecture": "auto", "device": "cuda"}, input_shape=(224, 224, 3)) is None
+    # several reasons in one message
+    both = rnd_regime_warning({"batch_size": 20, "lr": 0.05}, input_shape=(300,))
+    assert "300 input features" in both and "exceeds 10" in both
+    with pytest.raises(DiversityInputError, match="needs the shape of one item"):
+        rnd_regime_warning({"epochs": 10})
+
+
+def test_result_reliability_reads_its_own_settings(rng):
+    X = rng.normal(size=(260, 8))
+    fine = rnd_score(X, runs=2, epochs=2, average_last=1, rng=0)
+    assert fine.reliability is None
+    long = rnd_score(X, runs=2, epochs=30, average_last=1, batch_size=50, rng=0)
+    from diversity_core.rnd import rnd_regime_warning
+
+    assert long.reliability == rnd_regime_warning(long.settings) and "= 12 exceeds 10" in long.reliability
 
 
 # --------------------------------------------------------------------------------------------
@@ -203,7 +269,7 @@ def test_whole_floats_count_as_integers(rng):
     """Counts read from JSON or a URL arrive as 3.0; they mean 3."""
     X = rng.normal(size=(260, 5))
     a = rnd_score(X, runs=2.0, epochs=3.0, average_last=2.0, train_size=200.0, batch_size=50.0, rng=0)
-    b = rnd_score(X, runs=2, epochs=3, average_last=2, rng=0)
+    b = rnd_score(X, runs=2, epochs=3, average_last=2, train_size=200, batch_size=50, rng=0)
     np.testing.assert_array_equal(a.curves, b.curves)
     assert a.settings["runs"] == 2 and isinstance(a.settings["epochs"], int)
 
@@ -340,8 +406,13 @@ def test_bad_parameters(rng, kwargs, match):
 
 def test_too_few_items_for_the_split_plus_one_validation_batch(rng):
     with pytest.raises(DiversityInputError, match=r"train_size=200 \+ batch_size=50 = 250, got 249 items"):
+        rnd_score(rng.normal(size=(249, 4)), batch_size=50)
+    rnd_score(rng.normal(size=(250, 4)), runs=1, epochs=1, average_last=1, batch_size=50)  # exactly enough
+    # the default batch (the whole training split for the MLP) keeps 50 validation items
+    with pytest.raises(DiversityInputError, match=r"train_size=200 \+ 50 = 250, got 249 items"):
         rnd_score(rng.normal(size=(249, 4)))
-    rnd_score(rng.normal(size=(250, 4)), runs=1, epochs=1, average_last=1)  # exactly enough
+    res = rnd_score(rng.normal(size=(250, 4)), runs=1, epochs=1, average_last=1)
+    assert res.settings["batch_size"] == 200
 
 
 def test_constant_data(rng):
@@ -443,7 +514,7 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path, rng):
     out = _cli(path, "--runs", 1)
     assert out.returncode == 2
     assert out.stdout == ""
-    assert "train_size=200 + batch_size=50 = 250, got 100 items" in out.stderr
+    assert "train_size=200 + 50 = 250, got 100 items" in out.stderr
     assert "Traceback" not in out.stderr
 
 

@@ -49,7 +49,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         default="auto",
         help="network: mlp for features, cnn or resnet18 for images (default auto)",
     )
-    p.add_argument("--batch-size", type=int, default=50, help="mini-batch size (default 50)")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="mini-batch size (default: the whole training split for the MLP, 50 for CNNs)")
     p.add_argument("--device", choices=DEVICES, default="auto", help="cpu, cuda, or auto (default)")
     p.add_argument(
         "--rng", type=int, default=0, metavar="SEED", help="random seed of splits and networks (default 0)"

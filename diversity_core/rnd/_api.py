@@ -23,7 +23,7 @@ from .networks import _torch
 from .result import RNDResult
 from .training import _run_mlp, _run_modules
 
-__all__ = ["rnd_score", "PAPER_PRESET", "ARCHITECTURES", "OPTIMIZERS", "DEVICES"]
+__all__ = ["rnd_score", "PAPER_PRESET", "ARCHITECTURES", "OPTIMIZERS", "DEVICES", "CONV_BATCH", "MIN_VALIDATION"]
 
 #: The paper's settings (Appendix A.3 of [1] in :func:`rnd_score`): ResNet-18, SGD with momentum
 #: 0.9, learning rate 0.01, 50 epochs averaged over the last 10, 40 runs, 200 training items.
@@ -42,6 +42,12 @@ PAPER_PRESET: Dict[str, Any] = {
 #: Confidence level of the interval over runs.
 _LEVEL = 0.95
 
+#: Mini-batch of the convolutional networks when ``batch_size`` is None (the MLP then trains on
+#: its whole training split at once).
+CONV_BATCH = 50
+#: Validation items every run must keep when ``batch_size`` is None (the former default's batch).
+MIN_VALIDATION = 50
+
 
 def rnd_score(
     data,
@@ -54,7 +60,7 @@ def rnd_score(
     momentum: float = 0.9,
     optimizer: str = "sgd",
     architecture: str = "auto",
-    batch_size: int = 50,
+    batch_size: Optional[int] = None,
     device: str = "auto",
     rng: RandomLike = None,
     progress: Optional[ProgressCallback] = None,
@@ -115,8 +121,10 @@ def rnd_score(
         and ReLU, average pooling to a 2x2 grid, a linear head with 64 outputs). ``"resnet18"``: ResNet-18 (1000 outputs,
         defined in :mod:`diversity_core.rnd.networks`, no torchvision), the paper's network. ``"auto"``: the MLP for
         2-D data; for images ResNet-18 when running on CUDA and the small CNN otherwise.
-    batch_size : int, default 50
-        Mini-batch size for training the predictor. The paper does not state one.
+    batch_size : int or None, default None
+        Mini-batch size for training the predictor (the paper does not state one). ``None``:
+        the whole training split for the MLP (one full-batch step per epoch; see the Notes) and
+        50 for the convolutional networks.
     device : {"auto", "cpu", "cuda"}, default "auto"
         ``"auto"`` uses CUDA when torch sees a GPU.
     rng : None, int or numpy.random.Generator
@@ -136,9 +144,10 @@ def rnd_score(
     Raises
     ------
     DiversityInputError
-        Bad parameters; fewer items than ``train_size + batch_size`` (the validation set must
-        hold at least one batch); data whose items are all identical; an architecture that does
-        not fit the data's shape; ``device="cuda"`` without a GPU.
+        Bad parameters; fewer items than ``train_size + batch_size`` for a given batch size (the
+        validation set must hold at least one batch), or than ``train_size + 50`` with
+        ``batch_size=None``; data whose items are all identical; an architecture that does not
+        fit the data's shape; ``device="cuda"`` without a GPU.
     MemoryBudgetError
         Sparse features (n-gram counts of a text Dataset) whose dense form exceeds the memory
         budget (:func:`diversity_core.set_config`).
@@ -156,8 +165,14 @@ def rnd_score(
       **PAPER_PRESET)`` runs the paper's protocol with ResNet-18, and ``"auto"`` picks it for
       images on a GPU. Scores from different architectures, train sizes or epochs are not
       comparable ([1], A.3-A.4): compare datasets under one setting.
-    - **Batch size** 50 (the paper does not give one). A lone last item joins the previous
-      batch, so BatchNorm never sees a batch of one.
+    - **Batch size** (the paper does not give one): the whole training split for the MLP, 50
+      for the convolutional networks. With the paper's lr 0.01 and momentum 0.9, batches of 50
+      (4 steps per epoch) let the MLP memorise its training split within 50 epochs, and then
+      i.i.d. uniform noise scores *above* structured data (digits: 0.414 against 0.400 over 40
+      runs); one full-batch step per epoch keeps it in the regime where the digits score above
+      the noise (0.160 [0.151, 0.169] against 0.141 [0.137, 0.145]). ``docs/rnd.md`` has the
+      measurements. A lone last item joins the previous batch, so BatchNorm never sees a batch
+      of one.
     - **Training loss** is ``torch.nn.MSELoss``: the squared error averaged over items *and*
       output coordinates, i.e. Eq. (1) divided by the output size. The paper does not say;
       with Eq. (1)'s sum over ResNet-18's 1000 outputs, SGD at the paper's lr 0.01 diverges,
@@ -180,12 +195,16 @@ def rnd_score(
       The predictor trains in train mode and is evaluated in eval mode.
 
     What the score responds to depends on the network and on how far training gets. With the
-    MLP preset, uniform noise scores below structured digits, but training much longer (or
-    with much smaller batches) lets the predictor memorise the training split, and then
-    i.i.d. noise scores highest, since nothing memorised carries over to new noise items. On
-    tiny images (8x8 digits) the small CNN also scores uniform noise above the digits, though
-    it ranks 10 digit classes above 2. The paper's finding that noise scores low (Fig. 7) was
-    made with ResNets on large natural images.
+    MLP defaults on a few dozen features, uniform noise scores below structured digits, but
+    training much longer (or with small batches, a larger lr, or Adam) lets the predictor
+    memorise the training split, and then i.i.d. noise scores highest, since nothing memorised
+    carries over to new noise items; with hundreds of input features (e.g. 1024 pixel
+    features) noise scored above the digits at every training length tried. On tiny images
+    (8x8 digits) the small CNN also scores uniform noise above the digits, though it ranks 10
+    digit classes above 2. The paper's finding that noise scores low (Fig. 7) was made with
+    ResNets on large natural images. :func:`rnd_regime_warning` (and
+    :attr:`RNDResult.reliability`) say when a setting is in a regime where that ordering is
+    unreliable.
 
     Speed: all runs of the MLP train at once as stacked weight tensors with batched matrix
     products (the runs stay mathematically independent; SGD and Adam act elementwise). The
@@ -227,7 +246,8 @@ def rnd_score(
     if average_last > epochs:
         raise DiversityInputError(f"average_last must be at most epochs ({epochs}); got {average_last}.")
     runs = check_scalar(runs, "runs", int, min_val=1)
-    batch_size = check_scalar(batch_size, "batch_size", int, min_val=1)
+    if batch_size is not None:
+        batch_size = check_scalar(batch_size, "batch_size", int, min_val=1)
     lr = check_positive(lr, "lr")
     momentum = check_positive(momentum, "momentum", allow_zero=True)
     if momentum >= 1:
@@ -239,11 +259,17 @@ def rnd_score(
 
     X = _as_input_array(data, architecture)
     n = X.shape[0]
-    if n < train_size + batch_size:
+    if batch_size is not None and n < train_size + batch_size:
         raise DiversityInputError(
             f"RND needs more items than the training split plus one validation batch: "
             f"train_size={train_size} + batch_size={batch_size} = {train_size + batch_size}, "
             f"got {n} items. Lower train_size or batch_size, or add items."
+        )
+    if batch_size is None and n < train_size + MIN_VALIDATION:
+        raise DiversityInputError(
+            f"RND needs more items than the training split plus {MIN_VALIDATION} validation items: "
+            f"train_size={train_size} + {MIN_VALIDATION} = {train_size + MIN_VALIDATION}, got {n} items. "
+            "Lower train_size, or add items."
         )
     flat = X.reshape(n, -1)
     if np.all(flat == flat[:1]):
@@ -253,11 +279,19 @@ def rnd_score(
         )
     dev = _resolve_device(device)
     arch = _resolve_architecture(architecture, X.ndim, dev)
+    batch_size = resolve_batch_size(batch_size, arch, train_size)
     return _rnd_score(
         X, train_size=train_size, epochs=epochs, average_last=average_last, runs=runs, lr=lr, momentum=momentum,
         optimizer=optimizer, architecture=arch, batch_size=batch_size, device=dev, generator=generator,
         progress=progress, on_epoch=on_epoch,
     )
+
+
+def resolve_batch_size(batch_size: Optional[int], architecture: str, train_size: int) -> int:
+    """The mini-batch size: as given, else the whole training split (MLP) or :data:`CONV_BATCH`."""
+    if batch_size is not None:
+        return int(batch_size)
+    return int(train_size) if architecture == "mlp" else min(CONV_BATCH, int(train_size))
 
 
 def _run_plan(n: int, train_size: int, epochs: int, runs: int, generator: np.random.Generator):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -34,7 +34,8 @@ class RNDResult:
     settings : dict
         Every setting the score depends on, with ``"auto"`` choices resolved (architecture,
         device, batch size, number of items, input shape, ...). Scores are comparable only
-        between results whose settings agree.
+        between results whose settings agree. :attr:`reliability` says whether the setting is
+        one where noise can outscore structured data.
 
     The arrays are read-only float64 copies.
     """
@@ -59,6 +60,17 @@ class RNDResult:
     def interval(self) -> Tuple[float, float]:
         """The 95 % confidence interval ``(ci_low, ci_high)``."""
         return (self.ci_low, self.ci_high)
+
+    @property
+    def reliability(self) -> Optional[str]:
+        """Why this setting may rank i.i.d. noise above structured data, or None.
+
+        :func:`~diversity_core.rnd.rnd_regime_warning` applied to the result's own settings
+        (architecture, input shape, training budget, optimizer); see ``docs/rnd.md``.
+        """
+        from ._regime import rnd_regime_warning
+
+        return rnd_regime_warning(self.settings)
 
     @property
     def std(self) -> float:
