@@ -81,11 +81,12 @@ class _SketchKernel(Kernel):
 
     def _matrix(self, X):
         """The sketch's kernel matrix Phi Phi^T (tests and small n)."""
-        Phi = self._feature_map(X)
+        Phi = self.features(X, check_input=False)
         return np.asarray(Phi @ Phi.T, dtype=np.float64)
 
     def _cross(self, X, Y):
-        return np.asarray(self._feature_map(X) @ self._feature_map(Y).T, dtype=np.float64)
+        Phi_x, Phi_y = self.features(X, check_input=False), self.features(Y, check_input=False)
+        return np.asarray(Phi_x @ Phi_y.T, dtype=np.float64)
 
 
 @dataclass(frozen=True, eq=False)
