@@ -61,13 +61,13 @@ An extrapolated SE carries Monte Carlo noise: each log spread has variance
 degrees of freedom :math:`\nu = 1/(2\,\mathrm{Var}\log\mathrm{SE})` (Satterthwaite), and every
 interval is :math:`\hat\theta_g \pm t_{\nu,(1+\text{level})/2}\,\mathrm{SE}_g`, clipped to the
 score's range (VS in [1, n], MagArea >= 0). Ignoring that noise (a normal quantile) made
-verdicts anti-conservative where the spread rests on few subsets (MagArea: 7 % false
+verdicts anti-conservative where the spread rests on few subsets (issue 14: MagArea 7 % false
 "resolved" at a nominal 5 %). Groups are sampled independently, so a pairwise difference has
 :math:`\mathrm{SE} = \sqrt{\mathrm{SE}_a^2 + \mathrm{SE}_b^2}` with Welch-Satterthwaite degrees
 of freedom; it is *resolved* when its interval excludes 0. The level applies to each pair
 separately (no multiplicity correction). ``benchmarks/bench_calibration.py`` measures the
 false-resolved rates in a null simulation and ``docs/comparisons.md`` records them (all
-scores within the binomial uncertainty of 5 % at 200 repetitions; SE ratios 0.97-1.06).
+scores within the binomial uncertainty of 5 % at 150-200 repetitions; SE ratios 0.97-1.07).
 
 Magnitude
 ---------

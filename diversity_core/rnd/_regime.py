@@ -51,7 +51,7 @@ def update_budget(*, epochs: int, train_size: int, batch_size: int, lr: float, m
 
     Examples
     --------
-    >>> update_budget(epochs=50, train_size=200, batch_size=200, lr=0.01, momentum=0.9)
+    >>> round(update_budget(epochs=50, train_size=200, batch_size=200, lr=0.01, momentum=0.9), 12)
     5.0
     """
     steps = math.ceil(train_size / batch_size)
