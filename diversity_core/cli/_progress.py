@@ -5,12 +5,14 @@ The core reports progress as ``progress(done, total, message)`` calls
 With ``stages=True`` (the default) each new message starts a new bar, for work that runs in
 named stages; with ``stages=False`` one bar covers the whole job and the message is its
 postfix, for work whose message changes at every step (RND's run and epoch). On a terminal the
-bar redraws in place; in a log tqdm prints a line at most every few seconds.
+bar redraws in place. ``disable=None`` (the default) draws nothing when stderr is not a terminal,
+so logs and pipes get only results and one-line errors; ``disable=False`` always draws.
 """
 
 from __future__ import annotations
 
 import sys
+from typing import Optional
 
 __all__ = ["TqdmProgress"]
 
@@ -18,7 +20,7 @@ __all__ = ["TqdmProgress"]
 class TqdmProgress:
     """A progress callback drawing tqdm bars on stderr; a context manager closes the last bar."""
 
-    def __init__(self, label: str = "", *, stages: bool = True, unit: str = "it", disable: bool = False):
+    def __init__(self, label: str = "", *, stages: bool = True, unit: str = "it", disable: Optional[bool] = None):
         self.label = label
         self.stages = stages
         self.unit = unit

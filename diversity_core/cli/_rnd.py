@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
     for name, subset in _sets(dataset).items():
         start = time.perf_counter()
         data = _inputs(subset, arch, args.featurizer)
-        bar = TqdmProgress(name, stages=False, unit="run-epoch")
+        bar = TqdmProgress(name, stages=False, unit="run-epoch", disable=False)
         try:
             res = rnd_score(
                 data,
