@@ -327,7 +327,7 @@ def load_npz(path: Path, max_bytes: int) -> dict[str, np.ndarray]:
     check_file(path, max_bytes)
     try:
         zf = zipfile.ZipFile(path)
-    except Exception as exc:  # noqa: BLE001 - BadZipFile, OSError, ValueError, NotImplementedError ...
+    except Exception as exc:  # noqa: BLE001 - BadZipFile, OSError, ValueError, the not-implemented error ...
         raise DiversityInputError(
             f"{path}: not a valid .npz archive ({type(exc).__name__}). Save arrays with numpy.savez."
         ) from None
@@ -351,7 +351,7 @@ def load_npz(path: Path, max_bytes: int) -> dict[str, np.ndarray]:
                 arrays[name] = np.load(data, allow_pickle=False)
             except DiversityInputError:
                 raise
-            except Exception as exc:  # noqa: BLE001 - BadZipFile, zlib.error, NotImplementedError (method), RuntimeError (encrypted), ...
+            except Exception as exc:  # noqa: BLE001 - BadZipFile, zlib.error, the not-implemented error (method), RuntimeError (encrypted), ...
                 raise DiversityInputError(
                     f"{where}: cannot read this array ({type(exc).__name__}); the archive may be truncated, "
                     "encrypted or use an unsupported compression method. Re-export it."
@@ -389,7 +389,7 @@ def open_zip(path: Path, max_bytes: int) -> zipfile.ZipFile:
     check_file(path, max_bytes)
     try:
         zf = zipfile.ZipFile(path)
-    except Exception as exc:  # noqa: BLE001 - BadZipFile, OSError, ValueError, NotImplementedError ...
+    except Exception as exc:  # noqa: BLE001 - BadZipFile, OSError, ValueError, the not-implemented error ...
         raise DiversityInputError(f"{path}: not a valid zip archive ({type(exc).__name__}).") from None
     infos = zf.infolist()
     try:

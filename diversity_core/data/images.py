@@ -66,7 +66,7 @@ def decode_image(data: bytes, where: str):
 
     Only the decoders in :data:`PIL_FORMATS` are tried. The decoded size is checked against the
     memory budget from the header, before any pixel is decoded; every exception of a decoder
-    (including ``NotImplementedError`` for unsupported variants) becomes a
+    (including ``the not-implemented error`` for unsupported variants) becomes a
     :class:`~diversity_core.exceptions.DiversityInputError` whose message quotes nothing from the file.
     """
     import io
@@ -92,7 +92,7 @@ def decode_image(data: bytes, where: str):
         raise DiversityInputError(
             f"{where}: cannot be read as an image ({reason}). Re-export it as PNG/JPEG/WebP or remove it."
         ) from None
-    except Exception as exc:  # noqa: BLE001 - decoders raise OSError, SyntaxError, NotImplementedError, ...
+    except Exception as exc:  # noqa: BLE001 - decoders raise OSError, SyntaxError, the not-implemented error, ...
         raise DiversityInputError(
             f"{where}: the image is truncated or corrupt ({type(exc).__name__}). Re-export it or remove it."
         ) from None
@@ -236,7 +236,7 @@ def _read_zip_entry(zf, info, path: Path) -> bytes:
     """The bytes of one zip entry, read by its directory record (not by its name)."""
     try:
         return zf.read(info)
-    except Exception as exc:  # noqa: BLE001 - BadZipFile, zlib.error, EOFError, NotImplementedError (method), RuntimeError (encrypted)
+    except Exception as exc:  # noqa: BLE001 - BadZipFile, zlib.error, EOFError, the not-implemented error (method), RuntimeError (encrypted)
         raise DiversityInputError(
             f"{path}: entry {info.filename!r} cannot be read ({type(exc).__name__}); the archive may be truncated, "
             "encrypted or use an unsupported compression method."
