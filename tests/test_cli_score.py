@@ -136,3 +136,28 @@ def test_groups_share_the_bandwidth_fixed_on_all_items(tmp_path, rng):
     sigma = dc.median_distance(X)
     assert out["kernel"]["sigma"] == pytest.approx(sigma)
     assert out["results"][2]["vendi"]["1"] == pytest.approx(dc.vendi_score(X[30:], kernel="rbf", sigma=sigma), rel=1e-12)
+
+
+@pytest.mark.parametrize("bounds_method", ["lanczos", "nystrom"])
+def test_approx_bounds_contain_exact_and_say_how(embeddings, bounds_method):
+    X, path = embeddings
+    res = run_cli("score", path, "--kernel", "rbf", "--sigma", "2", "--approx", "bounds", "--bounds-method",
+                  bounds_method, "--k", "20", "--m", "40", "--q", "0.5", "1", "2", "inf", "--format", "json")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["kind"] == "bounds" and out["settings"]["method"] == bounds_method
+    spec = dc.compute_spectrum(X, kernel="rbf", sigma=2.0)
+    for q, lo, hi in zip(out["qs"], out["low"], out["high"]):
+        assert lo * (1 - 1e-9) <= spec.vendi(q) <= hi * (1 + 1e-9)
+    table = run_cli("score", path, "--kernel", "rbf", "--sigma", "2", "--approx", "bounds", "--bounds-method",
+                    bounds_method, "--k", "20", "--m", "40")
+    assert table.returncode == 0, table.stderr
+    assert ("Nystrom sketch (m = 40" in table.stdout) == (bounds_method == "nystrom")
+
+
+def test_approx_estimate_drops_low_orders_with_a_note(embeddings):
+    _, path = embeddings
+    res = run_cli("score", path, "--kernel", "rbf", "--sigma", "2", "--approx", "rff", "--D", "64",
+                  "--replicates", "3", "--q", "0.5", "1", "2")
+    assert res.returncode == 0, res.stderr
+    assert "q = 0.5 left out" in res.stderr and "rff estimate, 3 replicates" in res.stdout

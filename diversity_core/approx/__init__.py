@@ -2,6 +2,9 @@
 
 - :mod:`~diversity_core.approx.bounds`: :func:`vendi_bounds`, :func:`iter_vendi_bounds`
   (progressive), :func:`bounds_from_eigenvalues` (the bound maths on given eigenvalues).
+- :mod:`~diversity_core.approx.loewner`: :func:`nystrom_bounds` (guaranteed bounds from a
+  Nystrom sketch's eigenvalues, lower bounds in the PSD order: any n, no pass over K),
+  :func:`bounds_from_lower_eigenvalues`.
 - :mod:`~diversity_core.approx.sketches`: :func:`vendi_estimate` (Nystrom, random Fourier
   features, Tanimoto random features; error bars from independent replicates),
   :func:`vs_inf_exact` (VS_inf = 1 / lambda_max by Lanczos).
@@ -9,7 +12,8 @@
 """
 
 from ._results import VendiBounds, VendiEstimate
-from .bounds import DEFAULT_KS, bounds_from_eigenvalues, iter_vendi_bounds, vendi_bounds
+from .bounds import BOUND_METHODS, DEFAULT_KS, bounds_from_eigenvalues, iter_vendi_bounds, vendi_bounds
+from .loewner import bounds_from_lower_eigenvalues, nystrom_bounds
 from .sketches import ESTIMATORS, vendi_estimate, vs_inf_exact
 
 __all__ = [
@@ -18,6 +22,9 @@ __all__ = [
     "vendi_bounds",
     "iter_vendi_bounds",
     "bounds_from_eigenvalues",
+    "nystrom_bounds",
+    "bounds_from_lower_eigenvalues",
+    "BOUND_METHODS",
     "DEFAULT_KS",
     "vendi_estimate",
     "vs_inf_exact",

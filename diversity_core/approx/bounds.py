@@ -32,13 +32,19 @@ from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator
 from .._config import fits_memory, memory_budget
 from .._orders import check_q
 from .._progress import ProgressCallback, report
-from .._validation import check_scalar, check_weights
+from .._validation import check_option, check_scalar, check_weights
 from ..exceptions import DiversityInputError, NumericalError
 from ..kernels import PrecomputedKernel, _row_blocks, get_kernel, normalize_diagonal
 from ..sources import RowSource, as_source
 from ._results import VendiBounds
 
-__all__ = ["vendi_bounds", "iter_vendi_bounds", "bounds_from_eigenvalues", "DEFAULT_KS"]
+__all__ = ["vendi_bounds", "iter_vendi_bounds", "bounds_from_eigenvalues", "DEFAULT_KS", "BOUND_METHODS"]
+
+#: How the bounds get the top of the spectrum: exact Ritz values, or a sketch's lower bounds.
+BOUND_METHODS = ("auto", "lanczos", "nystrom")
+
+#: Largest n for which the Nystrom bounds add the exact VS_2 pass by default.
+EXACT_VS2_MAX_N = 50_000
 
 #: The progression of k: each step reuses the previous Ritz vectors as its starting vector.
 DEFAULT_KS = (20, 50, 100, 200, 500, 1000, 2000)
@@ -452,7 +458,8 @@ def iter_vendi_bounds(
     trace = op.trace
     purity = op.purity / (trace * trace)
     eps = float(np.finfo(np.float64).eps)
-    settings = {"matrix": storage, "ks": [], "seconds": 0.0, "stopped": "", "time_budget": time_budget}
+    settings = {"method": "lanczos", "matrix": storage, "ks": [], "seconds": 0.0, "stopped": "",
+                "time_budget": time_budget}
 
     def result(top, tolerance, stopped=""):
         top = np.asarray(top, dtype=np.float64) / trace
@@ -508,6 +515,9 @@ def vendi_bounds(
     weights=None,
     time_budget: Optional[float] = None,
     storage: str = "auto",
+    method: str = "auto",
+    m: int = 2000,
+    exact_vs2: Optional[bool] = None,
     rng=None,
     progress: Optional[ProgressCallback] = None,
     **kernel_params,
@@ -536,8 +546,21 @@ def vendi_bounds(
         How the Lanczos operator holds rho: the n x n matrix in float64 or float32 (the storage
         error, relative 2^-24 per entry, is added to the tolerance) when it fits the memory
         budget, else blocks of K recomputed at every product.
+    method : {"auto", "lanczos", "nystrom"}, default "auto"
+        ``"lanczos"``: the exact top-k eigenvalues (above). ``"nystrom"``: eigenvalue lower
+        bounds from a Nystrom sketch with m landmarks (Loewner order,
+        :func:`~diversity_core.approx.loewner.nystrom_bounds`): no pass over K, looser at q < 1.
+        ``"auto"``: Nystrom when the kernel has features and ``storage="auto"`` would have to go
+        matrix-free (not even the float32 matrix fits the memory budget), where each Lanczos
+        product is a full O(n^2 d) pass; otherwise Lanczos.
+    m : int, default 2000
+        Landmarks of the Nystrom sketch (``method="nystrom"``).
+    exact_vs2 : bool, optional
+        Nystrom: also compute the exact VS_2 by one blocked pass over K. Default: when
+        n <= 50,000 (the pass is O(n^2 d); about 2.5 minutes at n = 100,000, d = 64 on 2 cores).
+        Lanczos always computes it.
     rng : int or Generator, optional
-        Lanczos starting vector.
+        Lanczos starting vector, or the Nystrom landmarks.
     progress : callable, optional
         ``progress(done, total, message)``, once per step.
     **kernel_params
@@ -573,10 +596,39 @@ def vendi_bounds(
     >>> [round(v, 6) for v in b.vendi(1.0)]
     [5.0, 5.0]
     """
+    check_option(method, BOUND_METHODS, "method")
+    if method == "auto":
+        method = _auto_method(X, kernel, storage, kernel_params)
+    if method == "nystrom":
+        from .loewner import nystrom_bounds
+
+        if storage != "auto":
+            raise DiversityInputError(f"storage={storage!r} is a Lanczos setting; method='nystrom' stores no matrix.")
+        n = _n_items(X)
+        return nystrom_bounds(X, kernel=kernel, m=m, qs=qs, weights=weights, rng=rng, progress=progress,
+                              exact_vs2=(n <= EXACT_VS2_MAX_N) if exact_vs2 is None else bool(exact_vs2),
+                              **kernel_params)
     ks = _steps(k)
     *_, last = iter_vendi_bounds(X, kernel=kernel, ks=ks, qs=qs, weights=weights, time_budget=time_budget,
                                  storage=storage, rng=rng, progress=progress, **kernel_params)
     return last
+
+
+def _n_items(X) -> int:
+    """Number of rows of an array, sparse matrix, RowSource or path, without reading the rows."""
+    source = as_source(X)
+    if source is not None:
+        return int(source.n)
+    return int(np.shape(X)[0])
+
+
+def _auto_method(X, kernel, storage: str, kernel_params: dict) -> str:
+    """``"nystrom"`` where Lanczos would have to recompute K at every product, else ``"lanczos"``."""
+    kern = get_kernel(kernel, **kernel_params)
+    if storage != "auto" or kern.name == "precomputed":
+        return "lanczos"
+    n = _n_items(X)
+    return "lanczos" if fits_memory(4.0 * n * n * 1.25) else "nystrom"
 
 
 def _steps(k) -> list[int]:

@@ -202,8 +202,11 @@ def _pivoted_cholesky(kern, P, m: int, rule: str, rng) -> np.ndarray:
     return np.asarray(pivots, dtype=np.intp)
 
 
-def _nystrom(kern, pool, m: int, rule: str, rng) -> _NystromKernel:
-    """Landmarks from the pool and the map ``T = U diag(w^-1/2)`` over W's eigenvalues above round-off."""
+def _nystrom(kern, pool, m: int, rule: str, rng, *, rcond: Optional[float] = None) -> _NystromKernel:
+    """Landmarks from the pool and the map ``T = U diag(w^-1/2)`` over W's eigenvalues above ``rcond`` max w.
+
+    The default ``rcond`` is round-off (m eps); any larger one still gives a projection below K.
+    """
     if rule == "uniform":
         idx = rng.choice(pool.shape[0], size=min(m, pool.shape[0]), replace=False)
     else:
@@ -213,7 +216,9 @@ def _nystrom(kern, pool, m: int, rule: str, rng) -> _NystromKernel:
     w, U = np.linalg.eigh(W)
     # the pseudo-inverse keeps K_nys below K in the PSD order (a projection); eigenvalues below
     # round-off (m eps max w) would amplify noise, so they are left out
-    keep = w > Z.shape[0] * np.finfo(np.float64).eps * max(float(w[-1]), 1e-300)
+    if rcond is None:
+        rcond = Z.shape[0] * np.finfo(np.float64).eps
+    keep = w > rcond * max(float(w[-1]), 1e-300)
     T = U[:, keep] / np.sqrt(w[keep])[None, :]
     return _NystromKernel(base=kern, Z=Z, T=T)
 

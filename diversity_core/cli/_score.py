@@ -151,12 +151,17 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--device", choices=DEVICES, default="cpu", help="cpu, cuda, or auto")
     approx = p.add_argument_group("beyond the dense limit (kernels without a feature map)")
     approx.add_argument("--approx", choices=("bounds", "nystrom", "rff", "tanimoto_rf"), default=None,
-                        help="guaranteed bounds on every VS_q (Lanczos top-k), or a sketch estimate with error "
-                             "bars for q >= 1 (diversity_core.approx)")
+                        help="guaranteed bounds on every VS_q (Lanczos top-k, or a Nystrom sketch beyond the "
+                             "float32 matrix), or a sketch estimate with error bars for q >= 1 (diversity_core.approx)")
+    approx.add_argument("--bounds-method", choices=("auto", "lanczos", "nystrom"), default="auto",
+                        help="bounds: exact top-k eigenvalues (lanczos) or a Nystrom sketch's lower bounds in the "
+                             "PSD order (nystrom: no pass over K); auto picks nystrom when not even the float32 "
+                             "n x n matrix fits the memory budget")
     approx.add_argument("--k", type=int, default=200, help="bounds: top eigenvalues, reached progressively (200)")
     approx.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
                         help="bounds: stop the progression of k before this many seconds")
-    approx.add_argument("--m", type=int, default=None, help="nystrom: landmarks (default 1024)")
+    approx.add_argument("--m", type=int, default=None,
+                        help="nystrom: landmarks (default 1024 for estimates, 2000 for bounds)")
     approx.add_argument("--D", type=int, default=None, help="rff: frequencies (2D features); tanimoto_rf: hashes")
     approx.add_argument("--replicates", type=int, default=5, help="estimates: independent sketches (default 5)")
     approx.add_argument("--landmarks", choices=("rpcholesky", "greedy", "uniform"), default="rpcholesky",
@@ -455,11 +460,18 @@ def _run_approx(args: argparse.Namespace, qs: list) -> int:
         n = int(X.shape[0])
     params = kernel_params(args)
     if args.approx == "bounds":
+        extra = {} if args.m is None else {"m": args.m}
         res = vendi_bounds(X, kernel=args.kernel, k=args.k, qs=qs, weights=weights, time_budget=args.time_budget,
-                           progress=TqdmProgress("score"), **params)
+                           method=args.bounds_method, progress=TqdmProgress("score"), **extra, **params)
         rows = [(q, res.vendi(q)) for q in qs]
-        note = (f"guaranteed bounds from the top {res.k} eigenvalues ({res.settings['matrix']} operator"
-                + (f"; stopped: {res.settings['stopped']}" if res.settings.get("stopped") else "") + ")")
+        s = res.settings
+        if s["method"] == "nystrom":
+            note = (f"guaranteed bounds from a Nystrom sketch (m = {s['m']} landmarks, {s['captured_trace']:.4g} of "
+                    "the trace captured; its eigenvalues bound the true ones from below"
+                    + ("; VS_2 exact" if s["exact_vs2"] else "") + ")")
+        else:
+            note = (f"guaranteed bounds from the top {res.k} eigenvalues ({s['matrix']} operator"
+                    + (f"; stopped: {s['stopped']}" if s.get("stopped") else "") + ")")
     else:
         kept = [q for q in qs if q >= 1]
         dropped = [q for q in qs if q < 1]

@@ -1,0 +1,293 @@
+r"""Guaranteed bounds on every Vendi score from a Nystrom sketch (no Lanczos, no n x n pass).
+
+A Nystrom approximation is a projection of the kernel's feature map, so it lies below the
+kernel in the positive-semidefinite (Loewner) order: :math:`\tilde K \preceq K`, and with the
+item weights :math:`\tilde\rho = P^{1/2} \tilde K P^{1/2} \preceq \rho`. Weyl's inequality then
+gives, for the sorted eigenvalues,
+
+.. math:: \mu_i \le \lambda_i \quad (i = 1, \dots, n), \qquad
+          \sum_i (\lambda_i - \mu_i) = r = 1 - \sum_i \mu_i ,
+
+where :math:`\mu` are the sketch's eigenvalues (zero beyond its rank) and r is the trace the
+sketch misses, known exactly. Every spectrum :math:`\lambda = \mu + \delta` with
+:math:`\delta \ge 0`, :math:`\sum \delta = r` is consistent with this; over that set
+
+- the most concentrated spectrum is :math:`\mu + r e_1` (it majorises every other: a top-j
+  partial sum gains at most r), so it gives the *lower* bound on every VS_q (the Renyi entropy
+  is Schur-concave for every q);
+- the flattest is the water-filling :math:`\max(\mu_i, c)` with c set by the unit trace (it is
+  majorised by every other), which gives the *upper* bound.
+
+Both hold with certainty for any landmarks, any m and any kernel (only positive
+semidefiniteness is used). How tight they are depends on r: the missing mass r spread over the
+n - m unseen eigenvalues dominates VS_q for q < 1, while for q >= 1 a small r leaves a narrow
+band. With the exact VS_2 (:func:`~diversity_core.blocked.vendi_2_exact`) the band is also
+intersected with the bounds that the trace and VS_2 alone give. Cost: one sketch, O(n m d +
+n m^2) time and O(chunk m + m^2) memory; no pass over K.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Optional
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._orders import check_q
+from .._progress import ProgressCallback, report
+from .._validation import check_option, check_random_state, check_scalar, check_weights
+from ..entropy import vendi_from_eigenvalues
+from ..exceptions import DiversityInputError
+from ..kernels import get_kernel
+from ..sources import RowSource, as_source
+from ._results import VendiBounds
+from .bounds import _ROUNDOFF, _bounds
+from .sketches import LANDMARKS, _nystrom, _sketch_eigenvalues
+
+__all__ = ["nystrom_bounds", "bounds_from_lower_eigenvalues"]
+
+#: Absolute error allowed on each sketch eigenvalue of the trace-1 density (the round-off of
+#: k(X, Z) W^{-1/2} with W's eigenvalues kept above ``_RCOND`` times its largest, and of the
+#: m x m eigensolver): measured below 1e-12; the margin costs nothing visible.
+_EIG_TOL = 1e-9
+
+#: W's eigenvalues below this fraction of the largest are left out of the sketch's map (a
+#: smaller projection is still below K; it bounds the round-off amplification by 1e5).
+_RCOND = 1e-10
+
+
+def bounds_from_lower_eigenvalues(mu, n: int, qs, *, purity: Optional[float] = None,
+                                  tolerance: float = _EIG_TOL) -> tuple[np.ndarray, np.ndarray]:
+    r"""Bounds on VS_q from eigenvalue lower bounds :math:`\mu_i \le \lambda_i` of a trace-1 density.
+
+    .. math:: \mathrm{VS}_q(\mu + r e_1) \le \mathrm{VS}_q(\lambda) \le
+              \mathrm{VS}_q(\max(\mu, c)), \qquad r = 1 - \textstyle\sum_i \mu_i
+
+    Parameters
+    ----------
+    mu : array-like of shape (k,)
+        Lower bounds on the k largest eigenvalues, in the sense of Weyl's inequality (the
+        eigenvalues of a matrix below rho in the PSD order, e.g. a Nystrom sketch's), k <= n.
+    n : int
+        Number of items (the size of rho).
+    qs : float or sequence
+        Orders in [0, inf].
+    purity : float, optional
+        The exact :math:`\sum_i \lambda_i^2` (``1 / VS_2``): the band is intersected with the
+        bounds from the trace and VS_2 alone.
+    tolerance : float, default 1e-9
+        Absolute error allowed on each of ``mu``; they are lowered by it first.
+
+    Returns
+    -------
+    low, high : ndarray
+        ``low <= VS_q <= high`` for each order, non-increasing in q.
+
+    Examples
+    --------
+    >>> lo, hi = bounds_from_lower_eigenvalues([0.5, 0.5], 2, [1.0], tolerance=0.0)
+    >>> float(lo[0]), float(hi[0])
+    (2.0, 2.0)
+    """
+    mu = np.sort(np.asarray(mu, dtype=np.float64).ravel())[::-1]
+    n = check_scalar(n, "n", int, min_val=1)
+    if mu.size > n or (mu.size and (not np.isfinite(mu).all() or mu[-1] < 0 or mu.sum() > 1 + 1e-6)):
+        raise DiversityInputError(
+            f"mu must hold at most n = {n} finite non-negative values summing to at most 1."
+        )
+    qs_arr = check_q(qs).ravel()
+    order = np.argsort(qs_arr, kind="stable")
+    low, high = _lower_eigenvalue_bounds(mu, n, qs_arr[order], purity, float(tolerance))
+    out_lo, out_hi = np.empty_like(low), np.empty_like(high)
+    out_lo[order], out_hi[order] = low, high
+    return out_lo, out_hi
+
+
+def _water_fill(mu: np.ndarray, n: int) -> np.ndarray:
+    """``max(mu_i, c)`` over n entries (mu padded with zeros) with c making the sum 1."""
+    a = np.zeros(n)
+    a[n - mu.size:] = np.sort(mu)              # ascending
+    above = np.cumsum(a[::-1])[::-1]            # above[j] = sum of a[j:]
+    j = np.arange(1, n + 1)
+    # raise the j smallest entries to c_j = (1 - sum of the rest) / j; the first j whose c_j
+    # does not exceed the next entry is the water level (c_j >= a[j-1] then holds as well)
+    rest = np.append(above[1:], 0.0)
+    c = (1.0 - rest) / j
+    nxt = np.append(a[1:], np.inf)
+    level = float(c[int(np.argmax(c <= nxt))])
+    return np.maximum(a, level)
+
+
+def _lower_eigenvalue_bounds(mu, n, qs, purity, tol):
+    """Bounds for sorted orders; see :func:`bounds_from_lower_eigenvalues`."""
+    eps = float(np.finfo(np.float64).eps)
+    mu = np.maximum(mu - tol, 0.0)
+    mu = mu[mu > 0]
+    # 1 - sum(mu) cancels: allow the summation's round-off on r
+    r = min(1.0, max(0.0, 1.0 - float(mu.sum())) + (mu.size + 4) * eps)
+    concentrated = mu.copy() if mu.size else np.zeros(1)
+    concentrated[0] += r
+    # the spectrum's support threshold (n eps lambda_max, the rule of Spectrum) only removes
+    # mass from the truth: drop the concentrated vector's entries below its own threshold,
+    # which is at least the true one (lambda_1 <= mu_1 + r)
+    concentrated = concentrated[concentrated > n * eps * concentrated[0]]
+    flat = _water_fill(mu, n)
+    low = vendi_from_eigenvalues(concentrated / concentrated.sum(), qs, normalized=True)
+    high = vendi_from_eigenvalues(flat / flat.sum(), qs, normalized=True)
+    low, high = np.atleast_1d(low).astype(np.float64), np.atleast_1d(high).astype(np.float64)
+    if purity is not None:
+        # the trace-and-VS_2 bounds of :func:`bounds_from_eigenvalues` with k = 0
+        lo2, hi2 = _bounds(np.empty(0), n, qs, purity, 0.0, eps)
+        low, high = np.maximum(low, lo2), np.minimum(high, hi2)
+    low = np.maximum.accumulate(low[::-1])[::-1]
+    high = np.minimum.accumulate(high)
+    low *= 1.0 - _ROUNDOFF
+    high *= 1.0 + _ROUNDOFF
+    zero = qs == 0
+    low[zero] = np.ceil(low[zero] * (1 - 1e-9))
+    high[zero] = np.floor(high[zero] * (1 + 1e-9))
+    low = np.clip(low, 1.0, n)
+    return low, np.clip(np.maximum(high, low), 1.0, n)
+
+
+def nystrom_bounds(
+    X,
+    *,
+    kernel="rbf",
+    m: int = 2000,
+    qs=None,
+    weights=None,
+    landmarks: str = "rpcholesky",
+    pool: Optional[int] = None,
+    replicates: int = 1,
+    exact_vs2: bool = False,
+    rng=None,
+    progress: Optional[ProgressCallback] = None,
+    **kernel_params,
+) -> VendiBounds:
+    r"""Guaranteed bounds on VS_q for every order from Nystrom sketches (Loewner order), at any n.
+
+    .. math:: \tilde\rho \preceq \rho \;\Rightarrow\; \mu_i \le \lambda_i, \qquad
+              \mathrm{VS}_q \in \big[\mathrm{VS}_q(\mu + r e_1),\ \mathrm{VS}_q(\max(\mu, c))\big]
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d), sparse matrix, RowSource or path
+        Items (read into memory).
+    kernel : str or Kernel, default "rbf"
+        Any unit-diagonal kernel with features to sketch (rbf, laplacian, tanimoto, cosine, ...).
+    m : int, default 2000
+        Landmarks per sketch (at most n). The band narrows as the missing trace r shrinks.
+    qs : sequence of orders, optional
+        Default :func:`~diversity_core.vendi.default_q_grid`.
+    weights : array-like of shape (n,), optional
+    landmarks : {"rpcholesky", "greedy", "uniform"}, default "rpcholesky"
+        How landmarks are chosen (any choice gives valid bounds; pivoted Cholesky captures
+        the most trace).
+    pool : int, optional
+        Rows the landmarks are chosen among, default ``min(n, max(4000, 4 m))``.
+    replicates : int, default 1
+        Independent sketches; each gives valid bounds, and their intersection is returned.
+    exact_vs2 : bool, default False
+        Also compute the exact VS_2 by a blocked pass over K (O(n^2 d), the cost of
+        :func:`~diversity_core.blocked.vendi_2_exact`) and intersect with its bounds; VS_2 is
+        then exact.
+    rng : int or Generator, optional
+    progress : callable, optional
+        ``progress(done, total, message)``.
+    **kernel_params
+        e.g. ``sigma=0.5``.
+
+    Returns
+    -------
+    VendiBounds
+        ``top_eigenvalues`` are the sketch's eigenvalues, lower bounds on the top of the
+        spectrum (``settings["method"] == "nystrom"``); ``residual_mass`` is r.
+
+    Raises
+    ------
+    DiversityInputError
+        Bad data or options, or a precomputed kernel (no features to sketch).
+
+    Notes
+    -----
+    The bounds hold with certainty up to the stated round-off (1e-9 absolute on each sketch
+    eigenvalue, 1e-10 relative on the result), unlike a Nystrom *estimate*, whose bias has no
+    guarantee. They are loose for q < 1 unless r is tiny (the unseen mass may be spread over
+    all n - m remaining eigenvalues) and tighten with m at q >= 1. Compare
+    :func:`~diversity_core.approx.vendi_bounds`: exact top eigenvalues by Lanczos (tighter,
+    but O(n^2 d) per Lanczos product, far too slow at n = 100,000 on a laptop). Cost per
+    replicate: O(pool m^2) for the landmarks, O(n m d + n m^2) for the sketch's spectrum.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(300, 2))
+    >>> b = nystrom_bounds(X, kernel="rbf", sigma=1.0, m=100, qs=[1.0, 2.0], rng=0)
+    >>> lo, hi = b.vendi(1.0)
+    >>> bool(1.0 <= lo <= hi <= 300)
+    True
+    """
+    from ..vendi import default_q_grid
+
+    start = time.perf_counter()
+    kern = get_kernel(kernel, **kernel_params)
+    if kern.name == "precomputed":
+        raise DiversityInputError(
+            "nystrom_bounds sketches the items' features; a precomputed K has none here. "
+            "Use vendi_bounds (Lanczos on K)."
+        )
+    check_option(landmarks, LANDMARKS, "landmarks")
+    replicates = check_scalar(replicates, "replicates", int, min_val=1)
+    qs = default_q_grid() if qs is None else np.sort(check_q(qs).ravel())
+    generator = check_random_state(rng)
+    source = as_source(X)
+    if isinstance(source, RowSource):
+        X = source.read()
+    X = kern.validate(X)
+    if not sp.issparse(X) and X.dtype != np.float64:
+        # the guarantee needs K_nys below K to round-off: float32 kernel entries, amplified by
+        # W^{-1/2}, would not be (the sketch's data cost is n d, small beside its n m)
+        X = X.astype(np.float64)
+    n, d = X.shape
+    kern = kern.resolve(X)
+    p = check_weights(weights, n)
+    size = min(n, check_scalar(m, "m", int, min_val=1))
+    pool = min(n, check_scalar(pool, "pool", int, min_val=1) if pool is not None else max(4000, 4 * size))
+    steps = replicates + int(exact_vs2)
+    low = np.ones(qs.size)
+    high = np.full(qs.size, float(n))
+    best_mu, best_r = np.zeros(0), 1.0
+    for rep in range(replicates):
+        report(progress, rep, steps, f"Nystrom sketch {rep + 1} of {replicates} (m = {size})")
+        child = np.random.default_rng(generator.integers(2**63))
+        rows = np.sort(child.choice(n, size=pool, replace=False)) if pool < n else np.arange(n)
+        P = sp.csr_matrix(X[rows]) if sp.issparse(X) else X[rows]
+        sketch = _nystrom(kern, P, size, landmarks, child, rcond=_RCOND)
+        mu = _sketch_eigenvalues(sketch, X, p, n, d)
+        lo, hi = _lower_eigenvalue_bounds(mu, n, qs, None, _EIG_TOL)
+        low, high = np.maximum(low, lo), np.minimum(high, hi)
+        r = 1.0 - float(mu.sum())
+        if r < best_r:
+            best_mu, best_r = mu, r
+    purity = None
+    if exact_vs2:
+        from ..blocked import vendi_2_exact
+
+        report(progress, replicates, steps, "exact VS_2 (a blocked pass over K)")
+        vs2 = vendi_2_exact(X, kernel=kern, weights=p, method="blocked")
+        purity = vs2.purity
+        lo, hi = _lower_eigenvalue_bounds(best_mu, n, qs, purity, _EIG_TOL)
+        low, high = np.maximum(low, lo), np.minimum(high, hi)
+    report(progress, steps, steps, "done")
+    high = np.maximum(high, low)
+    top = np.maximum(best_mu - _EIG_TOL, 0.0)
+    for a in (low, high, top, qs):
+        a.setflags(write=False)
+    settings = {"method": "nystrom", "m": size, "landmarks": landmarks, "pool": pool, "replicates": replicates,
+                "captured_trace": float(1.0 - best_r), "exact_vs2": bool(exact_vs2),
+                "seconds": time.perf_counter() - start}
+    return VendiBounds(qs=qs, low=low, high=high, k=int(top.size), n=n, exact_orders=("2",) if exact_vs2 else (),
+                       top_eigenvalues=top, residual_mass=float(max(0.0, best_r)), tolerance=_EIG_TOL,
+                       kernel=kern.to_dict(), settings=settings)
