@@ -36,6 +36,7 @@ from typing import Optional
 import numpy as np
 import scipy.sparse as sp
 
+from .._config import chunk_rows
 from .._orders import check_q, q_key
 from .._progress import ProgressCallback, report
 from .._stats import t_interval
@@ -174,32 +175,41 @@ def _minhash(kern, d: int, D: int, rng) -> _MinHashKernel:
 
 
 def _pivoted_cholesky(kern, P, m: int, rule: str, rng) -> np.ndarray:
-    """Landmark rows of the pool P: pivoted Cholesky of k(P, P), one pivot per step.
+    """Landmark rows of the pool P: pivoted Cholesky of k(P, P).
 
-    ``"rpcholesky"`` samples each pivot with probability proportional to the residual diagonal
+    ``"rpcholesky"`` samples pivots with probability proportional to the residual diagonal
     (the diagonal of K - F F^T, the squared distance in feature space to the span of the pivots
-    so far); ``"greedy"`` takes its largest entry. Stops early when the residual vanishes.
+    so far), a block of them at a time (block RPCholesky, Chen et al. 2023: BLAS-3 updates, about
+    as accurate as one at a time); ``"greedy"`` takes the largest entry, one pivot per step.
+    Stops early when the residual vanishes.
     """
     N = P.shape[0]
     F = np.zeros((N, m), dtype=np.float64)
     diag = np.ones(N, dtype=np.float64)   # unit-diagonal kernels
-    pivots = []
-    for j in range(m):
+    pivots: list = []
+    j = 0
+    block = 1 if rule == "greedy" else max(8, min(128, m // 16))
+    while len(pivots) < m:
         total = diag.sum()
         if not total > 1e-12 * N:
             break
-        s = int(np.argmax(diag)) if rule == "greedy" else int(rng.choice(N, p=diag / total))
-        col = kern.gram(P[s : s + 1], P, check_input=False)[0]
-        col -= F[:, :j] @ F[s, :j]
-        if not col[s] > 1e-12:
-            diag[s] = 0.0
-            continue
-        F[:, j] = col / math.sqrt(col[s])
-        diag -= F[:, j] ** 2
+        if rule == "greedy":
+            S = np.array([int(np.argmax(diag))])
+        else:
+            S = np.unique(rng.choice(N, size=min(block, m - len(pivots)), p=diag / total))
+        G = kern.gram(P[S], P, check_input=False).T - F[:, :j] @ F[S, :j].T     # N x |S| residual columns
+        # the residual kernel on S may be rank-deficient (near-duplicate pivots): orthonormalise
+        # through its eigenvalues above round-off instead of a plain Cholesky factor
+        w, U = np.linalg.eigh(G[S])
+        keep = w > max(S.size * np.finfo(np.float64).eps * max(float(w[-1]), 0.0), 1e-12)
+        C = G @ (U[:, keep] / np.sqrt(w[keep]))
+        F[:, j : j + C.shape[1]] = C
+        j += C.shape[1]
+        diag -= np.einsum("ij,ij->i", C, C)
         np.maximum(diag, 0.0, out=diag)
-        diag[s] = 0.0
-        pivots.append(s)
-    return np.asarray(pivots, dtype=np.intp)
+        diag[S] = 0.0
+        pivots.extend(int(s) for s in S if keep.any())
+    return np.asarray(pivots[:m], dtype=np.intp)
 
 
 def _nystrom(kern, pool, m: int, rule: str, rng, *, rcond: Optional[float] = None) -> _NystromKernel:
@@ -438,12 +448,25 @@ def _sketch_eigenvalues(sketch, X, p, n: int, d: int) -> np.ndarray:
     elif isinstance(X, RowSource):
         moments = _dual_moments(X.chunks(), sketch, p, n=n, d=d, validate=True, name=X.name)
     else:
-        moments = _dual_moments(_array_chunks(X), sketch, p, n=n, d=d, validate=False)
+        # a chunk's features are as wide as the sketch (D or m columns, float64), usually far wider
+        # than its rows: size the chunks by that width, or one chunk of 100,000 x 2000 features
+        # and its kernel block take 3 GB
+        rows = chunk_rows(max(d, _sketch_width(sketch)), 8)
+        moments = _dual_moments(_array_chunks(X, rows=rows), sketch, p, n=n, d=d, validate=False)
     try:
         lam = np.linalg.eigvalsh(moments.gram)[::-1]
     except np.linalg.LinAlgError as exc:
         raise NumericalError(f"the sketch's eigensolver failed: {exc}") from exc
     return np.maximum(lam, 0.0)
+
+
+def _sketch_width(sketch) -> int:
+    """Number of feature columns a sketch produces (2D Fourier features, D hashes, m landmarks)."""
+    if isinstance(sketch, _FourierKernel):
+        return 2 * sketch.W.shape[1]
+    if isinstance(sketch, _MinHashKernel):
+        return sketch.ranks.shape[0]
+    return sketch.T.shape[1]
 
 
 def _score_with_tail(lam: np.ndarray, n: int, qs: np.ndarray, *, tail: bool) -> tuple[np.ndarray, float]:
