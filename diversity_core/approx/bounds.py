@@ -383,6 +383,7 @@ def iter_vendi_bounds(
     weights=None,
     time_budget: Optional[float] = None,
     storage: str = "auto",
+    n_eigenvectors: int = 0,
     rng=None,
     progress: Optional[ProgressCallback] = None,
     **kernel_params,
@@ -407,6 +408,7 @@ def iter_vendi_bounds(
             f"storage must be one of 'auto', 'float64', 'float32', 'matrix-free'; got {storage!r}."
         )
     ks = sorted({check_scalar(k, "k", int, min_val=1) for k in np.atleast_1d(ks)})
+    n_eigenvectors = check_scalar(n_eigenvectors, "n_eigenvectors", int, min_val=0)
     if time_budget is not None:
         time_budget = check_scalar(time_budget, "time_budget", float, min_val=0.0, include_boundaries="neither")
     if isinstance(kern, PrecomputedKernel):
@@ -454,7 +456,7 @@ def iter_vendi_bounds(
     eps = float(np.finfo(np.float64).eps)
     settings = {"matrix": storage, "ks": [], "seconds": 0.0, "stopped": "", "time_budget": time_budget}
 
-    def result(top, tolerance, stopped=""):
+    def result(top, tolerance, stopped="", vectors=None):
         top = np.asarray(top, dtype=np.float64) / trace
         tolerance = tolerance / trace
         low, high = _bounds(top, n, qs, purity, tolerance, eps)
@@ -466,13 +468,17 @@ def iter_vendi_bounds(
             a.setflags(write=False)
         qs_out = qs.copy()
         qs_out.setflags(write=False)
+        if vectors is not None:
+            vectors = np.ascontiguousarray(vectors[:, :n_eigenvectors])
+            vectors.setflags(write=False)
         return VendiBounds(qs=qs_out, low=low, high=high, k=int(top.size), n=n, exact_orders=exact,
                            top_eigenvalues=frozen_top, residual_mass=float(max(0.0, 1.0 - top.sum())),
-                           tolerance=float(tolerance), kernel=kern.to_dict(), settings=dict(settings))
+                           tolerance=float(tolerance), kernel=kern.to_dict(), settings=dict(settings),
+                           purity=float(purity), eigenvectors=vectors)
 
     ks = [k for k in ks if k < n - 1]
     # each result is yielded once the next step is decided, so it says why the progression ended
-    current = ([], 0.0)
+    current = ([], 0.0, "", None)
     v0 = None
     last_seconds, last_k = None, None
     for i, k in enumerate(ks):
@@ -485,7 +491,8 @@ def iter_vendi_bounds(
             else:
                 predicted = pass_seconds * 3 * k + 1e-9 * n * k * k
             if elapsed + predicted > time_budget:
-                yield result(*current, stopped=f"time budget: k = {k} predicted {predicted:.1f} s")
+                top, tol, _, vectors = current
+                yield result(top, tol, f"time budget: k = {k} predicted {predicted:.1f} s", vectors)
                 return
         yield result(*current)
         report(progress, i, len(ks), f"Lanczos: top {k} eigenvalues")
@@ -494,8 +501,9 @@ def iter_vendi_bounds(
         last_seconds, last_k = time.perf_counter() - t0, k
         v0 = V.sum(axis=1)
         settings["ks"] = settings["ks"] + [k]
-        current = (theta, res + op.rtol * math.sqrt(op.purity) * 4.0)
-    yield result(*current, stopped="last k" if ks else "k must stay below n - 1")
+        current = (theta, res + op.rtol * math.sqrt(op.purity) * 4.0, "", V if n_eigenvectors else None)
+    top, tol, _, vectors = current
+    yield result(top, tol, "last k" if ks else "k must stay below n - 1", vectors)
     report(progress, len(ks), len(ks), "done")
 
 
@@ -508,6 +516,7 @@ def vendi_bounds(
     weights=None,
     time_budget: Optional[float] = None,
     storage: str = "auto",
+    n_eigenvectors: int = 0,
     rng=None,
     progress: Optional[ProgressCallback] = None,
     **kernel_params,
@@ -536,6 +545,9 @@ def vendi_bounds(
         How the Lanczos operator holds rho: the n x n matrix in float64 or float32 (the storage
         error, relative 2^-24 per entry, is added to the tolerance) when it fits the memory
         budget, else blocks of K recomputed at every product.
+    n_eigenvectors : int, default 0
+        Number of top Ritz vectors (eigenvectors of rho in item space) to keep on the result,
+        for galleries (at most k).
     rng : int or Generator, optional
         Lanczos starting vector.
     progress : callable, optional
@@ -575,7 +587,8 @@ def vendi_bounds(
     """
     ks = _steps(k)
     *_, last = iter_vendi_bounds(X, kernel=kernel, ks=ks, qs=qs, weights=weights, time_budget=time_budget,
-                                 storage=storage, rng=rng, progress=progress, **kernel_params)
+                                 storage=storage, n_eigenvectors=n_eigenvectors, rng=rng, progress=progress,
+                                 **kernel_params)
     return last
 
 
