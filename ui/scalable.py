@@ -52,6 +52,8 @@ KIND = "scalable"
 SUBSAMPLE = 1000
 #: Lanczos steps of the refinement (top-k eigenvalues), cheap ones first.
 KS = (20, 50, 100, 200, 500)
+#: Seconds the bounds progression may take: no Lanczos step starts that the core predicts would overrun it.
+TIME_BUDGET = 600.0
 #: Sketch size (random Fourier features D, or Nystrom landmarks m) and its replicates.
 SKETCH_SIZE = 1024
 REPLICATES = 3
@@ -227,11 +229,16 @@ class Job:
         return report
 
 
-def _sketch(kern) -> dict:
-    """The estimate's sketch: random Fourier features for rbf/laplacian, Nystrom for other kernels."""
+def _sketch(kern, n: int) -> dict:
+    """The estimate's sketch: random Fourier features for rbf/laplacian, Nystrom for other kernels.
+
+    Its size is :data:`SKETCH_SIZE`, at most n / 4: a sketch of rank near n costs as much as the
+    exact path it stands in for (a few thousand items under a small budget).
+    """
+    size = min(SKETCH_SIZE, max(64, n // 4))
     if kern.name in ("rbf", "laplacian"):
-        return {"method": "rff", "D": SKETCH_SIZE}
-    return {"method": "nystrom", "m": SKETCH_SIZE}
+        return {"method": "rff", "D": size}
+    return {"method": "nystrom", "m": size}
 
 
 def _work(job: Job, X, kern, weights, budget: int) -> None:
@@ -240,9 +247,9 @@ def _work(job: Job, X, kern, weights, budget: int) -> None:
     try:
         with config_context(memory_budget=budget):
             estimate = vendi_estimate(X, kernel=kern, q=qs[qs >= 1], replicates=REPLICATES, weights=weights, rng=0,
-                                      progress=job.progress("estimate", (0.0, 0.3)), **_sketch(kern))
+                                      progress=job.progress("estimate", (0.0, 0.3)), **_sketch(kern, X.shape[0]))
             job.update(estimate=estimate)
-            for b in iter_vendi_bounds(X, kernel=kern, ks=KS, qs=qs, weights=weights, rng=0,
+            for b in iter_vendi_bounds(X, kernel=kern, ks=KS, qs=qs, weights=weights, rng=0, time_budget=TIME_BUDGET,
                                        n_eigenvectors=compute.MAX_EIGENVECTORS,
                                        progress=job.progress("bounds", (0.3, 1.0))):
                 job.update(bounds=b)
