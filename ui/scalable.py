@@ -387,10 +387,12 @@ def status_panel(job: Job, snap: Snapshot) -> None:
     """Progress of the refinement with its Stop button, or how it ended."""
     if snap.running:
         c1, c2 = st.columns([5, 1])
-        with c1:
+        with c1.container(border=True):
+            # a progress bar, not st.status: a status box shows "complete" once each script run ends,
+            # while this work goes on in its thread between runs
             what = "estimates with error bars" if snap.stage == "estimate" else "guaranteed bounds (Lanczos)"
-            with st.status(f"Refining: {what}", state="running", expanded=False):
-                st.progress(snap.fraction, text=f"{literal(snap.message or snap.stage)} · {snap.seconds:.0f} s")
+            st.progress(snap.fraction, text=f":material/progress_activity: Refining in the background: {what} — "
+                                            f"{literal(snap.message or snap.stage)} · {snap.seconds:.0f} s")
         c2.button("Stop", key="scalable_stop", icon=":material/stop_circle:", on_click=job.stop.set,
                   disabled=snap.stop_requested,
                   help="Stop refining at the next step; the numbers that have arrived stay.")
@@ -469,6 +471,7 @@ def scores_panel(ctx, job: Job, first: FirstLook) -> None:
             c2.metric(f"Estimate (q = {label})", f"{est[0]:.2f} ± {0.5 * (est[2] - est[1]):.2f}",
                       help=f"{sketch_label(snap.estimate)}; 95% t-interval over the replicates. "
                            f"Target: {snap.estimate.target}.")
+            c2.caption("sketch estimate: its error bar shows the sketch's spread, not its bias")
         elif snap.estimate is not None:
             c2.metric(f"Estimate (q = {label})", "—", help="Sketch estimates cover q ≥ 1 only; below, see the bounds.")
         if snap.bounds is not None:
