@@ -9,12 +9,14 @@ test stays well under 30 s.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 
 import numpy as np
 import pytest
 from test_app import assert_clean, headline, start
+from threadpoolctl import threadpool_limits
 
 import diversity_core as dc
 import ui.scalable as scalable
@@ -35,13 +37,17 @@ def _small_budget(monkeypatch):
     monkeypatch.setattr(scalable, "SKETCH_SIZE", 128)
     monkeypatch.setattr(scalable, "KS", (20, 50))
     tasks.store.clear()
-    yield
+    # one BLAS thread: on a shared machine an oversubscribed threaded LAPACK made the forced dense
+    # path 10x slower; the times these tests check do not depend on it
+    with threadpool_limits(limits=1):
+        yield
     for job in list(tasks.store(scalable.KIND)._data.values()):
         if job is not None:
             job.stop.set()
     tasks.store.clear()
 
 
+@functools.lru_cache(maxsize=1)
 def _exact_spectrum() -> dc.Spectrum:
     X = featurize(load_demo("digits"))
     kern = dc.get_kernel("rbf")
