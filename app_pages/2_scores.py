@@ -7,7 +7,7 @@ import streamlit as st
 
 from diversity_core import default_q_grid
 from diversity_core.figures import bar_figure, q_profile_figure, sensitivity_figure
-from ui import compute
+from ui import compute, scalable
 from ui.feedback import attempt
 from ui.page import header
 from ui.sensitivity import sweep_controls
@@ -19,7 +19,19 @@ ctx = header(
     "(small q: every kind counts; large q: only the dominant ones).",
 )
 s, view = ctx.settings, ctx.view
-spec = ctx.spectrum()
+plan = scalable.plan(ctx)
+if scalable.active(ctx, plan):
+    # beyond the dense limit: a subsample's first look now, estimates and guaranteed bounds as they arrive
+    scalable.draw_badge(plan)
+    first = scalable.first_look(*ctx.kernel_args)
+    scalable.scores_panel(ctx, scalable.ensure_job(ctx), first)
+    scalable.force_exact_control(ctx, plan, first)
+    st.caption("Baselines, per-group scores and the kernel sweep need the exact spectrum: compute it exactly "
+               "above, or take a subsample in the sidebar.")
+    st.stop()
+scalable.forced_note(ctx, plan)
+with scalable.exact_budget(ctx, plan):
+    spec = ctx.spectrum()
 q = s.q
 vs_q = spec.vendi(q)
 

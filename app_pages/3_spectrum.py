@@ -3,7 +3,7 @@
 import streamlit as st
 
 from diversity_core.figures import kernel_heatmap, spectrum_figure
-from ui import compute
+from ui import compute, scalable
 from ui.feedback import attempt
 from ui.gallery import show_items
 from ui.page import header
@@ -16,36 +16,61 @@ ctx = header(
     "is a direction of variation, shown by the items at its two ends.",
 )
 view, s = ctx.view, ctx.settings
-spec = ctx.spectrum()
 data = view.data
+plan = scalable.plan(ctx)
+beyond = scalable.active(ctx, plan)
 
-st.plotly_chart(spectrum_figure(spec.eigenvalues), key="spectrum")
-st.caption(f"{spec.rank} eigenvalues in the support out of {spec.eigenvalues.size} ({spec.method} path; "
-           f"kernel {spec.kernel.get('name')}" + "".join(f", {k} = {v:.4g}" for k, v in spec.kernel.items()
-                                                        if isinstance(v, float)) + ").")
 
-st.subheader("Items at both ends of the top eigenvectors")
-available = 0 if spec.eigenvectors is None else spec.eigenvectors.shape[1]
-c1, c2 = st.columns(2)
-k = (c1.slider("Eigenvectors", 1, available, min(3, available), key="spectrum_k", **KEEP)
-     if available > 1 else available)
-m = c2.slider("Items per end", 2, 16, 8, key="spectrum_m", **KEEP)
-for j in range(min(k, available)):
-    share = spec.eigenvalues[j]
-    high, low = spec.eigenvector_ends(j, m)
-    u = spec.eigenvectors[:, j]
-    with st.container(border=True):
-        st.markdown(f"**Eigenvector {j + 1}** · eigenvalue {share:.4f} ({share:.1%} of the mass)")
-        st.caption("largest entries")
-        show_items(data, high, columns=8, notes=[f"{u[i]:+.3f}" for i in high])
-        st.caption("smallest entries")
-        show_items(data, low, columns=8, notes=[f"{u[i]:+.3f}" for i in low])
+def galleries(values, vectors, ends) -> None:
+    """Items at both ends of each top eigenvector (dense, dual or Lanczos)."""
+    available = 0 if vectors is None else vectors.shape[1]
+    c1, c2 = st.columns(2)
+    k = (c1.slider("Eigenvectors", 1, available, min(3, available), key="spectrum_k", **KEEP)
+         if available > 1 else available)
+    m = c2.slider("Items per end", 2, 16, 8, key="spectrum_m", **KEEP)
+    for j in range(min(k, available)):
+        share = values[j]
+        high, low = ends(j, m)
+        u = vectors[:, j]
+        with st.container(border=True):
+            st.markdown(f"**Eigenvector {j + 1}** · eigenvalue {share:.4f} ({share:.1%} of the mass)")
+            st.caption("largest entries")
+            show_items(data, high, columns=8, notes=[f"{u[i]:+.3f}" for i in high])
+            st.caption("smallest entries")
+            show_items(data, low, columns=8, notes=[f"{u[i]:+.3f}" for i in low])
+
+
+top = None
+if beyond:
+    scalable.draw_badge(plan)
+    job = scalable.ensure_job(ctx)
+    b = scalable.spectrum_panel(job, view.n)
+    if b is not None and b.eigenvectors is not None:
+        st.subheader("Items at both ends of the top eigenvectors")
+        st.caption(f"Ritz vectors of the top {b.k} eigenvalues from Lanczos on all {view.n} items.")
+        galleries(b.top_eigenvalues, b.eigenvectors, lambda j, m: scalable.eigenvector_ends(b.eigenvectors, j, m))
+        top = (scalable.job_key(ctx) + (b.k,), b.eigenvectors[:, 0])
+    scalable.force_exact_control(ctx, plan, scalable.first_look(*ctx.kernel_args))
+else:
+    scalable.forced_note(ctx, plan)
+    with scalable.exact_budget(ctx, plan):
+        spec = ctx.spectrum()
+    st.plotly_chart(spectrum_figure(spec.eigenvalues), key="spectrum")
+    st.caption(f"{spec.rank} eigenvalues in the support out of {spec.eigenvalues.size} ({spec.method} path; "
+               f"kernel {spec.kernel.get('name')}" + "".join(f", {k} = {v:.4g}" for k, v in spec.kernel.items()
+                                                            if isinstance(v, float)) + ").")
+    st.subheader("Items at both ends of the top eigenvectors")
+    galleries(spec.eigenvalues, spec.eigenvectors, spec.eigenvector_ends)
 
 st.subheader("Kernel matrix")
 options = ["group", "top eigenvector"] if data.groups is not None else ["top eigenvector"]
 sort = st.radio("Sort items by", options, horizontal=True, key="heatmap_sort", **KEEP)
-hm = attempt(lambda: compute.heatmap(*ctx.kernel_args, "group" if sort == "group" else "eigenvector"),
-             "Computing the kernel matrix")
+how = "group" if sort == "group" else "eigenvector"
+if beyond:
+    hm = attempt(lambda: scalable.heatmap(*ctx.kernel_args, how, top[0] if top else (), None if top is None else top[1]),
+                 "Computing the kernel matrix")
+else:
+    hm = attempt(lambda: compute.heatmap(*ctx.kernel_args, how), "Computing the kernel matrix")
 if hm is not None:
     ids = [data.ids[i] for i in hm["indices"]]
     st.plotly_chart(kernel_heatmap(hm["K"], labels=hm["labels"], hover=ids,

@@ -106,3 +106,13 @@ def test_nystrom_bounds_refuse_what_they_cannot_sketch(rng):
         vendi_bounds(rng.normal(size=(20, 2)), kernel="rbf", method="nystrom", storage="float32")
     with pytest.raises(DiversityInputError, match="at most n"):
         bounds_from_lower_eigenvalues([0.6, 0.6], 2, [1.0])
+
+
+def test_bounds_at_other_orders_use_the_lower_bound_rule(rng):
+    X = rng.normal(size=(500, 3))
+    b = nystrom_bounds(X, kernel="rbf", sigma=1.0, m=80, qs=[1.0, 2.0], exact_vs2=True, rng=0)
+    lo, hi = b.bounds_at([1.0, 2.0, 0.5, np.inf])
+    np.testing.assert_allclose(lo[:2], b.low, rtol=1e-12)
+    np.testing.assert_allclose(hi[:2], b.high, rtol=1e-12)
+    exact = compute_spectrum(X, kernel="rbf", sigma=1.0, method="dense").profile([0.5, np.inf])
+    assert _contains(lo[2:], hi[2:], exact).all()

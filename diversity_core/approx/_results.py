@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
 from .._orders import check_q, q_key
 from ..exceptions import DiversityInputError
 
-__all__ = ["VendiBounds", "VendiEstimate"]
+__all__ = ["VendiBounds", "VendiEstimate", "ExactPlan"]
 
 
 def _frozen(a) -> np.ndarray:
@@ -47,7 +47,9 @@ class VendiBounds:
     exact_orders : tuple of str
         Orders whose value is exact up to round-off (e.g. ``("2", "inf")``), as :func:`q_key`.
     top_eigenvalues : ndarray of shape (k,)
-        The Ritz values of the density matrix used (descending).
+        The Ritz values of the density matrix used (descending); for Nystrom bounds
+        (``settings["method"] == "nystrom"``) the sketch's eigenvalues, lower bounds on the top
+        of the spectrum, already lowered by ``tolerance``.
     residual_mass : float
         ``1 - sum(top_eigenvalues)``: the trace left to the n - k unseen eigenvalues.
     tolerance : float
@@ -56,8 +58,18 @@ class VendiBounds:
     kernel : dict
         The resolved kernel.
     settings : dict
-        How the bounds were computed (``matrix``: ``"float64"``, ``"float32"`` or ``"matrix-free"``;
-        ``ks`` tried; ``seconds``; ``stopped``: why the progression ended).
+        How the bounds were computed: ``method`` (``"lanczos"`` or ``"nystrom"``); Lanczos:
+        ``matrix`` (``"float64"``, ``"float32"`` or ``"matrix-free"``), ``ks`` tried, ``stopped``
+        (why the progression ended); Nystrom: ``m``, ``landmarks``, ``pool``, ``replicates``,
+        ``captured_trace``, ``exact_vs2``; both: ``seconds``.
+    purity : float or None
+        The exact :math:`\\sum_i \\lambda_i^2` (``1 / VS_2``) the bounds used; with
+        ``top_eigenvalues`` and ``tolerance`` it gives the bounds at any other order
+        (:meth:`bounds_at`) without a new Lanczos run.
+    eigenvectors : ndarray of shape (n, j) or None
+        Unit-norm Ritz vectors of rho for the j largest of ``top_eigenvalues`` (column i belongs
+        to ``top_eigenvalues[i]``), item space, for galleries; kept only when asked for
+        (``n_eigenvectors`` of :func:`~diversity_core.approx.iter_vendi_bounds`).
     """
 
     qs: np.ndarray
@@ -71,9 +83,29 @@ class VendiBounds:
     tolerance: float = 0.0
     kernel: dict = field(default_factory=dict)
     settings: dict = field(default_factory=dict)
+    purity: Optional[float] = None
+    eigenvectors: Optional[np.ndarray] = None
 
     exact = False
     kind = "bounds"
+
+    def bounds_at(self, qs) -> tuple[np.ndarray, np.ndarray]:
+        """``(low, high)`` at any orders, from the stored eigenvalues, tolerance and purity (O(k) each).
+
+        Equal to :attr:`low` / :attr:`high` at the computed orders (Nystrom bounds from several
+        replicates: at least as wide, from the best sketch alone); moving to another order needs
+        no new Lanczos run or sketch.
+        """
+        if self.settings.get("method") == "nystrom":
+            from .loewner import bounds_from_lower_eigenvalues
+
+            # the stored values are lower bounds already lowered by the tolerance
+            return bounds_from_lower_eigenvalues(self.top_eigenvalues, self.n, qs, purity=self.purity,
+                                                 tolerance=0.0)
+        from .bounds import bounds_from_eigenvalues
+
+        return bounds_from_eigenvalues(self.top_eigenvalues, self.n, qs, purity=self.purity,
+                                       tolerance=self.tolerance)
 
     def vendi(self, q) -> tuple[float, float]:
         """``(low, high)`` for order ``q`` (one of :attr:`qs`)."""
@@ -179,3 +211,41 @@ class VendiEstimate:
             "kernel": self.kernel,
             "settings": self.settings,
         }
+
+
+@dataclass(frozen=True)
+class ExactPlan:
+    """Which exact path ``method="auto"`` takes for n items, or None beyond the dense limit.
+
+    Attributes
+    ----------
+    method : {"dual", "dense"} or None
+        The exact path of :func:`~diversity_core.spectrum.compute_spectrum` with
+        ``method="auto"``; None when the dense matrices exceed the memory budget (then only the
+        scalable paths of :mod:`diversity_core.approx` run, or the budget must be raised).
+    n, d : int
+        Items and feature dimension.
+    kernel : str
+        The kernel's name.
+    dense_bytes : float
+        Peak bytes of the dense path (the n x n matrix and the eigensolver's copies).
+    budget : int
+        The memory budget the decision used (bytes).
+    """
+
+    method: Optional[str]
+    n: int
+    d: int
+    kernel: str
+    dense_bytes: float
+    budget: int
+
+    @property
+    def fits(self) -> bool:
+        """Whether an exact path runs within the budget."""
+        return self.method is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return {"method": self.method, "n": self.n, "d": self.d, "kernel": self.kernel,
+                "dense_bytes": self.dense_bytes, "budget": self.budget}

@@ -389,6 +389,7 @@ def iter_vendi_bounds(
     weights=None,
     time_budget: Optional[float] = None,
     storage: str = "auto",
+    n_eigenvectors: int = 0,
     rng=None,
     progress: Optional[ProgressCallback] = None,
     **kernel_params,
@@ -413,6 +414,7 @@ def iter_vendi_bounds(
             f"storage must be one of 'auto', 'float64', 'float32', 'matrix-free'; got {storage!r}."
         )
     ks = sorted({check_scalar(k, "k", int, min_val=1) for k in np.atleast_1d(ks)})
+    n_eigenvectors = check_scalar(n_eigenvectors, "n_eigenvectors", int, min_val=0)
     if time_budget is not None:
         time_budget = check_scalar(time_budget, "time_budget", float, min_val=0.0, include_boundaries="neither")
     if isinstance(kern, PrecomputedKernel):
@@ -461,7 +463,7 @@ def iter_vendi_bounds(
     settings = {"method": "lanczos", "matrix": storage, "ks": [], "seconds": 0.0, "stopped": "",
                 "time_budget": time_budget}
 
-    def result(top, tolerance, stopped=""):
+    def result(top, tolerance, stopped="", vectors=None):
         top = np.asarray(top, dtype=np.float64) / trace
         tolerance = tolerance / trace
         low, high = _bounds(top, n, qs, purity, tolerance, eps)
@@ -473,13 +475,17 @@ def iter_vendi_bounds(
             a.setflags(write=False)
         qs_out = qs.copy()
         qs_out.setflags(write=False)
+        if vectors is not None:
+            vectors = np.ascontiguousarray(vectors[:, :n_eigenvectors])
+            vectors.setflags(write=False)
         return VendiBounds(qs=qs_out, low=low, high=high, k=int(top.size), n=n, exact_orders=exact,
                            top_eigenvalues=frozen_top, residual_mass=float(max(0.0, 1.0 - top.sum())),
-                           tolerance=float(tolerance), kernel=kern.to_dict(), settings=dict(settings))
+                           tolerance=float(tolerance), kernel=kern.to_dict(), settings=dict(settings),
+                           purity=float(purity), eigenvectors=vectors)
 
     ks = [k for k in ks if k < n - 1]
     # each result is yielded once the next step is decided, so it says why the progression ended
-    current = ([], 0.0)
+    current = ([], 0.0, "", None)
     v0 = None
     last_seconds, last_k = None, None
     for i, k in enumerate(ks):
@@ -492,7 +498,8 @@ def iter_vendi_bounds(
             else:
                 predicted = pass_seconds * 3 * k + 1e-9 * n * k * k
             if elapsed + predicted > time_budget:
-                yield result(*current, stopped=f"time budget: k = {k} predicted {predicted:.1f} s")
+                top, tol, _, vectors = current
+                yield result(top, tol, f"time budget: k = {k} predicted {predicted:.1f} s", vectors)
                 return
         yield result(*current)
         report(progress, i, len(ks), f"Lanczos: top {k} eigenvalues")
@@ -501,8 +508,9 @@ def iter_vendi_bounds(
         last_seconds, last_k = time.perf_counter() - t0, k
         v0 = V.sum(axis=1)
         settings["ks"] = settings["ks"] + [k]
-        current = (theta, res + op.rtol * math.sqrt(op.purity) * 4.0)
-    yield result(*current, stopped="last k" if ks else "k must stay below n - 1")
+        current = (theta, res + op.rtol * math.sqrt(op.purity) * 4.0, "", V if n_eigenvectors else None)
+    top, tol, _, vectors = current
+    yield result(top, tol, "last k" if ks else "k must stay below n - 1", vectors)
     report(progress, len(ks), len(ks), "done")
 
 
@@ -518,6 +526,7 @@ def vendi_bounds(
     method: str = "auto",
     m: int = 2000,
     exact_vs2: Optional[bool] = None,
+    n_eigenvectors: int = 0,
     rng=None,
     progress: Optional[ProgressCallback] = None,
     **kernel_params,
@@ -559,6 +568,9 @@ def vendi_bounds(
         Nystrom: also compute the exact VS_2 by one blocked pass over K. Default: when
         n <= 50,000 (the pass is O(n^2 d); about 2.5 minutes at n = 100,000, d = 64 on 2 cores).
         Lanczos always computes it.
+    n_eigenvectors : int, default 0
+        Number of top Ritz vectors (eigenvectors of rho in item space) to keep on the result,
+        for galleries (at most k; Lanczos only).
     rng : int or Generator, optional
         Lanczos starting vector, or the Nystrom landmarks.
     progress : callable, optional
@@ -610,7 +622,8 @@ def vendi_bounds(
                               **kernel_params)
     ks = _steps(k)
     *_, last = iter_vendi_bounds(X, kernel=kernel, ks=ks, qs=qs, weights=weights, time_budget=time_budget,
-                                 storage=storage, rng=rng, progress=progress, **kernel_params)
+                                 storage=storage, n_eigenvectors=n_eigenvectors, rng=rng, progress=progress,
+                                 **kernel_params)
     return last
 
 

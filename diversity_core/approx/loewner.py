@@ -290,4 +290,4 @@ def nystrom_bounds(
                 "seconds": time.perf_counter() - start}
     return VendiBounds(qs=qs, low=low, high=high, k=int(top.size), n=n, exact_orders=("2",) if exact_vs2 else (),
                        top_eigenvalues=top, residual_mass=float(max(0.0, best_r)), tolerance=_EIG_TOL,
-                       kernel=kern.to_dict(), settings=settings)
+                       kernel=kern.to_dict(), settings=settings, purity=purity)

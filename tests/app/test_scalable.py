@@ -1,0 +1,211 @@
+"""Beyond the dense limit (issue 12, the app): with a small memory budget the digits demo under the
+rbf kernel takes the scalable path; the badge says so, the guaranteed band contains the exact value,
+Stop keeps what has arrived, moving q reads the stored bounds, and the exact path can be forced.
+
+The budget comes from ``DIVERSITY_MEMORY_BUDGET`` (20 MB: the 1200-item dense path needs 58 MB,
+Lanczos's stored float64 matrix 14 MB); the sketch and the Lanczos steps are made small so each
+test stays well under 30 s.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+
+import numpy as np
+import pytest
+from test_app import assert_clean, headline, start
+from threadpoolctl import threadpool_limits
+
+import diversity_core as dc
+import ui.scalable as scalable
+from diversity_core.approx import exact_plan, iter_vendi_bounds
+from diversity_core.data import load_demo
+from diversity_core.featurizers import featurize
+from ui import tasks
+
+SCORES, SPECTRUM = "app_pages/2_scores.py", "app_pages/3_spectrum.py"
+QUERY = {"demo": "digits", "kernel": "rbf"}
+BUDGET = "20M"
+
+
+@pytest.fixture(autouse=True)
+def _small_budget(monkeypatch):
+    """A budget below the dense path of the demo, small sketches, and no job left from another test."""
+    monkeypatch.setenv("DIVERSITY_MEMORY_BUDGET", BUDGET)
+    monkeypatch.setattr(scalable, "SKETCH_SIZE", 128)
+    monkeypatch.setattr(scalable, "KS", (20, 50))
+    tasks.store.clear()
+    # one BLAS thread: on a shared machine an oversubscribed threaded LAPACK made the forced dense
+    # path 10x slower; the times these tests check do not depend on it
+    with threadpool_limits(limits=1):
+        yield
+    for job in list(tasks.store(scalable.KIND)._data.values()):
+        if job is not None:
+            job.stop.set()
+    tasks.store.clear()
+
+
+@functools.lru_cache(maxsize=1)
+def _exact_spectrum() -> dc.Spectrum:
+    X = featurize(load_demo("digits"))
+    kern = dc.get_kernel("rbf")
+    kern = kern.resolve(kern.validate(X))
+    with dc.config_context(memory_budget="2G"):
+        return dc.compute_spectrum(X, kernel=kern)
+
+
+def _job() -> scalable.Job:
+    jobs = [j for j in tasks.store(scalable.KIND)._data.values() if j is not None]
+    assert len(jobs) == 1
+    return jobs[0]
+
+
+def _wait(at, until, timeout: float = 25.0):
+    """Rerun the page (as its timer would) until ``until(snapshot)`` holds."""
+    end = time.monotonic() + timeout
+    while True:
+        snap = _job().snapshot()
+        if until(snap):
+            at.run()
+            assert_clean(at)
+            return snap
+        assert time.monotonic() < end, (snap.state, snap.stage, snap.message, snap.error)
+        time.sleep(0.3)
+
+
+def _scores():
+    at = start(QUERY)
+    at.switch_page(SCORES).run()
+    assert_clean(at)
+    return at
+
+
+def _shown(at) -> str:
+    return " ".join(m.value for m in at.markdown) + " " + " ".join(c.value for c in at.caption)
+
+
+def test_core_plan_matches_the_exact_paths_decision():
+    with dc.config_context(memory_budget=BUDGET):
+        assert exact_plan(1200, 64, kernel="rbf", n_eigenvectors=10).method is None
+        assert exact_plan(1200, 64, kernel="cosine", n_eigenvectors=10).method == "dual"
+        assert exact_plan(500, 64, kernel="rbf").method == "dense"
+        with pytest.raises(dc.MemoryBudgetError, match="memory budget"):
+            dc.compute_spectrum(np.zeros((1200, 3)), kernel="rbf", sigma=1.0, n_eigenvectors=10)
+
+
+def test_bounds_keep_ritz_vectors_and_evaluate_any_order():
+    X = np.random.default_rng(0).normal(size=(300, 4))
+    *_, b = iter_vendi_bounds(X, kernel="rbf", sigma=1.0, ks=[10], qs=[0.5, 1.0, 2.0], n_eigenvectors=3, rng=0)
+    spec = dc.compute_spectrum(X, kernel="rbf", sigma=1.0, n_eigenvectors=3)
+    assert b.eigenvectors.shape == (300, 3) and not b.eigenvectors.flags.writeable
+    np.testing.assert_allclose(np.abs(np.sum(b.eigenvectors * spec.eigenvectors, axis=0)), 1.0, atol=1e-6)
+    lo, hi = b.bounds_at([0.5, 1.0, 2.0, 3.3])
+    np.testing.assert_array_equal(lo[:3], b.low)
+    np.testing.assert_array_equal(hi[:3], b.high)
+    assert lo[3] <= spec.vendi(3.3) <= hi[3]
+
+
+def test_badge_first_look_then_a_band_that_contains_the_exact_value():
+    at = _scores()
+    shown = _shown(at)
+    assert "Scalable path: n = 1200 is beyond the dense limit" in shown
+    assert "over the memory budget of 20 MiB" in shown
+    # the first numbers: a subsample's exact VS, labelled as such (or, on a fast machine, later ones)
+    assert "Subsample estimate (1000 of 1200 items)" in shown or "Bounds from" in shown or "replicates" in shown
+    assert headline(at).label == "Vendi score (q = 1)"
+    snap = _wait(at, lambda s: s.state == "done")
+    spec = _exact_spectrum()
+    b = snap.bounds
+    assert b.k == 50 and snap.estimate is not None
+    exact = spec.profile(b.qs)
+    assert np.all(b.low <= exact * (1 + 1e-9)) and np.all(exact <= b.high * (1 + 1e-9))
+    lo, hi = scalable.bounds_at(b, 1.0)
+    assert headline(at).value == scalable.interval_text(lo, hi)
+    assert f"Bounds from the top 50 eigenvalues and the exact VS₂: VS\\_1 in \\[{lo:.2f}, {hi:.2f}\\]" in _shown(at)
+    assert any(m.label == "Estimate (q = 1)" and "±" in m.value for m in at.metric)
+    fig = at.get("plotly_chart")[0].proto.spec
+    assert "guaranteed bounds (top 50 eigenvalues)" in fig and "replicates" in fig
+    # the Spectrum page: Lanczos eigenvalues, galleries from the Ritz vectors, a subsampled heatmap
+    at.switch_page(SPECTRUM).run()
+    assert_clean(at)
+    assert not at.error, [e.value for e in at.error]
+    shown = _shown(at)
+    assert "Ritz vectors of the top 50 eigenvalues from Lanczos on all 1200 items" in shown
+    assert "subsample of 400 of the 1200 items" in shown
+    assert _job().snapshot().bounds is b  # the page changes found the finished job
+
+
+def test_stop_ends_the_refinement_and_keeps_what_arrived(monkeypatch):
+    real = scalable.iter_vendi_bounds
+
+    def slow(*args, progress=None, **kwargs):
+        for b in real(*args, progress=progress, **kwargs):
+            yield b
+            for _ in range(400):  # a long step, reporting progress like the core does
+                progress(0, 1, "a slow step")
+                time.sleep(0.05)
+
+    monkeypatch.setattr(scalable, "iter_vendi_bounds", slow)
+    at = _scores()
+    _wait(at, lambda s: s.bounds is not None)
+    assert any(b.key == "scalable_stop" for b in at.button)
+    at.button(key="scalable_stop").click().run()
+    assert_clean(at)
+    snap = _wait(at, lambda s: s.state == "stopped", timeout=10)
+    job = _job()
+    job.thread.join(timeout=5)
+    assert not job.thread.is_alive()
+    assert snap.bounds is not None and snap.bounds.k == 0  # the step that had arrived is kept
+    assert "Refinement stopped" in " ".join(i.value for i in at.info)
+    lo, hi = scalable.bounds_at(snap.bounds, 1.0)
+    assert headline(at).value == scalable.interval_text(lo, hi)
+    assert not any(b.key == "scalable_stop" for b in at.button)
+    spec = _exact_spectrum()
+    assert lo <= spec.vendi(1.0) <= hi
+
+
+def test_moving_q_reads_the_stored_bounds(monkeypatch):
+    calls = {"bounds": 0, "estimate": 0}
+    real_bounds, real_estimate = scalable.iter_vendi_bounds, scalable.vendi_estimate
+
+    def counted_bounds(*args, **kwargs):
+        calls["bounds"] += 1
+        return real_bounds(*args, **kwargs)
+
+    def counted_estimate(*args, **kwargs):
+        calls["estimate"] += 1
+        return real_estimate(*args, **kwargs)
+
+    monkeypatch.setattr(scalable, "iter_vendi_bounds", counted_bounds)
+    monkeypatch.setattr(scalable, "vendi_estimate", counted_estimate)
+    at = _scores()
+    snap = _wait(at, lambda s: s.state == "done")
+    job = _job()
+    before = dict(calls)
+    assert before == {"bounds": 1, "estimate": 1}
+    for q, label in ((2.0, "2"), (0.5, "0.5"), (math.inf, "∞"), (3.0, "3")):
+        t0 = time.perf_counter()
+        at.sidebar.select_slider(key="q").set_value(q).run()
+        assert_clean(at)
+        assert time.perf_counter() - t0 < 10
+        assert headline(at).label == f"Vendi score (q = {label})"
+        assert headline(at).value == scalable.interval_text(*scalable.bounds_at(snap.bounds, q))
+    assert calls == before and _job() is job
+
+
+def test_force_exact_shows_memory_and_time_first_then_the_exact_value():
+    at = _scores()
+    button = at.button(key="scalable_force_exact")
+    assert "Compute exact instead (" in button.label and "MiB, about" in button.label
+    assert "Approximate time" in button.help
+    button.click().run()
+    assert_clean(at)
+    spec = _exact_spectrum()
+    assert headline(at).value == f"{spec.vendi(1.0):.2f}"
+    assert "Exact path forced beyond the memory budget" in _shown(at)
+    assert _job().stop.is_set()  # the refinement no longer competes for the CPU
+    at.button(key="scalable_back").click().run()
+    assert_clean(at)
+    assert "Scalable path: n = 1200" in _shown(at)

@@ -1,0 +1,547 @@
+"""Beyond the dense limit: the scalable path of the Scores and Spectrum pages (issue 12).
+
+When the exact spectrum does not fit the memory budget (the core's own rule,
+:func:`diversity_core.approx.exact_plan`), the pages switch to the scalable path and say so in a
+badge:
+
+1. **First look** (:func:`first_look`, cached, well under 2 s at n = 100k): the exact spectrum of
+   a seeded random subsample of :data:`SUBSAMPLE` items, labelled as such. Its measured time
+   also gives the approximate time of the forced exact path (scaled as n^3).
+2. **Refinement** in a background thread (:class:`Job`), never blocking the page or a page change:
+   sketch estimates with error bars for q >= 1 (:func:`~diversity_core.approx.vendi_estimate`),
+   then guaranteed bounds for every q from the top k = 20, 50, ... eigenvalues by Lanczos
+   (:func:`~diversity_core.approx.iter_vendi_bounds`, with the top eigenvectors for the
+   galleries). Each result replaces the previous one as it arrives; a **Stop** button ends the
+   refinement at the core's next progress report and keeps what has arrived.
+3. Moving q reads the stored bounds (:meth:`~diversity_core.approx.VendiBounds.bounds_at`) and
+   estimates: nothing is recomputed.
+
+Jobs live in the process-wide store of :mod:`ui.tasks` (kind ``"scalable"``), keyed by content
+(the view's key, the featurizer, the kernel), so a page change or another session finds the
+running job and its latest results. The user can force the exact path, with its memory and an
+approximate time shown before it starts (:func:`exact_budget` raises the budget to what it needs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+import streamlit as st
+
+import diversity_core as dc
+from diversity_core._config import config_context, format_bytes, memory_budget
+from diversity_core._orders import format_q
+from diversity_core._validation import check_weights
+from diversity_core.approx import ExactPlan, exact_plan, iter_vendi_bounds, vendi_estimate
+from diversity_core.featurizers import resolve_featurizer
+
+from . import compute, tasks
+from .data import View
+from .feedback import error_message, literal
+from .state import Q_GRID
+
+#: Task kind of the refinement jobs in :func:`ui.tasks.store`.
+KIND = "scalable"
+#: Items in the first-look subsample (its dense spectrum takes ~0.1-0.5 s).
+SUBSAMPLE = 1000
+#: Lanczos steps of the refinement (top-k eigenvalues), cheap ones first.
+KS = (20, 50, 100, 200, 500)
+#: Seconds the bounds progression may take: no Lanczos step starts that the core predicts would overrun it.
+TIME_BUDGET = 600.0
+#: Sketch size (random Fourier features D, or Nystrom landmarks m) and its replicates.
+SKETCH_SIZE = 1024
+REPLICATES = 3
+#: Seconds between two redraws of the live panels while a job runs.
+POLL_SECONDS = 1.0
+#: Session-state keys: views whose exact path the user forced; the job this session started last.
+FORCED = "scalable_forced_exact"
+_LAST_JOB = "_scalable_last_job"
+
+
+# ------------------------------------------------------------------------------------------
+# the decision
+# ------------------------------------------------------------------------------------------
+def plan(ctx) -> ExactPlan:
+    """The core's decision for the page's view (dual, dense, or None beyond the memory budget)."""
+    X = compute.features(ctx.view, ctx.featurizer, show_progress=False)
+    return exact_plan(ctx.view.n, max(1, X.shape[1]), kernel=ctx.settings.kernel,
+                      n_eigenvectors=min(compute.MAX_EIGENVECTORS, ctx.view.n), **ctx.settings.kernel_kwargs)
+
+
+def job_key(ctx) -> tuple:
+    """Content key of the view's refinement job (and of the forced-exact choice)."""
+    s = ctx.settings
+    return (ctx.view.key, resolve_featurizer(ctx.view.data, ctx.featurizer), s.kernel, s.kernel_params)
+
+
+def forced(ctx) -> bool:
+    """Whether the user forced the exact path for this view."""
+    return job_key(ctx) in st.session_state.get(FORCED, set())
+
+
+def active(ctx, p: ExactPlan) -> bool:
+    """Whether the page takes the scalable path: beyond the budget and not forced exact."""
+    return not p.fits and not forced(ctx)
+
+
+def exact_budget(ctx, p: ExactPlan):
+    """A context in which the exact path runs: the budget raised to what it needs when the user forced it."""
+    if p.fits or not forced(ctx):
+        return contextlib.nullcontext()
+    return config_context(memory_budget=int(max(memory_budget(), p.dense_bytes * 1.05)))
+
+
+def _set_forced(key: tuple, on: bool) -> None:
+    keys = set(st.session_state.get(FORCED, set()))
+    (keys.add if on else keys.discard)(key)
+    st.session_state[FORCED] = keys
+
+
+# ------------------------------------------------------------------------------------------
+# the first look: a subsample's exact spectrum
+# ------------------------------------------------------------------------------------------
+def q_orders() -> np.ndarray:
+    """Orders every job computes: the profile grid and the q control's values."""
+    return np.unique(np.concatenate([dc.default_q_grid(), np.asarray(Q_GRID, dtype=np.float64)]))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False, hash_funcs=compute.HASH)
+def resolved_kernel(view: View, featurizer: str, kernel: str, kernel_params: tuple):
+    """The kernel with its bandwidth fixed on all items, as the exact path fixes it (weighted)."""
+    X = compute.features(view, featurizer, show_progress=False)
+    kern = dc.get_kernel(kernel, **dict(kernel_params))
+    p = None if view.data.weights is None else check_weights(view.data.weights, view.n)
+    return kern.resolve(kern.validate(X), p)
+
+
+@dataclass(frozen=True)
+class FirstLook:
+    """The exact VS_q of a seeded random subsample: a first estimate, labelled as such."""
+
+    qs: np.ndarray
+    values: np.ndarray
+    size: int
+    n: int
+    seconds: float
+    indices: np.ndarray
+    spectrum: Any
+
+    def vendi(self, q: float) -> float:
+        """The subsample's VS_q (from its cached spectrum, any order)."""
+        return float(self.spectrum.vendi(q))
+
+    def exact_seconds(self) -> float:
+        """Approximate time of the dense path on all n items: the subsample's time scaled as n^3.
+
+        The subsample computes eigenvalues only; the app's exact path also keeps 10 eigenvectors,
+        which LAPACK's divide-and-conquer driver does in about twice the time: counted here.
+        """
+        return 2.0 * self.seconds * (self.n / self.size) ** 3
+
+
+@st.cache_data(max_entries=16, show_spinner=False, hash_funcs=compute.HASH)
+def first_look(view: View, featurizer: str, kernel: str, kernel_params: tuple, size: int = SUBSAMPLE) -> FirstLook:
+    """Exact spectrum of ``size`` random items (seed 0) under the resolved kernel (cached)."""
+    X = compute.features(view, featurizer, show_progress=False)
+    kern = resolved_kernel(view, featurizer, kernel, kernel_params)
+    n = view.n
+    idx = np.sort(np.random.default_rng(0).choice(n, size=min(size, n), replace=False))
+    w = None if view.data.weights is None else view.data.weights[idx]
+    # a fixed, small size: its dense matrices (16 MB at 1000 items) run even under a tiny budget;
+    # eigenvalues only (the fast LAPACK driver), which is all a profile needs
+    need = exact_plan(idx.size, max(1, X.shape[1]), kernel=kern).dense_bytes
+    t0 = time.perf_counter()
+    with config_context(memory_budget=int(max(memory_budget(), need))):
+        spec = dc.compute_spectrum(X[idx], kernel=kern, weights=w, method="dense")
+    seconds = time.perf_counter() - t0
+    qs = q_orders()
+    values = spec.profile(qs)
+    for a in (qs, values, idx):
+        a.setflags(write=False)
+    return FirstLook(qs=qs, values=values, size=int(idx.size), n=n, seconds=seconds, indices=idx, spectrum=spec)
+
+
+# ------------------------------------------------------------------------------------------
+# the refinement job (a background thread)
+# ------------------------------------------------------------------------------------------
+class _Stopped(Exception):
+    """Raised in the job's progress callback once Stop was pressed."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a job has produced so far (read by the pages; never mutated)."""
+
+    state: str  # "running", "done", "stopped", "failed"
+    stage: str
+    message: str
+    fraction: float
+    bounds: Any
+    estimate: Any
+    error: str
+    seconds: float
+    stop_requested: bool
+
+    @property
+    def running(self) -> bool:
+        return self.state == "running"
+
+
+class Job:
+    """Estimates then bounds for one view, computed in a daemon thread; results replace each other."""
+
+    def __init__(self, key: tuple):
+        self.key = key
+        self.stop = threading.Event()
+        self._lock = threading.Lock()
+        self._fields = {"state": "running", "stage": "starting", "message": "", "fraction": 0.0, "bounds": None,
+                        "estimate": None, "error": ""}
+        self._start = time.monotonic()
+        self._end: Optional[float] = None
+        self.thread: Optional[threading.Thread] = None
+
+    def snapshot(self) -> Snapshot:
+        with self._lock:
+            end = self._end if self._end is not None else time.monotonic()
+            return Snapshot(seconds=end - self._start, stop_requested=self.stop.is_set(), **self._fields)
+
+    def update(self, **fields) -> None:
+        with self._lock:
+            self._fields.update(fields)
+            if fields.get("state", "running") != "running":
+                self._end = time.monotonic()
+
+    def progress(self, stage: str, share: tuple):
+        """A core progress callback for one stage, mapped onto ``share = (start, end)`` of the bar."""
+
+        def report(done: int, total: int, message: str = "") -> None:
+            if self.stop.is_set():
+                raise _Stopped
+            frac = share[0] + (share[1] - share[0]) * (done / total if total else 0.0)
+            self.update(stage=stage, message=message, fraction=min(max(frac, 0.0), 1.0))
+
+        return report
+
+
+def _sketch(kern, n: int) -> dict:
+    """The estimate's sketch: random Fourier features for rbf/laplacian, Nystrom for other kernels.
+
+    Its size is :data:`SKETCH_SIZE`, at most n / 4: a sketch of rank near n costs as much as the
+    exact path it stands in for (a few thousand items under a small budget).
+    """
+    size = min(SKETCH_SIZE, max(64, n // 4))
+    if kern.name in ("rbf", "laplacian"):
+        return {"method": "rff", "D": size}
+    return {"method": "nystrom", "m": size}
+
+
+def _work(job: Job, X, kern, weights, budget: int) -> None:
+    """The job's thread: an estimate with error bars (q >= 1), then the bounds progression."""
+    qs = q_orders()
+    try:
+        with config_context(memory_budget=budget):
+            estimate = vendi_estimate(X, kernel=kern, q=qs[qs >= 1], replicates=REPLICATES, weights=weights, rng=0,
+                                      progress=job.progress("estimate", (0.0, 0.3)), **_sketch(kern, X.shape[0]))
+            job.update(estimate=estimate)
+            for b in iter_vendi_bounds(X, kernel=kern, ks=KS, qs=qs, weights=weights, rng=0, time_budget=TIME_BUDGET,
+                                       n_eigenvectors=compute.MAX_EIGENVECTORS,
+                                       progress=job.progress("bounds", (0.3, 1.0))):
+                job.update(bounds=b)
+                if job.stop.is_set():
+                    raise _Stopped
+    except _Stopped:
+        job.update(state="stopped", message="stopped")
+    except Exception as exc:  # noqa: BLE001 - the page shows every failure as a message
+        job.update(state="failed", error=error_message("Refining beyond the dense limit", exc))
+    else:
+        job.update(state="done", fraction=1.0, message="done")
+
+
+def ensure_job(ctx) -> Job:
+    """The view's refinement job from the store, started when there is none (or it failed)."""
+    key = job_key(ctx)
+    jobs = tasks.store(KIND)
+    job = jobs.get(key)
+    if job is not None and job.snapshot().state != "failed":
+        return job
+    return _start(ctx, key)
+
+
+def _start(ctx, key: tuple) -> Job:
+    """Start a job (first stopping this session's previous one on other data: two would share the CPU)."""
+    ss = st.session_state
+    previous = tasks.store(KIND).get(ss.get(_LAST_JOB)) if ss.get(_LAST_JOB) not in (None, key) else None
+    if previous is not None:
+        previous.stop.set()
+    X = compute.features(ctx.view, ctx.featurizer, show_progress=False)
+    kern = resolved_kernel(*ctx.kernel_args)
+    job = Job(key)
+    job.thread = threading.Thread(target=_work, args=(job, X, kern, ctx.view.data.weights, memory_budget()),
+                                  name=f"scalable-{ctx.view.n}", daemon=True)
+    tasks.store(KIND).put(key, job)
+    ss[_LAST_JOB] = key
+    job.thread.start()
+    return job
+
+
+# ------------------------------------------------------------------------------------------
+# reading the results at an order q (no recomputation)
+# ------------------------------------------------------------------------------------------
+def bounds_at(bounds, q: float) -> tuple[float, float]:
+    """``(low, high)`` at q from stored bounds (the computed orders, else from the stored eigenvalues)."""
+    hit = np.flatnonzero(bounds.qs == q)
+    if hit.size:
+        return float(bounds.low[hit[0]]), float(bounds.high[hit[0]])
+    lo, hi = bounds.bounds_at([q])
+    return float(lo[0]), float(hi[0])
+
+
+def estimate_at(estimate, q: float) -> Optional[tuple[float, float, float]]:
+    """``(value, low, high)`` of the estimate at q, or None (q < 1, or an order it did not compute)."""
+    if estimate is None:
+        return None
+    hit = np.flatnonzero(estimate.qs == q)
+    if not hit.size:
+        return None
+    j = int(hit[0])
+    return float(estimate.value[j]), float(estimate.low[j]), float(estimate.high[j])
+
+
+def interval_text(lo: float, hi: float) -> str:
+    """A band for people: one number when it is exact to the digits shown, else ``lo – hi``."""
+    if hi <= lo * (1 + 5e-4):
+        return f"{0.5 * (lo + hi):.2f}"
+    return f"{lo:.2f} – {hi:.2f}"
+
+
+def sketch_label(estimate) -> str:
+    """``Nyström m = 1024, 3 replicates`` or ``RFF D = 1024, 3 replicates``."""
+    st_ = estimate.settings
+    reps = st_.get("replicates", 0)
+    if estimate.method == "nystrom":
+        return f"Nyström m = {st_.get('m')}, {reps} replicates"
+    name = "random Fourier features" if estimate.method == "rff" else "MinHash features"
+    return f"{name} D = {st_.get('D')}, {reps} replicates"
+
+
+def badge_text(snap: Snapshot, first: FirstLook, q: float) -> str:
+    """The one line that says which numbers are shown and where they come from."""
+    label = format_q(q)
+    if snap.bounds is not None:
+        lo, hi = bounds_at(snap.bounds, q)
+        k = snap.bounds.k
+        source = f"the top {k} eigenvalues and the exact VS₂" if k else "the exact VS₂ alone"
+        line = f"Bounds from {source}: VS_{label} in [{lo:.2f}, {hi:.2f}]"
+    elif snap.estimate is not None and estimate_at(snap.estimate, q) is not None:
+        v, lo, hi = estimate_at(snap.estimate, q)
+        line = f"{sketch_label(snap.estimate)}: VS_{label} ≈ {v:.2f} ± {0.5 * (hi - lo):.2f}"
+    else:
+        line = f"Subsample estimate ({first.size} of {first.n} items): VS_{label} ≈ {first.vendi(q):.2f}"
+    return line
+
+
+# ------------------------------------------------------------------------------------------
+# drawing
+# ------------------------------------------------------------------------------------------
+def draw_badge(p: ExactPlan) -> None:
+    """The visible switch: why the page is on the scalable path."""
+    st.badge(f"Scalable path: n = {p.n} is beyond the dense limit", icon=":material/speed:", color="orange")
+    st.caption(f"The exact spectrum would need {format_bytes(p.dense_bytes)}, over the memory budget of "
+               f"{format_bytes(p.budget)}; the page shows guaranteed bounds and estimates with error bars instead.")
+
+
+def force_exact_control(ctx, p: ExactPlan, first: FirstLook) -> None:
+    """The button that forces the exact path, with its memory and approximate time shown first."""
+    seconds = first.exact_seconds()
+    when = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+    label = f"Compute exact instead ({format_bytes(p.dense_bytes)}, about {when})"
+    if st.button(label, key="scalable_force_exact", icon=":material/memory:",
+                 help=f"Approximate time: twice the subsample's measured {first.seconds:.2f} s (eigenvectors), scaled as n³ "
+                      f"({first.size} → {p.n} items). Memory: the dense path's matrices, over the budget of "
+                      f"{format_bytes(p.budget)}; the page waits while it runs."):
+        job = tasks.store(KIND).get(job_key(ctx))
+        if job is not None:
+            job.stop.set()
+        _set_forced(job_key(ctx), True)
+        st.rerun()
+
+
+def forced_note(ctx, p: ExactPlan) -> None:
+    """On the forced exact path: say so, with the way back."""
+    if p.fits or not forced(ctx):
+        return
+    st.badge(f"Exact path forced beyond the memory budget ({format_bytes(p.dense_bytes)})",
+             icon=":material/memory:", color="violet")
+    if st.button("Back to the scalable path", key="scalable_back"):
+        _set_forced(job_key(ctx), False)
+        st.rerun()
+
+
+def status_panel(job: Job, snap: Snapshot) -> None:
+    """Progress of the refinement with its Stop button, or how it ended."""
+    if snap.running:
+        c1, c2 = st.columns([5, 1])
+        with c1.container(border=True):
+            # a progress bar, not st.status: a status box shows "complete" once each script run ends,
+            # while this work goes on in its thread between runs
+            what = "estimates with error bars" if snap.stage == "estimate" else "guaranteed bounds (Lanczos)"
+            st.progress(snap.fraction, text=f":material/progress_activity: Refining in the background: {what} — "
+                                            f"{literal(snap.message or snap.stage)} · {snap.seconds:.0f} s")
+        c2.button("Stop", key="scalable_stop", icon=":material/stop_circle:", on_click=job.stop.set,
+                  disabled=snap.stop_requested,
+                  help="Stop refining at the next step; the numbers that have arrived stay.")
+        if snap.stop_requested:
+            st.caption("Stopping after the current step…")
+    elif snap.state == "stopped":
+        st.info("Refinement stopped; the numbers below are the last ones that arrived.", icon=":material/stop_circle:")
+        if st.button("Refine again", key="scalable_restart", help="Start the refinement over."):
+            tasks.store(KIND).put(job.key, None)
+            st.rerun()
+    elif snap.state == "failed":
+        st.error(literal(snap.error))
+    else:
+        st.caption(f"Refinement done in {snap.seconds:.0f} s.")
+
+
+def band_figure(snap: Snapshot, first: FirstLook, q: float, n: int):
+    """The q-profile: the subsample's curve, the guaranteed band, the estimates with their error bars."""
+    import plotly.graph_objects as go
+
+    from diversity_core.figures import q_axis_position, q_profile_figure
+
+    fig = q_profile_figure({f"subsample of {first.size} (first look)": (first.qs, first.values)}, q=q, n=n,
+                           title="Vendi score against the order q (beyond the dense limit)")
+    for trace in fig.data:
+        trace.line.dash = "dot"
+        trace.line.color = "#999999"
+        if trace.marker is not None:
+            trace.marker.color = "#999999"
+    b = snap.bounds
+    if b is not None:
+        x = q_axis_position(b.qs)
+        name = f"guaranteed bounds (top {b.k} eigenvalues)"
+        fig.add_trace(go.Scatter(x=x, y=b.low, mode="lines", line={"width": 1, "color": "#0072B2"},
+                                 name=name, legendgroup="band", showlegend=False,
+                                 hovertemplate="lower bound %{y:.4g}<extra></extra>"))
+        fig.add_trace(go.Scatter(x=x, y=b.high, mode="lines", line={"width": 1, "color": "#0072B2"},
+                                 fill="tonexty", fillcolor="rgba(0, 114, 178, 0.25)", name=name, legendgroup="band",
+                                 hovertemplate="upper bound %{y:.4g}<extra></extra>"))
+    e = snap.estimate
+    if e is not None:
+        keep = np.isin(e.qs, np.asarray(Q_GRID))
+        fig.add_trace(go.Scatter(
+            x=q_axis_position(e.qs[keep]), y=e.value[keep], mode="markers", name=sketch_label(e),
+            marker={"color": "#D55E00", "size": 7},
+            error_y={"type": "data", "symmetric": False, "array": (e.high - e.value)[keep],
+                     "arrayminus": (e.value - e.low)[keep], "color": "#D55E00"},
+            hovertemplate="estimate %{y:.4g}<extra></extra>"))
+    fig.update_layout(showlegend=True)
+    return fig
+
+
+def scores_panel(ctx, job: Job, first: FirstLook) -> None:
+    """The live part of the Scores page: headline numbers, progress, the band chart (redrawn while it runs)."""
+    live = job.snapshot().running
+
+    @st.fragment(run_every=POLL_SECONDS if live else None)
+    def panel():
+        snap = job.snapshot()
+        if live and not snap.running:
+            st.rerun()  # finished: redraw the page once more, without the timer
+        q, label, n = ctx.settings.q, ctx.settings.q_label, ctx.view.n
+        st.markdown(f"**{literal(badge_text(snap, first, q))}**")
+        c1, c2, c3, c4 = st.columns([1.4, 1.2, 1, 1])
+        if snap.bounds is not None:
+            head, src = interval_text(*bounds_at(snap.bounds, q)), f"guaranteed bounds, top {snap.bounds.k} eigenvalues"
+        elif estimate_at(snap.estimate, q) is not None:
+            v, lo, hi = estimate_at(snap.estimate, q)
+            head, src = f"≈ {v:.2f} ± {0.5 * (hi - lo):.2f}", "estimate with a 95% error bar"
+        else:
+            head, src = f"≈ {first.vendi(q):.2f}", f"subsample estimate, {first.size} of {n} items"
+        c1.metric(f"Vendi score (q = {label})", head, help=f"Out of n = {n} items; {src}.")
+        c1.caption(f"{src}, out of **n = {n}**")
+        est = estimate_at(snap.estimate, q)
+        if est is not None:
+            c2.metric(f"Estimate (q = {label})", f"{est[0]:.2f} ± {0.5 * (est[2] - est[1]):.2f}",
+                      help=f"{sketch_label(snap.estimate)}; 95% t-interval over the replicates. "
+                           f"Target: {snap.estimate.target}.")
+            c2.caption("sketch estimate: its error bar shows the sketch's spread, not its bias")
+        elif snap.estimate is not None:
+            c2.metric(f"Estimate (q = {label})", "—", help="Sketch estimates cover q ≥ 1 only; below, see the bounds.")
+        if snap.bounds is not None:
+            c3.metric("VS₂ (exact)", interval_text(*bounds_at(snap.bounds, 2.0)), help="By one pass over K in blocks.")
+            if snap.bounds.k:
+                c4.metric("VS∞ (Lanczos)", interval_text(*bounds_at(snap.bounds, math.inf)),
+                          help="1 / the largest eigenvalue, with the solver's tolerance.")
+        status_panel(job, snap)
+        st.plotly_chart(band_figure(snap, first, q, n), key="q_profile")
+
+    panel()
+
+
+def eigenvector_ends(vectors: np.ndarray, j: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Items with the ``m`` largest and smallest entries of column j (the rule of ``Spectrum.eigenvector_ends``)."""
+    u = vectors[:, j]
+    order = np.argsort(u, kind="stable")
+    m = min(m, u.size // 2 or 1)
+    return order[::-1][:m], order[:m]
+
+
+@st.cache_data(max_entries=8, show_spinner="Computing the kernel matrix of a subsample…", hash_funcs=compute.HASH)
+def heatmap(view: View, featurizer: str, kernel: str, kernel_params: tuple, sort: str, order_key: tuple,
+            _top: Optional[np.ndarray] = None, max_items: int = compute.HEATMAP_MAX, seed: int = 0) -> dict:
+    """The kernel matrix of a seeded subsample, ordered by group or by ``_top`` (the top Lanczos eigenvector).
+
+    ``order_key`` names ``_top`` for the cache (the job's key and its k).
+    """
+    ds = view.data
+    X = compute.features(view, featurizer, show_progress=False)
+    kern = resolved_kernel(view, featurizer, kernel, kernel_params)
+    idx = np.sort(np.random.default_rng(seed).choice(ds.n, size=min(max_items, ds.n), replace=False))
+    top = _top[idx] if _top is not None else np.zeros(idx.size)
+    if sort == "group" and ds.groups is not None:
+        rank = {g: i for i, g in enumerate(ds.group_names())}
+        idx = idx[np.lexsort((-top, [rank[str(g)] for g in ds.groups[idx]]))]
+    else:
+        idx = idx[np.argsort(-top, kind="stable")]
+    K = dc.kernel_matrix(X[idx], kernel=kern)
+    labels = None if ds.groups is None or sort != "group" else [str(g) for g in ds.groups[idx]]
+    return {"K": K.astype(np.float32), "indices": idx, "labels": labels, "sampled": ds.n > max_items}
+
+
+def spectrum_panel(job: Job, n: int):
+    """The live part of the Spectrum page: the top eigenvalues so far and the progress.
+
+    Returns the bounds of this run (their Ritz vectors feed the galleries); a later Lanczos step
+    redraws the whole page so the galleries follow.
+    """
+    from diversity_core.figures import spectrum_figure
+
+    start = job.snapshot()
+    shown_k = None if start.bounds is None else start.bounds.k
+
+    @st.fragment(run_every=POLL_SECONDS if start.running else None)
+    def panel():
+        snap = job.snapshot()
+        k = None if snap.bounds is None else snap.bounds.k
+        if (start.running and not snap.running) or k != shown_k:
+            st.rerun()
+        status_panel(job, snap)
+        if snap.bounds is None or not snap.bounds.k:
+            st.info("The top eigenvalues appear here once the first Lanczos step ends.", icon=":material/hourglass:")
+            return
+        b = snap.bounds
+        st.plotly_chart(spectrum_figure(b.top_eigenvalues, title=f"The {b.k} largest eigenvalues (Lanczos)"),
+                        key="spectrum")
+        st.caption(f"The top {b.k} of {n} eigenvalues of the density matrix, each to within {b.tolerance:.1e}; "
+                   f"the other {n - b.k} share the remaining mass {b.residual_mass:.4f} (in the cumulative panel, "
+                   "the curve stops short of 1 by that much).")
+
+    panel()
+    return start.bounds
