@@ -14,7 +14,14 @@
 """
 
 from ._results import ExactPlan, VendiBounds, VendiEstimate
-from .bounds import BOUND_METHODS, DEFAULT_KS, bounds_from_eigenvalues, iter_vendi_bounds, vendi_bounds
+from .bounds import (
+    BOUND_METHODS,
+    DEFAULT_KS,
+    bounds_from_eigenvalues,
+    bounds_method,
+    iter_vendi_bounds,
+    vendi_bounds,
+)
 from .loewner import bounds_from_lower_eigenvalues, nystrom_bounds
 from .plan import exact_plan
 from .sketches import ESTIMATORS, vendi_estimate, vs_inf_exact
@@ -27,6 +34,7 @@ __all__ = [
     "vendi_bounds",
     "iter_vendi_bounds",
     "bounds_from_eigenvalues",
+    "bounds_method",
     "nystrom_bounds",
     "bounds_from_lower_eigenvalues",
     "BOUND_METHODS",

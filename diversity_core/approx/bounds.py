@@ -38,7 +38,8 @@ from ..kernels import PrecomputedKernel, _row_blocks, get_kernel, normalize_diag
 from ..sources import RowSource, as_source
 from ._results import VendiBounds
 
-__all__ = ["vendi_bounds", "iter_vendi_bounds", "bounds_from_eigenvalues", "DEFAULT_KS", "BOUND_METHODS"]
+__all__ = ["vendi_bounds", "iter_vendi_bounds", "bounds_from_eigenvalues", "bounds_method", "DEFAULT_KS",
+           "BOUND_METHODS"]
 
 #: How the bounds get the top of the spectrum: exact Ritz values, or a sketch's lower bounds.
 BOUND_METHODS = ("auto", "lanczos", "nystrom")
@@ -610,7 +611,7 @@ def vendi_bounds(
     """
     check_option(method, BOUND_METHODS, "method")
     if method == "auto":
-        method = _auto_method(X, kernel, storage, kernel_params)
+        method = bounds_method(X, kernel, storage=storage, **kernel_params)
     if method == "nystrom":
         from .loewner import nystrom_bounds
 
@@ -635,8 +636,19 @@ def _n_items(X) -> int:
     return int(np.shape(X)[0])
 
 
-def _auto_method(X, kernel, storage: str, kernel_params: dict) -> str:
-    """``"nystrom"`` where Lanczos would have to recompute K at every product, else ``"lanczos"``."""
+def bounds_method(X, kernel="rbf", *, storage: str = "auto", **kernel_params) -> str:
+    """How ``vendi_bounds(method="auto")`` sees the top of the spectrum for these items.
+
+    ``"nystrom"`` where Lanczos would have to recompute K at every product (not even the
+    float32 n x n matrix fits the memory budget) and the kernel has items to sketch; else
+    ``"lanczos"``. Reads only the number of items.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> bounds_method(np.zeros((100, 3)), "rbf")
+    'lanczos'
+    """
     kern = get_kernel(kernel, **kernel_params)
     if storage != "auto" or kern.name == "precomputed":
         return "lanczos"

@@ -209,3 +209,22 @@ def test_force_exact_shows_memory_and_time_first_then_the_exact_value():
     at.button(key="scalable_back").click().run()
     assert_clean(at)
     assert "Scalable path: n = 1200" in _shown(at)
+
+
+def test_past_the_float32_matrix_the_band_comes_from_nystrom_sketches(monkeypatch):
+    # the core's decision at 100,000 items (not even the float32 matrix fits), on the small demo
+    monkeypatch.setattr(scalable, "bounds_method", lambda X, kern: "nystrom")
+    monkeypatch.setattr(scalable, "NYSTROM_MS", (100, 300))
+    at = _scores()
+    snap = _wait(at, lambda s: s.state == "done")
+    b = snap.bounds
+    assert b.settings["method"] == "nystrom" and b.settings["m"] == 300
+    exact = _exact_spectrum().profile(b.qs)
+    assert np.all(b.low <= exact * (1 + 1e-9)) and np.all(exact <= b.high * (1 + 1e-9))
+    lo, hi = scalable.bounds_at(b, 1.0)
+    assert headline(at).value == scalable.interval_text(lo, hi)
+    assert "Bounds from a Nyström sketch (m = 300" in _shown(at)
+    at.switch_page(SPECTRUM).run()
+    assert_clean(at)
+    assert "Lower bounds on the" in at.get("plotly_chart")[0].proto.spec
+    assert "no galleries" in _shown(at).lower()
