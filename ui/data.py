@@ -602,26 +602,32 @@ def clear_selection() -> None:
     st.session_state.pop(SELECTION_LINK_KEY, None)
 
 
-def selection_buttons(view: View, indices, *, key: str, what: str = "these items") -> None:
-    """Two buttons that send the view's items at ``indices`` to every page: keep only them, or drop them.
+def selection_buttons(view: View, indices, *, key: str, what: str = "these items",
+                      modes: tuple = SELECTION_MODES) -> None:
+    """Buttons that send the view's items at ``indices`` to every page: keep only them, or drop them.
 
-    ``key`` prefixes the buttons' keys (one pair per place they are drawn); ``what`` names the
-    items in the buttons' help.
+    ``key`` prefixes the buttons' keys (one set per place they are drawn); ``what`` names the
+    items in the buttons' help; ``modes`` picks the buttons (``("exclude",)``: only the drop).
+    A button that would leave fewer than two items is disabled and says why.
     """
     idx = [int(i) for i in indices]
     if not idx:
         return
     rows = tuple(int(r) for r in view.loaded_rows(idx))
     n = len(rows)
-    c1, c2, c3 = st.columns([1, 1, 2])
-    c1.button(f"Keep only these {n}", key=f"{key}_restrict", icon=":material/filter_alt:",
-              on_click=use_selection, args=("restrict", rows), disabled=n < MIN_MATCHES,
-              help=f"Measure only {what} on every page (the sidebar shows it and clears it)."
-                   + (f" The scores need at least {MIN_MATCHES} items." if n < MIN_MATCHES else ""))
-    c2.button(f"Exclude these {n}", key=f"{key}_exclude", icon=":material/filter_alt_off:",
-              on_click=use_selection, args=("exclude", rows), disabled=n > view.n - MIN_MATCHES,
-              help=f"Measure every page without {what}: what happens to VS if they are dropped?")
-    c3.caption("Use the selection on every page: the sidebar shows it, and **Clear selection** there undoes it.")
+    cols = iter(st.columns([1, 1, 2]))
+    if "restrict" in modes:
+        next(cols).button(f"Keep only these {n}", key=f"{key}_restrict", icon=":material/filter_alt:",
+                          on_click=use_selection, args=("restrict", rows), disabled=n < MIN_MATCHES,
+                          help=f"Measure only {what} on every page (the sidebar shows it and clears it)."
+                               + (f" The scores need at least {MIN_MATCHES} items." if n < MIN_MATCHES else ""))
+    if "exclude" in modes:
+        too_many = n > view.n - MIN_MATCHES
+        next(cols).button(f"Exclude these {n}", key=f"{key}_exclude", icon=":material/filter_alt_off:",
+                          on_click=use_selection, args=("exclude", rows), disabled=too_many,
+                          help=f"Measure every page without {what}: what happens to VS if they are dropped?"
+                               + (f" The scores need at least {MIN_MATCHES} items left." if too_many else ""))
+    next(cols).caption("Used on every page: the sidebar shows the selection in effect and clears it.")
 
 
 def selection_csv(view: View, indices) -> bytes:
