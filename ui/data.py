@@ -615,13 +615,14 @@ def selection_buttons(view: View, indices, *, key: str, what: str = "these items
         return
     rows = tuple(int(r) for r in view.loaded_rows(idx))
     n = len(rows)
-    cols = iter(st.columns([1, 1, 2]))
-    if "restrict" in modes:
+    shown = [m for m in SELECTION_MODES if m in modes]
+    cols = iter(st.columns([1] * len(shown) + [4 - len(shown)]))
+    if "restrict" in shown:
         next(cols).button(f"Keep only these {n}", key=f"{key}_restrict", icon=":material/filter_alt:",
                           on_click=use_selection, args=("restrict", rows), disabled=n < MIN_MATCHES,
                           help=f"Measure only {what} on every page (the sidebar shows it and clears it)."
                                + (f" The scores need at least {MIN_MATCHES} items." if n < MIN_MATCHES else ""))
-    if "exclude" in modes:
+    if "exclude" in shown:
         too_many = n > view.n - MIN_MATCHES
         next(cols).button(f"Exclude these {n}", key=f"{key}_exclude", icon=":material/filter_alt_off:",
                           on_click=use_selection, args=("exclude", rows), disabled=too_many,
