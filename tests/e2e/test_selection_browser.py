@@ -100,6 +100,12 @@ def test_curate_page_table_and_selection_download(page, app_url, artifacts):
     assert_no_traceback(page)
     page.screenshot(path=str(artifacts / "selection_curate_top.png"))
     table.scroll_into_view_if_needed()
+    # tick the first row's box (the grid is drawn on a canvas: a header row, then 35-pixel rows)
+    grid = table.bounding_box()
+    page.mouse.click(grid["x"] + 17, grid["y"] + 35 + 17)
+    wait_idle(page)
+    page.get_by_text("1 ticked row").first.wait_for(timeout=30_000)
+    assert page.get_by_role("button", name="Exclude these 1").count() == 1
     page.screenshot(path=str(artifacts / "selection_curate_table.png"))
 
     csv = pd.read_csv(io.BytesIO(_download(page, "Selected ids (CSV)")))
