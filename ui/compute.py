@@ -354,7 +354,7 @@ def click_selects(fig):
     """Make a click on one point select it: the map opens in pan mode, the lasso and box in the toolbar.
 
     ``st.plotly_chart(on_select="rerun")`` hears only plotly's ``plotly_selected`` event, which a
-    click emits under ``layout.clickmode = "event+select"``. Streamlit's chart (1.5x-1.6x) sets
+    click emits under ``layout.clickmode = "event+select"``. Streamlit's chart (read in 1.67's frontend) sets
     ``clickmode`` from ``dragmode``: ``"event"`` (a click selects nothing) whenever the drag mode
     is ``"lasso"`` or ``"select"``, ``"event+select"`` otherwise. The projection figure opened
     in lasso mode, so clicks were lost; opened in pan mode they select, and choosing the lasso or

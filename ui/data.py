@@ -574,7 +574,7 @@ def current_selection() -> Selection:
     if ds is None:
         return Selection()
     link = ss.pop(SELECTION_LINK_KEY, None)
-    if link is not None:
+    if link is not None and not ss.get("load_error"):  # rows of a source that failed to load name nothing here
         mode, rows = link
         rows = tuple(sorted({int(r) for r in rows if 0 <= int(r) < ds.n}))
         ss[SELECTION_KEY] = Selection(mode=mode, rows=rows, dataset=ds.content_hash) if rows else Selection()

@@ -228,3 +228,14 @@ def test_selections_combine_like_filters():
     np.testing.assert_array_equal(x.keeps(np.array([4, 5, 6])), [True, False, True])
     with pytest.raises(ValueError, match="selection mode must be one of"):
         r.combined("keep", [1])
+
+
+def test_link_selection_of_a_source_that_failed_is_dropped():
+    """A link whose file cannot be read falls back to the demo; its row numbers name nothing there."""
+    at = AppTest.from_file(APP, default_timeout=240)
+    at.query_params.update({"path": "elsewhere/embeddings.npy", "sel": "exclude:0-4"})
+    at.run()
+    assert not at.exception
+    assert at.session_state["load_error"]
+    assert "sel" not in at.query_params
+    assert not [b for b in at.sidebar.button if b.key == "selection_clear"]
