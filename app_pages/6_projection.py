@@ -5,6 +5,7 @@ import streamlit as st
 from diversity_core.figures import projection_figure
 from diversity_core.projection import UMAP_METRICS
 from ui import compute, tasks
+from ui.data import selection_buttons, selection_csv
 from ui.feedback import attempt
 from ui.gallery import show_items
 from ui.page import header
@@ -17,8 +18,8 @@ ctx = header(
     "Projection",
     "Each point is an item placed so that similar items lie close together: separate clusters are distinct "
     "kinds of items, a dense blob is repetition. Colour by group or by an eigenvector's entries (the "
-    "directions the Spectrum page shows); hover a point for its item, click it (or draw a lasso or box) to see "
-    "the items below.",
+    "directions the Spectrum page shows); hover a point for its item, click it to see the item below, or pick "
+    "the lasso or box in the chart's toolbar to select several.",
 )
 view = ctx.view
 data = view.data
@@ -66,7 +67,9 @@ if projection is not None:
     # the selection is the page's own state: redrawing the map (other colours) keeps it
     signature = (view.key, method, colour)
     previous = st.session_state.get("proj_selected", []) if st.session_state.get("_proj_view") == view.key else []
-    event = st.plotly_chart(compute.mark_selected(fig, previous), key=f"projection_{method}", on_select="rerun",
+    # the chart's key names the view: a selection made on other items never comes back as this view's
+    event = st.plotly_chart(compute.mark_selected(compute.click_selects(fig), previous),
+                            key=f"projection_{method}_{view.key}", on_select="rerun",
                             selection_mode=("points", "box", "lasso"))
     selected = compute.keep_selection(previous, compute.selected_items(event), signature,
                                       st.session_state.get("_proj_signature"))
@@ -74,9 +77,14 @@ if projection is not None:
     st.session_state["_proj_signature"] = signature
     st.session_state["_proj_view"] = view.key
     if selected:
-        st.subheader(f"{len(selected)} selected item(s)")
+        st.subheader(f"{len(selected)} selected item{'s' if len(selected) != 1 else ''}")
         show_items(data, selected[:SHOW_MAX], columns=min(8, max(4, len(selected))))
         if len(selected) > SHOW_MAX:
             st.caption(f"The first {SHOW_MAX} are shown.")
+        selection_buttons(view, selected, key="proj_use", what="the selected items")
+        st.download_button("Selected items (CSV)", selection_csv(view, selected), file_name="selected_items.csv",
+                           mime="text/csv", key="proj_csv", on_click="ignore",
+                           help="Row (0-based, in the file as loaded), id and group of each selected item.")
     else:
-        st.caption("Click a point to see that item here, or select several with the lasso or box (toolbar).")
+        st.caption("Click a point to see that item here, or pick the lasso or box in the chart's toolbar and draw "
+                   "around several (drag alone moves the map); a double click clears the selection.")

@@ -5,6 +5,7 @@ import streamlit as st
 from diversity_core.curation import default_threshold
 from diversity_core.curation.selection import METHODS
 from ui import curate_ui, tasks
+from ui.data import selection_buttons
 from ui.gallery import show_items
 from ui.page import header
 from ui.state import KEEP
@@ -45,11 +46,18 @@ if items_out is None and ((auto and not tasks.cancelled("curate_items", akey)) o
                           "Computing contributions and rarity")
 if items_out is not None:
     contrib, rare = items_out.value
-    st.dataframe(curate_ui.item_table(view, contrib, rare, dup, s.q), hide_index=True, width="stretch",
-                 key="curate_items_table")
+    table = curate_ui.item_table(view, contrib, rare, dup, s.q)
+    # keyed by the view: ticked rows of another view's table never come back as this one's
+    ticked = st.dataframe(table, hide_index=True, width="stretch", key=f"curate_items_table_{view.key}",
+                          on_select="rerun", selection_mode="multi-row")
     st.caption(f"Contributions by {contrib.method.replace('_', ' ')} leave-one-out ({contrib.spectrum_method} path); "
                f"VS (q = {s.q_label}) of all items is {contrib.vendi[contrib.qs.index(s.q)]:.3f}. "
-               "Click a column header to sort.")
+               "Click a column header to sort; tick rows (left edge) to see those items and use them on every page.")
+    picked = curate_ui.ticked_items(table, ticked)
+    if picked:
+        st.caption(f"{len(picked)} ticked row{'s' if len(picked) != 1 else ''}" + (", the first 32 shown" if len(picked) > 32 else ""))
+        show_items(data, picked[:32], columns=8)
+        selection_buttons(view, picked, key="curate_rows", what="the ticked rows")
     m = st.slider("Items per gallery", 4, 32, 8, 4, key="curate_m", **KEEP)
     c = contrib.contribution(s.q)
     for label, idx in (("Adding the most diversity", contrib.top(m, q=s.q)),
@@ -89,4 +97,5 @@ if sel_out is not None:
                            file_name=f"selected_{method}_{k}.txt", mime="text/plain", key="curate_txt",
                            on_click="ignore")
     show_items(data, sel.indices[:32], columns=8, notes=[f"#{r + 1}" for r in range(min(32, sel.k))])
+    selection_buttons(view, sel.indices, key="curate_sel", what=f"the {k} items chosen by {curate_ui.METHOD_LABELS[method]}")
     tasks.show_notes(sel_out)

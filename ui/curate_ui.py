@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -22,6 +23,7 @@ from diversity_core.curation import (
 from diversity_core.curation.selection import METHODS
 
 from . import compute
+from .data import selection_buttons
 from .gallery import show_items
 
 #: Views of at most this many items are analysed (contributions, rarity, duplicates) without a click.
@@ -98,6 +100,20 @@ def item_table(view, contrib, rare, dup, q: float) -> pd.DataFrame:
     return table
 
 
+def ticked_items(table: pd.DataFrame, event) -> list:
+    """The view's items of the rows ticked in the item table (``event`` of ``st.dataframe(on_select=...)``).
+
+    Streamlit reports ticked rows by their position in the frame as built (sorting on screen
+    does not change it); the ``item`` column maps a position to the view's item.
+    """
+    try:
+        rows = list(event.selection.rows)
+    except (AttributeError, KeyError):
+        return []
+    items = table["item"].to_numpy()
+    return [int(items[r]) for r in rows if 0 <= int(r) < items.size]
+
+
 # ------------------------------------------------------------------------------------------
 # near-duplicates
 # ------------------------------------------------------------------------------------------
@@ -136,6 +152,10 @@ def show_duplicates(view, dup, q: float) -> None:
                    "matrix beyond the memory budget.")
     if not dup.n_groups:
         return
+    st.caption("Drop the near-duplicates on every page (all but the first item of each group), e.g. to see the "
+               "scores of the deduplicated set on the Scores or Spectrum page:")
+    selection_buttons(view, np.flatnonzero(~np.asarray(dup.keep)), key="curate_dups", modes=("exclude",),
+                      what="the near-duplicates (all but the first of each group)")
     best = dup.to_frame(ids=view.data.ids)
     value = "max_similarity" if "max_similarity" in best.columns else "min_distance"
     closest = dict(zip(best["item"], best[value]))

@@ -1,4 +1,5 @@
-"""The sidebar every page shares: dataset, search, groups, representation, kernel, q, subsample.
+"""The sidebar every page shares: dataset, linked selection, search, groups, representation, kernel, q,
+subsample.
 
 Widgets use the session-state keys of :mod:`ui.state`, so their values survive page changes.
 Choices that depend on the dataset (featurizer, kernel, groups) are checked against it before
@@ -16,7 +17,7 @@ from diversity_core.featurizers import FEATURIZERS, default_kernel, resolve_feat
 
 from . import data as uidata
 from .feedback import literal
-from .state import BANDWIDTH_KERNELS, KEEP, KERNEL_CHOICES, PREP_KEY, q_options
+from .state import BANDWIDTH_KERNELS, KEEP, KERNEL_CHOICES, LINK_MAX_ROWS, PREP_KEY, q_options
 
 UPLOAD_TYPES = ["npy", "npz", "csv", "tsv", "parquet", "jsonl", "txt", "smi", "smiles", "sdf", "zip"]
 
@@ -82,6 +83,7 @@ def _reset_for_new_dataset() -> None:
     ss.pop("group_select", None)
     ss.pop("link_error", None)
     ss[PREP_KEY] = []
+    uidata.clear_selection()  # rows of another dataset
     for key, empty in SEARCH_RESET.items():  # a search of another dataset means nothing here
         ss[key] = empty
 
@@ -256,10 +258,33 @@ def _groups_section() -> None:
     ss["groups"] = None if not chosen or len(chosen) == len(names) else [g for g in names if g in chosen]
 
 
+def _selection_section(slot) -> None:
+    """The linked selection in effect, in ``slot`` (high in the sidebar): what it does, and Clear.
+
+    Drawn once every setting is settled, so the count is the current view's; a selection too
+    large for the link says so, and one that would leave too few items says why it was set aside.
+    """
+    sel = uidata.current_selection()
+    if not sel.active:
+        return
+    box = slot.container(border=True)
+    box.markdown(f":material/filter_alt: **{sel.summary()}** on every page")
+    try:
+        note = uidata.current_view().selection_note
+    except Exception:  # noqa: BLE001 - the page reports a view that cannot be prepared
+        note = ""
+    if note:
+        box.warning(note)
+    if len(sel.rows) > LINK_MAX_ROWS:
+        box.caption(f"Not in the link: it holds {len(sel.rows)} rows (a link carries at most {LINK_MAX_ROWS}).")
+    box.button("Clear selection", key="selection_clear", icon=":material/close:", on_click=uidata.clear_selection)
+
+
 def render_sidebar() -> None:
     """Draw the shared sidebar and settle the settings every page reads."""
     st.sidebar.header("Settings")
     _dataset_section()
+    selection_slot = st.sidebar.container()
     _search_section()
     # The group filter sits high: at the foot of a scrolled sidebar, removing a tag shrinks the
     # sidebar, its scroll position jumps, and the browser dropped the next click on a tag's x until
@@ -270,3 +295,4 @@ def render_sidebar() -> None:
     _preprocess_section()
     _q_section()
     _subsample_section()
+    _selection_section(selection_slot)

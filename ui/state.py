@@ -10,7 +10,9 @@ Query-string keys: ``demo`` or ``path`` (the source; an upload cannot be restore
 link), ``gcol``/``wcol``/``tcol``/``scol`` (column options of a local file), ``feat``,
 ``kernel``, ``sigma`` (absent: the median-distance default), ``degree``, ``q`` (a number or
 ``inf``), ``n`` and ``seed`` (subsample), ``group`` (repeated; absent: every group), ``prep``
-(preprocessing steps, e.g. ``standardize,pca``) and ``pca_k``.
+(preprocessing steps, e.g. ``standardize,pca``), ``pca_k``, and ``sel`` (the linked selection,
+``restrict:3,17-20`` or ``exclude:...`` with 0-based rows of the loaded dataset; only when it holds
+at most :data:`LINK_MAX_ROWS` rows, a larger one stays in the session and the sidebar says so).
 Page widgets (:data:`KEEP`) add their own keys (``spectrum_k``, ``heatmap_sort``, ``cmp_qs``,
 ``cmp_presentation``, ...), written by Streamlit itself.
 """
@@ -66,6 +68,9 @@ DEFAULTS: dict = {
 PREP_KEY = "prep"
 
 _URL_LOADED = "_url_loaded"
+
+#: Largest linked selection written into the URL (more row numbers would make an unwieldy link).
+LINK_MAX_ROWS = 200
 
 #: Keyword arguments of every page widget (eigenvectors, heatmap sort, Compare's options,
 #: presentation mode, ...): Streamlit keeps the value for the whole session, across page
@@ -195,6 +200,47 @@ def read_query_params(params) -> None:
     groups = params.get_all("group") if hasattr(params, "get_all") else params.get("group")
     if groups:
         ss["groups"] = [groups] if isinstance(groups, str) else list(groups)
+    selection = parse_selection(params.get("sel"))
+    if selection is not None:
+        ss["_selection_link"] = selection  # bound to the dataset once it is loaded (ui.data.current_selection)
+
+
+def format_rows(rows) -> str:
+    """Sorted row numbers as compact text, runs as ranges: ``(3, 17, 18, 19, 20)`` -> ``"3,17-20"``."""
+    rows = sorted({int(r) for r in rows})
+    parts, start = [], None
+    for i, r in enumerate(rows):
+        if start is None:
+            start = r
+        if i + 1 == len(rows) or rows[i + 1] != r + 1:
+            parts.append(str(start) if start == r else f"{start}-{r}")
+            start = None
+    return ",".join(parts)
+
+
+def parse_rows(text: str) -> Optional[tuple]:
+    """The rows of :func:`format_rows`' text, sorted; None when the text is not such a list."""
+    out: set = set()
+    for part in str(text).split(","):
+        lo, sep, hi = part.strip().partition("-")
+        if not lo.isdigit() or (sep and not hi.isdigit()):
+            return None
+        a, b = int(lo), int(hi) if sep else int(lo)
+        if b < a or b - a > 100_000:
+            return None
+        out.update(range(a, b + 1))
+    return tuple(sorted(out))
+
+
+def parse_selection(text) -> Optional[tuple]:
+    """``(mode, rows)`` of a link's ``sel`` value (``"exclude:3,17-20"``); None when absent or invalid."""
+    if not text:
+        return None
+    mode, _, rows = str(text).partition(":")
+    if mode not in ("restrict", "exclude"):
+        return None
+    parsed = parse_rows(rows)
+    return None if not parsed else (mode, parsed)
 
 
 def query_dict() -> dict:
@@ -230,12 +276,15 @@ def query_dict() -> dict:
         out["prep"] = ",".join(ss["prep"])
         if "pca" in ss["prep"]:
             out["pca_k"] = str(int(ss["pca_k"]))
+    selection = ss.get("selection")
+    if getattr(selection, "active", False) and len(selection.rows) <= LINK_MAX_ROWS:
+        out["sel"] = f"{selection.mode}:{format_rows(selection.rows)}"
     return out
 
 
 #: Query-string keys this module owns (others, e.g. a page's own, are left alone).
 QUERY_KEYS = ("demo", "path", "source", "gcol", "wcol", "tcol", "scol", "feat", "kernel", "sigma", "degree",
-              "q", "n", "seed", "group", "prep", "pca_k")
+              "q", "n", "seed", "group", "prep", "pca_k", "sel")
 
 
 def write_query_params() -> None:

@@ -24,6 +24,8 @@ PAGES = [
     "app_pages/4_magnitude.py",
     "app_pages/5_rnd.py",
     "app_pages/6_projection.py",
+    "app_pages/7_compare.py",
+    "app_pages/8_curate.py",
 ]
 HEADLINE = "Vendi score (q = "
 

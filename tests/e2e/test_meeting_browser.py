@@ -65,8 +65,6 @@ def test_page_widgets_live_in_the_link_and_across_pages(page, app_url, artifacts
     other.close()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 16 item 12 still open: a click on a point does not reach "
-                   "st.plotly_chart's selection (box and lasso do)")
 def test_projection_click_selects_and_colour_keeps_it(page, app_url, artifacts):
     """Item 12: a click on a point shows that item; changing "colour by" keeps the selection."""
     open_page(page, f"{app_url}/projection?demo=digits&n=200&seed=1")
@@ -78,10 +76,11 @@ def test_projection_click_selects_and_colour_keeps_it(page, app_url, artifacts):
     page.get_by_text(re.compile(r"^1 selected item")).first.wait_for(timeout=20_000)
     page.screenshot(path=str(artifacts / "meeting_projection_click.png"), full_page=True)
     page.get_by_label("Colour by").first.click()
-    page.get_by_role("option", name="eigenvector 1").click()
+    page.get_by_role("option", name="eigenvector 1", exact=True).click()
     wait_idle(page)
     assert page.get_by_text(re.compile(r"^1 selected item")).count() >= 1
     assert_no_traceback(page)
+    page.screenshot(path=str(artifacts / "meeting_projection_click_recoloured.png"), full_page=True)
 
 
 def test_cancel_stops_a_long_task(page, app_url, artifacts):
