@@ -15,6 +15,7 @@ from diversity_core.sensitivity import (
 )
 
 from . import compute, tasks
+from .feedback import literal
 
 #: Items per set the sweep uses at most (a seeded subsample beyond it).
 SWEEP_MAX = 600
@@ -41,10 +42,20 @@ def sweep_controls(ctx) -> Optional[SensitivityResult]:
     groups = compute.optional_group_labels(view)
     molecules = ds.modality == "molecules"
     idx = _capped_indices(groups, ds.n, SWEEP_MAX)
-    sets = 1 if groups is None else len(set(groups.tolist()))
-    largest = ds.n if groups is None else max(int(np.sum(groups == g)) for g in set(groups.tolist()))
+    if groups is not None:
+        # a group of one item has no spectrum to sweep (a selection or a search can leave one)
+        labels, counts = np.unique(groups[idx], return_counts=True)
+        lone = labels[counts < 2]
+        if lone.size:
+            idx = idx[~np.isin(groups[idx], lone)]
+            if idx.size == 0:
+                st.info("The kernel sweep needs a group of at least 2 items; every group here has one.")
+                return None
+            st.caption("Left out of the sweep (a single item): " + literal(", ".join(map(str, lone.tolist()))) + ".")
+    sets = 1 if groups is None else len(set(groups[idx].tolist()))
+    largest = ds.n if groups is None else max(int(np.sum(groups[idx] == g)) for g in set(groups[idx].tolist()))
     kind = "radius" if molecules else ("laplacian" if s.kernel == "laplacian" else "rbf")
-    key = (view.key, ctx.featurizer, kind, SWEEP_MAX)
+    key = (view.key, ctx.featurizer, kind, SWEEP_MAX, idx.size)
     what = ("Morgan fingerprint radii " + ", ".join(map(str, DEFAULT_RADII)) + " under the Tanimoto kernel"
             if molecules else f"{kind.upper()} bandwidths from 1/8 to 8 times the median distance")
     out = tasks.stored("sensitivity", key)

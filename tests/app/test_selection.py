@@ -239,3 +239,19 @@ def test_link_selection_of_a_source_that_failed_is_dropped():
     assert at.session_state["load_error"]
     assert "sel" not in at.query_params
     assert not [b for b in at.sidebar.button if b.key == "selection_clear"]
+
+
+def test_a_restriction_leaving_a_lone_group_item_keeps_the_scores_page_clean():
+    at = start("app_pages/6_projection.py")
+    groups = load_demo("digits").groups[subsample_rows()]
+    labels = list(dict.fromkeys(groups))
+    # three items of the first group, one of the second: the sweep leaves the lone one out
+    chosen = sorted([int(i) for i in np.flatnonzero(groups == labels[0])[:3]]
+                    + [int(np.flatnonzero(groups == labels[1])[0])])
+    select_on_projection(at, chosen)
+    button(at, "proj_use_restrict").click().run()
+    assert_clean(at)
+    at.switch_page("app_pages/2_scores.py").run()
+    assert_clean(at)
+    assert not at.error, [e.value for e in at.error]
+    assert any("Left out of the sweep (a single item)" in c.value for c in at.caption)
