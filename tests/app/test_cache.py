@@ -258,3 +258,53 @@ def test_app_wrappers_use_the_shared_pools():
     ds = data._demo("digits")
     assert data._demo("digits") is ds
     assert cache.cache_info()["data"]["bytes"] >= nbytes(ds)
+
+
+# ------------------------------------------------------------------------------------------
+# long tasks (ui.tasks): byte-bounded stores, one computation per task in flight
+# ------------------------------------------------------------------------------------------
+def test_task_store_is_bounded_in_bytes_and_read_only():
+    from ui import tasks
+
+    s = tasks.Store(max_entries=4, name="t")
+    with config_context(memory_budget=int(3 * (64 * 1024 + 2 * ENTRY_OVERHEAD) / cache.POOL_SHARES["tasks"])):
+        for i in range(4):
+            s.put(i, tasks.Outcome(value={"curve": _array(64, i)}))
+        assert s.info()["entries"] <= 3 and 0 not in s and 3 in s
+    out = s.get(3)
+    with pytest.raises(ValueError, match="read-only"):
+        out.value["curve"][0] = 1.0
+
+
+def test_second_session_waits_for_the_task_in_flight():
+    from ui import tasks
+
+    kind, key = "test-inflight", ("view", 1)
+    assert tasks._claim(kind, key) is None  # this thread computes
+    reports, got = [], []
+    waiter = threading.Thread(target=lambda: got.append(
+        tasks._wait_or_claim(kind, key, tasks.MAX_ENTRIES, lambda *a: reports.append(a))))
+    waiter.start()
+    waiter.join(0.6)
+    assert waiter.is_alive() and reports  # waiting, and saying so through the progress bar
+    outcome = tasks.Outcome(value=np.arange(3))
+    tasks.store(kind).put(key, outcome)
+    tasks._release(kind, key)
+    waiter.join(5)
+    assert got and got[0].value.tolist() == [0, 1, 2]
+
+
+def test_task_that_stopped_hands_over_to_the_waiting_session():
+    from ui import tasks
+
+    kind, key = "test-handover", ("view", 2)
+    assert tasks._claim(kind, key) is None
+    got = []
+    waiter = threading.Thread(target=lambda: got.append(
+        tasks._wait_or_claim(kind, key, tasks.MAX_ENTRIES, lambda *a: None)))
+    waiter.start()
+    tasks._release(kind, key)  # failed or cancelled: nothing stored
+    waiter.join(5)
+    assert got == [None]  # the waiting session now computes it itself...
+    assert tasks._claim(kind, key) is not None  # ...and holds the claim
+    tasks._release(kind, key)
