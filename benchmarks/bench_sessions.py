@@ -52,6 +52,10 @@ Q_MOVED = """() => {
 }"""
 
 
+#: The q slider's keyboard handle has the focus.
+FOCUSED = """() => document.activeElement && document.activeElement.getAttribute('aria-label') === 'Order q'"""
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -87,7 +91,9 @@ async def one_session(browser, url: str, timeout_ms: float, start: asyncio.Event
         page = await context.new_page()
         await start.wait()
         t0 = time.perf_counter()
-        await page.goto(f"{url}/vendi?demo=digits", timeout=timeout_ms)
+        # the Scores page is the default page: its address is the root (``/vendi`` opens a
+        # "Page not found" dialog that takes the keyboard focus from the slider)
+        await page.goto(f"{url}/?demo=digits", timeout=timeout_ms)
         await page.wait_for_function(HEADLINE, arg="q = 1)", timeout=timeout_ms, polling=100)
         out["first_render_s"] = time.perf_counter() - t0
         # as benchmarks/bench_app_redraw.py: let the page settle (the URL is rewritten after the first
@@ -95,6 +101,8 @@ async def one_session(browser, url: str, timeout_ms: float, start: asyncio.Event
         await page.wait_for_timeout(2000)
         slider = page.locator('[data-testid="stSidebar"] [data-testid="stSlider"] input[type="range"]').first
         await slider.focus(timeout=timeout_ms)
+        if not await page.evaluate(FOCUSED):
+            raise RuntimeError("the q slider did not take the keyboard focus (a dialog open?)")
         t0 = time.perf_counter()
         await page.keyboard.press("ArrowRight")  # q = 1 -> the next order on the grid
         await page.wait_for_function(Q_MOVED, timeout=timeout_ms, polling=50)
@@ -114,12 +122,30 @@ async def run_sessions(n: int, url: str, timeout_s: float) -> list:
         browser = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
         try:
             start = asyncio.Event()
-            tasks = [asyncio.create_task(one_session(browser, url, timeout_s * 1000, start)) for _ in range(n)]
+            # a hard cap per session over its two bounded steps (a hung browser call cannot hold the run)
+            cap = 2 * timeout_s + 60
+
+            async def capped():
+                try:
+                    return await asyncio.wait_for(one_session(browser, url, timeout_s * 1000, start), cap)
+                except TimeoutError:
+                    return {"first_render_s": None, "q_change_s": None, "error": f"session over {cap:.0f} s"}
+
+            tasks = [asyncio.create_task(capped()) for _ in range(n)]
             await asyncio.sleep(1.0)  # every context open before the clock starts
             start.set()
             return await asyncio.gather(*tasks)
         finally:
             await browser.close()
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux ``/proc``; NaN elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _summary(values: list) -> dict:
@@ -133,17 +159,23 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, nargs="+", default=[1, 5, 10])
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds per session and step")
+    parser.add_argument("--out", default="sessions.json", help="file name under benchmarks/results/")
+    parser.add_argument("--label", default="", help="a note kept in the JSON (e.g. 'before', 'after')")
     args = parser.parse_args(argv)
     if not Path(CHROMIUM).exists():
         print(f"bench_sessions: Chromium not found at {CHROMIUM}", file=sys.stderr)
         return 2
     RESULTS.mkdir(exist_ok=True)
-    report = {"cpus": os.cpu_count(), "runs": []}
+    report = {"label": args.label, "cpus": os.cpu_count(), "timeout_s": args.timeout, "runs": []}
     for n in args.sessions:
         load_before = os.getloadavg()
         proc, url = start_server(RESULTS / f"sessions_{n}.log", args.timeout)
+        cpu0 = _cpu_seconds(proc.pid)
+        t0 = time.perf_counter()
         try:
             sessions = asyncio.run(run_sessions(n, url, args.timeout))
+            wall = time.perf_counter() - t0
+            cpu = _cpu_seconds(proc.pid) - cpu0
         finally:
             proc.terminate()
             try:
@@ -155,15 +187,18 @@ def main(argv=None) -> int:
         qch = _summary([s["q_change_s"] for s in sessions])
         errors = [s["error"] for s in sessions if s["error"]]
         report["runs"].append({"sessions": n, "first_render_s": first, "q_change_s": qch, "errors": errors,
+                               "wall_s": round(wall, 2), "server_cpu_s": round(cpu, 2),
                                "loadavg_before": [round(x, 2) for x in load_before],
                                "loadavg_after": [round(x, 2) for x in load_after], "per_session": sessions})
         print(f"{n:>3} sessions: first render median {first['median']} s, max {first['max']} s · "
               f"q change median {qch['median']} s, max {qch['max']} s · failures {len(errors)} · "
+              f"server CPU {cpu:.1f} s in {wall:.1f} s · "
               f"load average {load_before[0]:.1f} -> {load_after[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
         for error in dict.fromkeys(errors):
             print(f"      failure: {error}", flush=True)
-    (RESULTS / "sessions.json").write_text(json.dumps(report, indent=2))
-    print(f"wrote {RESULTS / 'sessions.json'}")
+    out = RESULTS / Path(args.out).name
+    out.write_text(json.dumps(report, indent=2))
+    print(f"wrote {out}")
     return 0
 
 

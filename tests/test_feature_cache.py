@@ -119,3 +119,86 @@ def test_sparse_features_are_cached_by_bytes():
     assert sp.issparse(X)
     assert cache_info()["bytes"] == _nbytes(X)
     np.testing.assert_array_equal(featurize(ds, "ngram", copy=False).toarray(), X.toarray())
+
+
+def _counting(monkeypatch, behaviour):
+    """Replace the pixels featurizer by ``behaviour(dataset, progress, original, **params)``, counting calls."""
+    from diversity_core import featurizers
+
+    calls = []
+    original = featurizers.FEATURIZERS["pixels"].run
+
+    def run(dataset, progress, **params):
+        calls.append(threading.get_ident())
+        return behaviour(dataset, progress, original, **params)
+
+    monkeypatch.setitem(featurizers.FEATURIZERS, "pixels", replace(featurizers.FEATURIZERS["pixels"], run=run))
+    return calls
+
+
+def test_concurrent_failure_is_computed_once_and_reaches_every_caller(monkeypatch):
+    from diversity_core.exceptions import DiversityInputError
+
+    gate = threading.Event()
+
+    def fails(dataset, progress, original, **params):
+        gate.wait(5)
+        raise DiversityInputError("cannot featurize these items")
+
+    calls = _counting(monkeypatch, fails)
+    ds = load_demo("digits").subset(np.arange(40))
+    errors = []
+
+    def ask():
+        try:
+            featurize(ds, "pixels")
+        except DiversityInputError as exc:
+            errors.append(str(exc))
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for th in threads:
+        th.start()
+    gate.set()
+    for th in threads:
+        th.join(10)
+    assert len(calls) == 1
+    assert errors == ["cannot featurize these items"] * 4
+    assert cache_info()["entries"] == 0
+
+
+def test_stopped_computation_hands_over_to_a_waiting_caller(monkeypatch):
+    """A caller stopped mid-way (KeyboardInterrupt, a Streamlit rerun) is not an error of the data."""
+
+    class Stopped(BaseException):
+        pass
+
+    started, release = threading.Event(), threading.Event()
+
+    def first_stops(dataset, progress, original, **params):
+        if not started.is_set():
+            started.set()
+            release.wait(5)
+            raise Stopped()
+        return original(dataset, progress, **params)
+
+    calls = _counting(monkeypatch, first_stops)
+    ds = load_demo("digits").subset(np.arange(40))
+    stopped, out = [], []
+
+    def first():
+        try:
+            featurize(ds, "pixels")
+        except Stopped:
+            stopped.append(1)
+
+    t1 = threading.Thread(target=first)
+    t1.start()
+    started.wait(5)
+    t2 = threading.Thread(target=lambda: out.append(featurize(ds, "pixels")))
+    t2.start()
+    release.set()
+    t1.join(10)
+    t2.join(10)
+    assert stopped == [1] and len(calls) == 2 and calls[0] != calls[1]
+    assert len(out) == 1 and out[0].shape == (40, 64)
+    assert cache_info()["entries"] == 1

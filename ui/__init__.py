@@ -7,9 +7,11 @@ state        session-state keys and defaults of the shared settings; the URL que
 sidebar      the sidebar every page shares (dataset, representation, kernel, q, subsample, groups).
 data         loading demos / uploads / local paths (the previous dataset stays on failure) and
              the working :class:`data.View` (group filter + seeded subsample) with its cache key.
+cache        byte-bounded caches shared by every session, one computation per key in flight
+             (:func:`cache.shared_cache`; pools as shares of the memory budget).
 compute      cached wrappers around the core keyed by the view's key + parameters
-             (``st.cache_data`` for spectra, baselines, heatmaps, PCA); features come from the
-             core's one feature cache.
+             (``shared_cache`` pools for spectra, baselines, heatmaps, PCA); features come from
+             the core's one feature cache.
 tasks        the one pattern of long tasks (magnitude, RND, UMAP, kernel sweeps, comparisons):
              start -> ``st.status`` with progress from the core's callback -> stored by inputs -> shown.
 feedback     progress bars fed by the core's callbacks; errors as ``st.error`` without traceback.

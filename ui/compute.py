@@ -2,8 +2,9 @@
 
 - Features come from the core's one feature cache (:func:`diversity_core.featurizers.featurize`,
   bounded in bytes and shared by every session); the app keeps no copy of its own.
-- ``st.cache_data(max_entries=...)`` for spectra, per-group spectra, baselines, heatmap
-  matrices and PCA maps: computed on demand with a spinner, shared by every session and page.
+- :func:`ui.cache.shared_cache` (pools bounded in bytes, one computation per key) for spectra,
+  per-group spectra, baselines, heatmap matrices and PCA maps (``"results"``) and preprocessed
+  features (``"features"``): computed on demand with a spinner, shared by every session and page.
   A :class:`~ui.data.View` is hashed by its ``key`` (``hash_funcs``), never by its arrays.
 - The heavy results a button starts (magnitude, RND, UMAP, kernel sweeps, comparisons) follow
   the pattern of :mod:`ui.tasks` (progress through the core's callback, stored by their inputs).
@@ -25,6 +26,7 @@ from diversity_core._orders import format_q
 from diversity_core.featurizers import featurize, list_featurizers, resolve_featurizer
 from diversity_core.kernels import row_norms
 
+from .cache import shared_cache
 from .data import View, view_hash
 from .feedback import progress_bar
 
@@ -66,7 +68,7 @@ def features(view: View, featurizer: str, *, show_progress: bool = True):
     return X if not view.preprocess else _preprocessed(view, name, X)
 
 
-@st.cache_resource(max_entries=8, show_spinner="Preprocessing the features…", hash_funcs=HASH)
+@shared_cache("features", spinner="Preprocessing the features…", hash_funcs=HASH)
 def _preprocessed(view: View, name: str, _X):
     """The view's features after its preprocessing steps (read-only; keyed by the view's key)."""
     from diversity_core.preprocess import preprocess
@@ -111,7 +113,7 @@ def dense(X) -> np.ndarray:
 # ------------------------------------------------------------------------------------------
 # spectra and scores
 # ------------------------------------------------------------------------------------------
-@st.cache_data(max_entries=32, show_spinner="Computing the eigenvalue spectrum…", hash_funcs=HASH)
+@shared_cache("results", spinner="Computing the eigenvalue spectrum…", hash_funcs=HASH)
 def _spectrum_and_notes(view: View, featurizer: str, kernel: str, kernel_params: tuple) -> tuple:
     X = features(view, featurizer, show_progress=False)
     k = min(MAX_EIGENVECTORS, view.n)
@@ -150,7 +152,7 @@ def _group_parts(view: View, featurizer: str):
             yield g, X[idx], None if ds.weights is None else ds.weights[idx]
 
 
-@st.cache_data(max_entries=32, show_spinner="Computing the spectrum of each group…", hash_funcs=HASH)
+@shared_cache("results", spinner="Computing the spectrum of each group…", hash_funcs=HASH)
 def group_spectra(view: View, featurizer: str, kernel: str, kernel_params: tuple) -> dict:
     """Spectrum of each group, with the kernel resolved on the whole view (same bandwidth)."""
     params = resolved_kernel_params(spectrum(view, featurizer, kernel, kernel_params))
@@ -158,7 +160,7 @@ def group_spectra(view: View, featurizer: str, kernel: str, kernel_params: tuple
             for g, Xg, w in _group_parts(view, featurizer)}
 
 
-@st.cache_data(max_entries=32, show_spinner="Computing the baseline scores…", hash_funcs=HASH)
+@shared_cache("results", spinner="Computing the baseline scores…", hash_funcs=HASH)
 def baselines(view: View, featurizer: str, kernel: str, kernel_params: tuple) -> dict:
     """IntDiv, average similarity, GMStds (dense features) and n-gram diversity (text)."""
     X = features(view, featurizer, show_progress=False)
@@ -177,7 +179,7 @@ def baselines(view: View, featurizer: str, kernel: str, kernel_params: tuple) ->
     return out
 
 
-@st.cache_data(max_entries=32, show_spinner=False, hash_funcs=HASH)
+@shared_cache("results", hash_funcs=HASH)
 def group_baselines(view: View, featurizer: str, kernel: str, kernel_params: tuple) -> dict:
     """IntDiv of each group (same kernel as the whole view)."""
     params = resolved_kernel_params(spectrum(view, featurizer, kernel, kernel_params))
@@ -219,7 +221,7 @@ def reading(vs: float, n: int, group_vs: dict, q_label: str) -> str:
 # ------------------------------------------------------------------------------------------
 # kernel heatmap and PCA
 # ------------------------------------------------------------------------------------------
-@st.cache_data(max_entries=8, show_spinner="Computing the kernel matrix…", hash_funcs=HASH)
+@shared_cache("results", spinner="Computing the kernel matrix…", hash_funcs=HASH)
 def heatmap(view: View, featurizer: str, kernel: str, kernel_params: tuple, sort: str,
             max_items: int = HEATMAP_MAX, seed: int = 0) -> dict:
     """Kernel matrix of at most ``max_items`` items, ordered by group or by the top eigenvector."""
@@ -241,7 +243,7 @@ def heatmap(view: View, featurizer: str, kernel: str, kernel_params: tuple, sort
     return {"K": K.astype(np.float32), "indices": idx, "labels": labels, "sampled": sampled}
 
 
-@st.cache_data(max_entries=16, show_spinner="Computing the PCA map…", hash_funcs=HASH)
+@shared_cache("results", spinner="Computing the PCA map…", hash_funcs=HASH)
 def pca(view: View, featurizer: str):
     from diversity_core.projection import project
 
@@ -265,7 +267,7 @@ def umap_task(view: View, featurizer: str, metric: str, n_neighbors: int, min_di
     return fn
 
 
-@st.cache_data(max_entries=16, show_spinner=False, hash_funcs=HASH)
+@shared_cache("results", hash_funcs=HASH)
 def scale_note(view: View, featurizer: str) -> Optional[str]:
     """The feature-scale warning of the view's features (None when their scales are comparable)."""
     from diversity_core.preprocess import scale_warning

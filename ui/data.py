@@ -46,11 +46,9 @@ from diversity_core.data import (
     resolve_user_path,
 )
 
+from .cache import shared_cache
 from .feedback import literal, plain
 from .state import DEFAULT_DEMO, SOURCES
-
-#: Largest number of loaded files kept in memory across sessions.
-MAX_LOADED = 4
 
 #: The environment variable naming the folder visitors may read from (unset: none).
 DATA_DIR_ENV = "DIVERSITY_DATA_DIR"
@@ -175,7 +173,7 @@ def view_hash(view: View) -> str:
 # ------------------------------------------------------------------------------------------
 # loading
 # ------------------------------------------------------------------------------------------
-@st.cache_resource(max_entries=8, show_spinner="Loading the demo dataset…")
+@shared_cache("data", spinner="Loading the demo dataset…")
 def _demo(name: str) -> Dataset:
     return load_demo(name)
 
@@ -197,7 +195,7 @@ def _options(ss) -> dict:
     return opts
 
 
-@st.cache_resource(max_entries=MAX_LOADED, show_spinner="Reading the file…")
+@shared_cache("data", spinner="Reading the file…")
 def _path(path: str, stamp: tuple, options: tuple, root: str) -> Dataset:
     return load_dataset(path, data_dir=root, **dict(options))
 
@@ -222,7 +220,7 @@ def load_path(path: str, options: dict, root: Optional[Path] = None) -> Dataset:
     return _path(str(p), stamp, tuple(sorted(options.items())), str(root))
 
 
-@st.cache_resource(max_entries=MAX_LOADED, show_spinner="Reading the files…")
+@shared_cache("data", spinner="Reading the files…")
 def _folder(path: str, stamp: tuple, options: tuple, root: str) -> Dataset:
     files = group_files(Path(path))
     # every member is re-checked against the data folder (a link in it may lead out)
@@ -457,8 +455,7 @@ class Searched:
 MIN_MATCHES = 2
 
 
-@st.cache_resource(max_entries=16, show_spinner="Searching the items…",
-                   hash_funcs={Dataset: lambda d: d.content_hash})
+@shared_cache("data", spinner="Searching the items…", hash_funcs={Dataset: lambda d: d.content_hash})
 def working_dataset(full: Dataset, search: Search) -> Searched:
     """``full`` filtered by ``search`` (and regrouped by scaffold); ``full`` itself with an error on failure.
 
@@ -642,7 +639,7 @@ def selection_csv(view: View, indices) -> bytes:
     return table.to_csv(index=False).encode("utf-8")
 
 
-@st.cache_resource(max_entries=16, show_spinner=False, hash_funcs={Dataset: lambda d: d.content_hash})
+@shared_cache("data", hash_funcs={Dataset: lambda d: d.content_hash})
 def _view(full: Dataset, groups: Optional[tuple], subsample: Optional[int], seed: int,
           preprocess: tuple = (), search: Search = Search(), _loaded: Optional[Dataset] = None,
           selection: Selection = Selection(), loaded_key: str = "", _rows: Optional[np.ndarray] = None) -> View:

@@ -10,13 +10,15 @@ import streamlit as st
 from diversity_core.data import Dataset
 from diversity_core.data.images import enlarge_thumbnail
 
+from .cache import shared_cache
+
 #: Side of a thumbnail on screen (small images are enlarged without smoothing).
 THUMB_PX = 72
 #: Longest text snippet shown in a gallery.
 SNIPPET_CHARS = 180
 
 
-@st.cache_data(max_entries=4000, show_spinner=False)
+@shared_cache("drawings")
 def molecule_png(smiles: str, size: int = 160) -> Optional[bytes]:
     """A drawing of ``smiles`` (None when RDKit cannot draw it)."""
     from diversity_core.featurizers.molecules import draw_molecule_png

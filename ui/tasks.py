@@ -15,9 +15,12 @@ its next progress report and rerun it; that rerun says the task was cancelled, k
 and a task that would start by itself waits for a click instead (:func:`cancelled`). On a
 failure the progress bar and the status box go before the error is shown.
 
-Outcomes live in bounded, thread-safe stores shared by all sessions (``st.cache_resource``):
-their keys name content, not sessions, so a result computed once is shown to every session
-that asks for the same inputs.
+Outcomes live in thread-safe stores shared by all sessions, one per kind of task, each bounded
+in bytes (the ``"tasks"`` share of the memory budget, :mod:`ui.cache`) and in entries: their
+keys name content, not sessions, so a result computed once is shown to every session that asks
+for the same inputs. When a second session starts a task another session is computing, it
+waits for that outcome (its status box says so) instead of computing it again; if the first
+one fails or is cancelled, the waiting session computes it itself.
 """
 
 from __future__ import annotations
@@ -28,10 +31,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Optional
 
 import streamlit as st
-from cachetools import LRUCache
 
 from diversity_core import DiversityWarning
 
+from .cache import POOL_SHARES, SharedCache
 from .feedback import ProgressBar, error_message, literal, plain, show_error
 
 #: Outcomes kept per kind of task (least recently used dropped first).
@@ -47,31 +50,43 @@ class Outcome:
 
 
 class Store:
-    """A bounded, thread-safe least-recently-used mapping (one per kind of task)."""
+    """A thread-safe least-recently-used mapping bounded in bytes and entries (one per kind of task).
 
-    def __init__(self, max_entries: int):
-        self._data: LRUCache = LRUCache(maxsize=int(max_entries))
-        self._lock = threading.Lock()
+    Its byte limit is the ``"tasks"`` share of the memory budget (:data:`ui.cache.POOL_SHARES`);
+    an outcome larger than that is shown but not kept. Arrays of kept outcomes are read-only.
+    """
+
+    def __init__(self, max_entries: int, name: str = "tasks"):
+        self._data = SharedCache(name, POOL_SHARES["tasks"], max_entries=int(max_entries))
 
     def get(self, key: Hashable) -> Any:
         """The value under ``key`` (None when absent), marked as most recently used."""
-        with self._lock:
-            return self._data.get(key)
+        return self._data.get(key)
 
     def put(self, key: Hashable, value: Any) -> None:
-        """Keep ``value`` under ``key``, dropping the least recently used entry when full."""
-        with self._lock:
-            self._data[key] = value
+        """Keep ``value`` under ``key``, dropping the least recently used entries beyond the limits."""
+        self._data.put(key, value)
 
     def __contains__(self, key: Hashable) -> bool:
-        with self._lock:
-            return key in self._data
+        return key in self._data
+
+    def info(self) -> dict:
+        """``entries``, ``bytes`` held and ``limit_bytes``."""
+        return self._data.info()
 
 
-@st.cache_resource(show_spinner=False)
+_stores_lock = threading.Lock()
+_stores: dict = {}
+#: Tasks being computed, by (kind, key): set when their outcome is stored (or they stopped).
+_running: dict = {}
+
+
 def store(kind: str, max_entries: int = MAX_ENTRIES) -> Store:
     """The process-wide store of the task ``kind`` (``"magnitude"``, ``"rnd"``, ``"umap"``, ...)."""
-    return Store(max_entries)
+    with _stores_lock:
+        if (kind, max_entries) not in _stores:
+            _stores[kind, max_entries] = Store(max_entries, name=f"tasks:{kind}")
+        return _stores[kind, max_entries]
 
 
 #: Session-state key of the keys of cancelled tasks (kind -> key).
@@ -119,6 +134,38 @@ def start_button(label: str, *, key: str, hint: str = "", primary: bool = True) 
     return pressed
 
 
+def _claim(kind: str, key: Hashable) -> Optional[threading.Event]:
+    """None when this thread now computes (kind, key); else the event of the thread computing it."""
+    with _stores_lock:
+        event = _running.get((kind, key))
+        if event is None:
+            _running[kind, key] = threading.Event()
+        return event
+
+
+def _release(kind: str, key: Hashable) -> None:
+    """Wake the sessions waiting for (kind, key): its outcome is stored, or it stopped."""
+    with _stores_lock:
+        event = _running.pop((kind, key), None)
+    if event is not None:
+        event.set()
+
+
+def _wait_or_claim(kind: str, key: Hashable, max_entries: int, bar: ProgressBar) -> Optional[Outcome]:
+    """The outcome another session is computing for the same inputs, once stored; None when this
+    session is to compute it (nobody else is, or the other one failed or was cancelled)."""
+    while True:
+        event = _claim(kind, key)
+        if event is None:
+            return None
+        # every report draws, which lets a rerun or a Cancel press stop this session's wait
+        while not event.wait(0.25):
+            bar(0, 1, "another session is computing the same; waiting for its result")
+        outcome = store(kind, max_entries).get(key)
+        if outcome is not None:
+            return outcome
+
+
 def run(
     kind: str,
     key: Hashable,
@@ -133,7 +180,8 @@ def run(
     ``fn`` may draw into the status box (e.g. a live chart; ``expanded=True`` opens it). An
     error is shown as ``st.error`` (the core's message, no traceback) and gives None; nothing
     is stored then. Warnings of the core (:class:`~diversity_core.DiversityWarning`) become the
-    outcome's ``notes``.
+    outcome's ``notes``. When another session is computing the same task (same ``kind`` and
+    ``key``), this one waits for its outcome instead of computing it again.
     """
     ss = st.session_state
     ss.setdefault(_CANCELLED, {}).pop(kind, None)
@@ -146,15 +194,27 @@ def run(
         status = st.status(label, expanded=expanded)
     with status:
         bar = ProgressBar(label)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
+        shared = _wait_or_claim(kind, key, max_entries, bar)
+        if shared is None:
             try:
-                value = fn(bar)
-            except Exception as exc:  # noqa: BLE001 - every failure reaches the user as a message
-                failure = error_message(label, exc)
-                value = None
-            else:
-                failure = None
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    try:
+                        value = fn(bar)
+                    except Exception as exc:  # noqa: BLE001 - every failure reaches the user as a message
+                        failure = error_message(label, exc)
+                        value = None
+                    else:
+                        failure = None
+                if failure is None:
+                    notes = tuple(dict.fromkeys(str(w.message) for w in caught
+                                                if issubclass(w.category, DiversityWarning)))
+                    shared = Outcome(value=value, notes=notes)
+                    store(kind, max_entries).put(key, shared)
+            finally:
+                _release(kind, key)
+        else:
+            failure = None
         bar.empty()
         if failure is None:
             status.update(label=f"{label}: done", state="complete", expanded=False)
@@ -165,10 +225,7 @@ def run(
         box.empty()
         show_error(failure)
         return None
-    notes = tuple(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, DiversityWarning)))
-    outcome = Outcome(value=value, notes=notes)
-    store(kind, max_entries).put(key, outcome)
-    return outcome
+    return shared
 
 
 def show_notes(outcome: Outcome) -> None:
