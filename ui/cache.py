@@ -396,6 +396,11 @@ class SharedCache:
             for key in [k for k in self._data if isinstance(k, tuple) and k and k[0] == prefix]:
                 del self._data[key]
 
+    def values(self) -> list:
+        """The cached values, least to most recently used (a snapshot; none is marked as used)."""
+        with self._lock:
+            return [entry.value for entry in self._data.values()]
+
     def info(self) -> dict:
         """``entries``, ``bytes`` held and ``limit_bytes``."""
         with self._lock:

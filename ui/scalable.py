@@ -49,6 +49,7 @@ from diversity_core.approx import (
 from diversity_core.featurizers import resolve_featurizer
 
 from . import compute, tasks
+from .cache import shared_cache
 from .data import View
 from .feedback import error_message, literal
 from .state import Q_GRID
@@ -120,7 +121,7 @@ def q_orders() -> np.ndarray:
     return np.unique(np.concatenate([dc.default_q_grid(), np.asarray(Q_GRID, dtype=np.float64)]))
 
 
-@st.cache_resource(max_entries=16, show_spinner=False, hash_funcs=compute.HASH)
+@shared_cache("results", hash_funcs=compute.HASH)
 def resolved_kernel(view: View, featurizer: str, kernel: str, kernel_params: tuple):
     """The kernel with its bandwidth fixed on all items, as the exact path fixes it (weighted)."""
     X = compute.features(view, featurizer, show_progress=False)
@@ -154,7 +155,7 @@ class FirstLook:
         return 2.0 * self.seconds * (self.n / self.size) ** 3
 
 
-@st.cache_data(max_entries=16, show_spinner=False, hash_funcs=compute.HASH)
+@shared_cache("results", hash_funcs=compute.HASH)
 def first_look(view: View, featurizer: str, kernel: str, kernel_params: tuple, size: int = SUBSAMPLE) -> FirstLook:
     """Exact spectrum of ``size`` random items (seed 0) under the resolved kernel (cached)."""
     X = compute.features(view, featurizer, show_progress=False)
@@ -519,7 +520,7 @@ def eigenvector_ends(vectors: np.ndarray, j: int, m: int) -> tuple[np.ndarray, n
     return order[::-1][:m], order[:m]
 
 
-@st.cache_data(max_entries=8, show_spinner="Computing the kernel matrix of a subsample…", hash_funcs=compute.HASH)
+@shared_cache("drawings", spinner="Computing the kernel matrix of a subsample…", hash_funcs=compute.HASH)
 def heatmap(view: View, featurizer: str, kernel: str, kernel_params: tuple, sort: str, order_key: tuple,
             _top: Optional[np.ndarray] = None, max_items: int = compute.HEATMAP_MAX, seed: int = 0) -> dict:
     """The kernel matrix of a seeded subsample, ordered by group or by ``_top`` (the top Lanczos eigenvector).

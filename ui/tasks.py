@@ -74,6 +74,14 @@ class Store:
         """``entries``, ``bytes`` held and ``limit_bytes``."""
         return self._data.info()
 
+    def values(self) -> list:
+        """The kept values (a snapshot)."""
+        return self._data.values()
+
+    def clear(self) -> None:
+        """Forget every kept value."""
+        self._data.clear()
+
 
 _stores_lock = threading.Lock()
 _stores: dict = {}
@@ -87,6 +95,14 @@ def store(kind: str, max_entries: int = MAX_ENTRIES) -> Store:
         if (kind, max_entries) not in _stores:
             _stores[kind, max_entries] = Store(max_entries, name=f"tasks:{kind}")
         return _stores[kind, max_entries]
+
+
+def clear_stores() -> None:
+    """Forget the outcomes of every kind of task (tests; a server restart does the same)."""
+    with _stores_lock:
+        stores = list(_stores.values())
+    for s in stores:
+        s.clear()
 
 
 #: Session-state key of the keys of cancelled tasks (kind -> key).

@@ -36,15 +36,15 @@ def _small_budget(monkeypatch):
     monkeypatch.setenv("DIVERSITY_MEMORY_BUDGET", BUDGET)
     monkeypatch.setattr(scalable, "SKETCH_SIZE", 128)
     monkeypatch.setattr(scalable, "KS", (20, 50))
-    tasks.store.clear()
+    tasks.clear_stores()
     # one BLAS thread: on a shared machine an oversubscribed threaded LAPACK made the forced dense
     # path 10x slower; the times these tests check do not depend on it
     with threadpool_limits(limits=1):
         yield
-    for job in list(tasks.store(scalable.KIND)._data.values()):
+    for job in list(tasks.store(scalable.KIND).values()):
         if job is not None:
             job.stop.set()
-    tasks.store.clear()
+    tasks.clear_stores()
 
 
 @functools.lru_cache(maxsize=1)
@@ -57,7 +57,7 @@ def _exact_spectrum() -> dc.Spectrum:
 
 
 def _job() -> scalable.Job:
-    jobs = [j for j in tasks.store(scalable.KIND)._data.values() if j is not None]
+    jobs = [j for j in tasks.store(scalable.KIND).values() if j is not None]
     assert len(jobs) == 1
     return jobs[0]
 
