@@ -160,3 +160,28 @@ def test_group_names_are_plain_text_on_magnitude_and_compare(monkeypatch):
     assert any("most to least diverse" in s.value for s in at.subheader)
     assert any(m.value == "**\\[x\\](http\\://evil)**" for m in at.markdown), [m.value for m in at.markdown]
     _assert_no_live_markup(at)
+
+
+# ------------------------------------------------------------------------------------------
+# issue 16 item 13: a string group column is found and named on the Dataset page
+# ------------------------------------------------------------------------------------------
+def test_detected_group_column_is_used_and_named(monkeypatch):
+    import numpy as np
+
+    import ui.data as uidata
+
+    monkeypatch.delenv(uidata.DATA_DIR_ENV, raising=False)
+    rng = np.random.default_rng(6)
+    rows = ["a,b,c,target"] + [f"{x:.4f},{y:.4f},{z:.4f},{'class_' + 'ABC'[i % 3]}"
+                               for i, (x, y, z) in enumerate(rng.normal(size=(30, 3)))]
+    at = start()
+    at.sidebar.radio(key="source").set_value("Upload").run()
+    at.sidebar.file_uploader(key="upload").upload("wine.csv", "\n".join(rows).encode()).run()
+    assert_clean(at)
+    assert not at.error, [e.value for e in at.error]
+    assert at.session_state["dataset"].group_names() == ["class_A", "class_B", "class_C"]
+    at.switch_page("app_pages/1_dataset.py").run()
+    assert_clean(at)
+    said = [c.value.replace("\\", "") for c in at.caption if c.value.startswith("Read as:")]
+    assert len(said) == 1 and "groups from column 'target' (detected" in said[0], said
+    assert "group_column=" not in said[0]  # the app's words: the Group column option
