@@ -82,6 +82,7 @@ def _reset_for_new_dataset() -> None:
     ss.pop("group_select", None)
     ss.pop("link_error", None)
     ss[PREP_KEY] = []
+    ss["weight_min"] = ss["weight_max"] = None  # another dataset's weights mean nothing here
     for key, empty in SEARCH_RESET.items():  # a search of another dataset means nothing here
         ss[key] = empty
 
@@ -105,7 +106,9 @@ def _search_section() -> None:
     if ss.get("search_col") not in columns:
         ss["search_col"] = columns[0]
     molecules = ds.modality == "molecules"
-    active = bool(ss.get("search_text") or (molecules and (ss.get("search_smarts") or ss.get("search_scaffold"))))
+    weighted = ds.weights is not None
+    active = bool(ss.get("search_text") or (molecules and (ss.get("search_smarts") or ss.get("search_scaffold")))
+                  or (weighted and (ss.get("weight_min") is not None or ss.get("weight_max") is not None)))
     with st.sidebar.expander("Search and filter", expanded=active, icon=":material/search:"):
         st.selectbox("Search in", columns, key="search_col", format_func=SEARCH_COLUMNS.get, **KEEP)
         st.text_input("Contains", key="search_text", placeholder="a word, part of an id, a group…", **KEEP,
@@ -121,12 +124,28 @@ def _search_section() -> None:
                 st.number_input("Scaffolds kept as groups", min_value=2, max_value=50, value=8,
                                 key="search_scaffold_top", **KEEP,
                                 help="The most frequent scaffolds; the rest form one group, '(other scaffolds)'.")
+        if weighted:
+            _weight_inputs(ds)
         result = uidata.searched()
         if result.error:
             st.error(result.error)
         elif result.data is not ds:
             st.caption(f"{result.data.n} of {ds.n} items match"
                        + (f" · {len(result.data.group_names())} groups" if result.data.groups is not None else ""))
+
+
+def _weight_inputs(ds) -> None:
+    """The weight range: keep the items whose weight lies in [at least, at most] (empty: no bound)."""
+    import numpy as np
+
+    w = np.asarray(ds.weights, dtype=np.float64)
+    lo, hi = float(np.min(w)), float(np.max(w))
+    c1, c2 = st.columns(2)
+    c1.number_input("Weight at least", min_value=0.0, key="weight_min", format="%.6g", placeholder=f"{lo:.6g}",
+                    help="Keep the items whose weight is at least this (empty: no lower bound).")
+    c2.number_input("Weight at most", min_value=0.0, key="weight_max", format="%.6g", placeholder=f"{hi:.6g}",
+                    help="Keep the items whose weight is at most this (empty: no upper bound).")
+    st.caption(f"Weights in this dataset: {lo:.6g} to {hi:.6g}.")
 
 
 def _representation_section() -> None:

@@ -185,3 +185,50 @@ def test_detected_group_column_is_used_and_named(monkeypatch):
     said = [c.value.replace("\\", "") for c in at.caption if c.value.startswith("Read as:")]
     assert len(said) == 1 and "groups from column 'target' (detected" in said[0], said
     assert "group_column=" not in said[0]  # the app's words: the Group column option
+
+
+# ------------------------------------------------------------------------------------------
+# issue 16: a weight-range filter for datasets with item weights, on every page and in the link
+# ------------------------------------------------------------------------------------------
+def _weighted_table(tmp_path):
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(7)
+    df = pd.DataFrame(rng.normal(size=(60, 4)), columns=["a", "b", "c", "d"])
+    df["w"] = np.arange(60) % 6 + 1.0  # weights 1..6, ten items each
+    df["group"] = ["left", "right"] * 30
+    df.to_csv(tmp_path / "w.csv", index=False)
+    return df
+
+
+def test_weight_range_filters_every_page_and_lives_in_the_link(tmp_path, monkeypatch):
+    import diversity_core as dc
+    import ui.data as uidata
+
+    monkeypatch.setenv(uidata.DATA_DIR_ENV, str(tmp_path))
+    df = _weighted_table(tmp_path)
+    at = start({"path": "w.csv", "wcol": "w"})
+    assert not at.error, [e.value for e in at.error]
+    assert at.session_state["dataset"].weights is not None
+    at.sidebar.number_input(key="weight_min").set_value(2.0).run()
+    at.sidebar.number_input(key="weight_max").set_value(4.0).run()
+    assert_clean(at)
+    assert at.query_params["wmin"] == "2.0" and at.query_params["wmax"] == "4.0"
+    kept = df[(df.w >= 2) & (df.w <= 4)]
+    expected = dc.compute_spectrum(kept[["a", "b", "c", "d"]].to_numpy(), kernel="cosine",
+                                   weights=kept["w"].to_numpy()).vendi(1.0)
+    table = at.dataframe[0].value
+    assert int(table["items"].sum()) == len(kept) == 30
+    from test_app import headline
+
+    assert float(headline(at).value) == float(f"{expected:.2f}")
+    for page in ("app_pages/1_dataset.py", "app_pages/7_compare.py"):
+        at.switch_page(page).run()
+        assert_clean(at)
+        assert any("30 items (weight in [2, 4])" in c.value.replace("\\", "") for c in at.caption), \
+            [c.value for c in at.caption]
+    # a copied link reopens the same filter
+    again = start({"path": "w.csv", "wcol": "w", "wmin": "2.0", "wmax": "4.0"})
+    assert again.sidebar.number_input(key="weight_min").value == 2.0
+    assert int(again.dataframe[0].value["items"].sum()) == 30
