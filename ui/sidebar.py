@@ -245,6 +245,19 @@ def _subsample_section() -> None:
         c2.number_input("Seed", min_value=0, step=1, key="subsample_seed")
 
 
+#: Key of the sidebar container holding the group filter (its CSS class is ``st-key-group_filter``).
+GROUP_BOX = "group_filter"
+#: Group tags show their whole name: the tag grows to as many lines as the name needs instead of
+#: cutting it with an ellipsis (mid-word, issue 16 item 17), and the box grows with its tags (it
+#: would scroll them at a fixed height). Scoped to the keyed container; the selectors are the
+#: tag's own attributes (``data-tag``, the text's ``title``) and react-aria's combo box class.
+GROUP_TAGS_CSS = f"""<style>
+.st-key-{GROUP_BOX} .react-aria-ComboBox > div {{ max-height: none; }}
+.st-key-{GROUP_BOX} [data-tag] {{ height: auto; min-height: 28px; }}
+.st-key-{GROUP_BOX} [data-tag] > span[title] {{ white-space: normal; overflow: visible; text-overflow: clip;
+  overflow-wrap: anywhere; line-height: 1.25; padding: 3px 0; }}
+</style>"""
+
 #: Session-state key of the group names the group filter offered on the previous run.
 _GROUPS_SEEN = "_group_names_seen"
 
@@ -268,8 +281,10 @@ def _groups_section() -> None:
         # Write the widget's state only when it must change (it is sent back to the browser).
         if kept != list(ss["group_select"]):
             ss["group_select"] = kept
-    st.sidebar.multiselect("Groups", names, key="group_select",
-                           help="Measure only these groups (empty: all of them).")
+    box = st.sidebar.container(key=GROUP_BOX)
+    box.html(GROUP_TAGS_CSS)
+    box.multiselect("Groups", names, key="group_select",
+                    help="Measure only these groups (empty: all of them).")
     ss[_GROUPS_SEEN] = list(names)
     chosen = ss["group_select"]
     ss["groups"] = None if not chosen or len(chosen) == len(names) else [g for g in names if g in chosen]

@@ -36,6 +36,24 @@ def test_group_filter_takes_two_tag_clicks_in_a_row(page, app_url, artifacts):
     page.screenshot(path=str(artifacts / "meeting_groups.png"), full_page=True)
 
 
+@pytest.mark.parametrize("demo", ["digits", "text", "shapes"])
+def test_group_tags_show_whole_names(page, app_url, artifacts, demo):
+    """Item 17: no group tag is cut (an ellipsis mid-word); every tag is visible in its box."""
+    open_page(page, f"{app_url}/?demo={demo}")
+    tags = page.locator(f"{SIDEBAR} [data-tag] > span[title]")
+    assert tags.count() >= 4
+    cut = tags.evaluate_all("els => els.filter(e => e.scrollWidth > e.clientWidth + 1"
+                            " || getComputedStyle(e).textOverflow === 'ellipsis' && e.scrollWidth > e.clientWidth)"
+                            ".map(e => e.title)")
+    assert cut == [], cut
+    # the box grows with its tags: the last tag lies inside it, not scrolled away
+    hidden = tags.evaluate_all("els => els.filter(e => { const r = e.getBoundingClientRect();"
+                               " const box = e.closest('.react-aria-ComboBox').getBoundingClientRect();"
+                               " return r.bottom > box.bottom + 1; }).map(e => e.title)")
+    assert hidden == [], hidden
+    page.locator(SIDEBAR).screenshot(path=str(artifacts / f"meeting_group_tags_{demo}.png"))
+
+
 def _slider_value(page, label: str) -> str:
     return page.locator('[data-testid="stSlider"]', has_text=label).first.locator(
         'input[type="range"]').first.get_attribute("value")
