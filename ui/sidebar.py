@@ -295,10 +295,13 @@ def render_sidebar() -> None:
     st.sidebar.header("Settings")
     _dataset_section()
     _search_section()
-    # The group filter sits high: at the foot of a scrolled sidebar, removing a tag shrinks the
-    # sidebar, its scroll position jumps, and the browser dropped the next click on a tag's x until
-    # the user clicked elsewhere (issue 16, item 3; reproduced with a bare multiselect below 14
-    # other widgets, and gone with the same multiselect above them).
+    # The group filter sits high (issue 16, item 3). Low in a sidebar scrolled to its foot, a quick
+    # second click on a tag's x was lost: the box loses the removed tag's row only when the first
+    # click's rerun redraws it, about when the second click lands; the sidebar gets shorter, its
+    # scroll position clamps (426 -> 393 px in the browser test), and the press on the x focuses
+    # it without removing the tag (no rerun reaches the server; the session state is not written
+    # on that run). With blank space below the sidebar's last widget (no clamp) the same low
+    # filter took both clicks, so the cause is the clamp, not the state handling.
     _groups_section()
     _representation_section()
     _preprocess_section()
