@@ -5,7 +5,7 @@ import streamlit as st
 
 from diversity_core.figures import bar_figure, histogram_figure
 from ui import compute
-from ui.feedback import attempt, literal, show_warning
+from ui.feedback import attempt, literal, plain, show_warning
 from ui.gallery import show_items
 from ui.page import header
 
@@ -32,6 +32,8 @@ st.caption(f"Source: {literal(full.source)} · modality: **{full.modality}**"
            + (f" · {summary['n_features']} feature dimensions" if summary["n_features"] else "")
            + (f" · item shape {summary['item_shape']}" if summary["item_shape"] else "")
            + f" · content hash `{full.content_hash[:12]}`")
+if full.detected:  # how the loader read the file: modality, delimiter, the group column it found
+    st.caption(f"Read as: {literal(plain(full.detected))}")
 
 counts = summary["groups"]
 left, right = st.columns([3, 2])

@@ -1,5 +1,7 @@
 """RND: diversity as the generalisation gap of a network distilling a random network."""
 
+import streamlit as st
+
 from ui import rnd_ui, tasks
 from ui.page import header
 
@@ -17,6 +19,10 @@ view = ctx.view
 settings = rnd_ui.settings_form(view)
 key = rnd_ui.result_key(view, ctx.featurizer, settings)
 out = tasks.stored("rnd", key)
+warning = st.empty()  # the setting's warning before training; a result shows its own
+if out is None:
+    with warning.container():
+        rnd_ui.show_reliability([rnd_ui.regime_warning(view, ctx.featurizer, settings)])
 if out is None and tasks.start_button(
     "Run RND", key="rnd_run",
     hint="Choose the settings and press **Run RND**: training takes from seconds (a few runs of an MLP) to "
@@ -24,4 +30,5 @@ if out is None and tasks.start_button(
 ):
     out = tasks.run("rnd", key, rnd_ui.task(view, ctx.featurizer, settings), "Training RND", expanded=True)
 if out is not None:
+    warning.empty()
     rnd_ui.show(out, settings)

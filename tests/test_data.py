@@ -816,3 +816,59 @@ class TestInspectCLI:
         assert cli_main(["inspect", str(tmp_path / "e.csv")]) == 2
         err = capsys.readouterr().err
         assert err.startswith("diversity: error: ") and "ragged rows" in err and "Traceback" not in err
+
+
+# --------------------------------------------------------------------------------------------
+# issue 16 item 13: a string group column is found when none is named
+# --------------------------------------------------------------------------------------------
+class TestGroupColumnDetection:
+    @pytest.mark.parametrize("name", ["target", "label", "class", "model", "Group"])
+    def test_named_string_column_becomes_the_groups(self, tmp_path, rng, name):
+        X = rng.normal(size=(12, 3))
+        df = pd.DataFrame(X, columns=["a", "b", "c"])
+        df[name] = ["x", "y", "z"] * 4
+        df.to_csv(tmp_path / "t.csv", index=False)
+        ds = load_dataset(tmp_path / "t.csv")
+        assert ds.modality == "embeddings"
+        assert ds.group_names() == ["x", "y", "z"]
+        np.testing.assert_allclose(ds.features, X, rtol=1e-12)
+        assert f"groups from column '{name}' (detected" in ds.detected
+
+    def test_low_cardinality_string_column_without_a_group_name(self, tmp_path, rng):
+        df = pd.DataFrame(rng.normal(size=(20, 2)), columns=["a", "b"])
+        df["origin"] = ["gpt", "human"] * 10
+        df.to_csv(tmp_path / "t.csv", index=False)
+        ds = load_dataset(tmp_path / "t.csv")
+        assert ds.group_names() == ["gpt", "human"]
+        assert "groups from column 'origin'" in ds.detected
+
+    def test_text_table_keeps_its_text_and_finds_the_model_column(self, tmp_path):
+        rows = [("the cat sat", "A"), ("a dog ran", "A"), ("birds sing", "B"), ("fish swim", "B")]
+        pd.DataFrame(rows, columns=["sentence", "model"]).to_csv(tmp_path / "t.csv", index=False)
+        ds = load_dataset(tmp_path / "t.csv")
+        assert ds.modality == "text" and ds.items[0] == "the cat sat"
+        assert list(ds.groups) == ["A", "A", "B", "B"]
+
+    def test_no_detection_where_nothing_is_clear(self, tmp_path, rng):
+        # a named group column wins; an explicit one is used as given; ids, numbers and mostly
+        # distinct strings are never groups; a lone string column of a text table stays the text
+        df = pd.DataFrame(rng.normal(size=(6, 2)), columns=["a", "b"])
+        df["id"] = [f"i{k}" for k in range(6)]
+        df["note"] = [f"n{k}" for k in range(6)]
+        df.to_csv(tmp_path / "ids.csv", index=False)
+        with pytest.raises(DiversityInputError, match="column 'note' is not numeric"):
+            load_dataset(tmp_path / "ids.csv")
+        (tmp_path / "e.csv").write_text("a,b,c\n1,2,3\n4,oops,6\n")
+        with pytest.raises(DiversityInputError, match=r"column 'b' is not numeric"):
+            load_dataset(tmp_path / "e.csv", modality="embeddings")
+        pd.DataFrame({"text": ["same", "same", "other", "other"]}).to_csv(tmp_path / "s.csv", index=False)
+        ds = load_dataset(tmp_path / "s.csv")
+        assert ds.modality == "text" and ds.groups is None and ds.n == 4
+        df = pd.DataFrame(rng.normal(size=(8, 2)), columns=["a", "b"])
+        df["model"], df["split"] = ["m", "n"] * 4, ["tr", "te"] * 4
+        df.to_csv(tmp_path / "two.csv", index=False)
+        with pytest.raises(DiversityInputError, match="column 'split' is not numeric"):  # 'model' was taken
+            load_dataset(tmp_path / "two.csv")
+        df.drop(columns="split").to_csv(tmp_path / "given.csv", index=False)
+        ds = load_dataset(tmp_path / "given.csv", group_column="model")
+        assert ds.group_names() == ["m", "n"] and "detected: a string column" not in ds.detected

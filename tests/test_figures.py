@@ -141,3 +141,40 @@ def test_mag_diff_heatmap_centres_signed_values_and_prints_them():
     assert fig.data[0].zmin == 0.0
     with pytest.raises(ValueError, match="2 x 2 matrix"):
         F.mag_diff_heatmap(np.zeros((3, 3)), ["x", "y"])
+
+
+# ------------------------------------------------------------------------------------------
+# issue 15: group names never become links or markup in a chart
+# ------------------------------------------------------------------------------------------
+LINK = '<a href="http://evil">x</a>'
+MD = "[x](http://evil)"
+
+
+def _evil_figures(rng):
+    names = [LINK, MD, "a & b"]
+    curve = (np.linspace(0, 1, 5), np.linspace(1, 3, 5))
+    yield F.magnitude_figure({g: curve for g in names}, t_conv={g: 0.5 for g in names}, t_cut=1.0)
+    yield F.magnitude_dimension_figure({g: curve for g in names}, maxima={g: (0.5, 1.0) for g in names})
+    yield F.rnd_figure({g: rng.normal(size=(2, 4)) for g in names})
+    yield F.bar_figure(names, [1.0, 2.0, 3.0])
+    yield F.projection_figure(rng.normal(size=(6, 2)), color=names * 2)
+    qs = np.array([0.5, 1.0, 2.0])
+    yield F.q_profile_figure({g: (qs, np.array([3.0, 2.0, 1.5])) for g in names})
+    yield F.sensitivity_figure(np.array([0.5, 1.0]), np.ones((3, 2)) * 2, labels=names, parameter="sigma")
+    yield F.kernel_heatmap(np.eye(3), labels=names, hover=names)
+    yield F.score_bars_figure({"VS_1": [(g, 2.0, 1.5, 2.5) for g in names]})
+    yield F.q_profile_bands_figure({g: (qs, np.array([3.0, 2.0, 1.5]), np.ones(3), np.full(3, 4.0)) for g in names},
+                                   n=10)
+    yield F.spectra_overlay_figure({g: [0.5, 0.3, 0.2] for g in names})
+    yield F.sample_size_figure({"VS_1": {g: ([2, 4], [1.5, 2.0], [0.1, 0.1]) for g in names}}, n=4)
+    yield F.difference_figure({"VS_1": [(f"{LINK} − {MD}", 0.5, 0.1, 0.9, True)]})
+    yield F.mag_diff_heatmap(np.zeros((3, 3)), names)
+
+
+def test_user_strings_reach_plotly_escaped(rng):
+    for fig in _evil_figures(rng):
+        text = repr(fig.to_dict())  # to_json writes "<" as \u003c
+        assert "<a " not in text and "</a>" not in text, text[:300]
+        assert "&lt;a href" in text
+        assert "a &amp; b" in text or "a & b" not in text  # an ampersand is an entity, not markup
+    assert F.escape_label(LINK) == '&lt;a href="http://evil"&gt;x&lt;/a&gt;'

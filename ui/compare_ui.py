@@ -7,6 +7,7 @@ and the large type is CSS (``st.html``) scoped to the page's own keyed container
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass, replace
 from typing import Callable, Optional
@@ -17,9 +18,12 @@ import streamlit as st
 from diversity_core._orders import format_q
 from diversity_core.compare import compare
 from diversity_core.report import FIGURE_TITLES, comparison_figures, presentation_style, report_html
+from diversity_core.rnd import rnd_regime_warning
+from diversity_core.rnd._api import MIN_VALIDATION
 
 from . import compute
-from .feedback import plain
+from .cache import shared_cache
+from .feedback import literal, plain, show_warning
 from .magnitude_ui import metric_select
 from .state import KEEP
 from .tasks import Outcome, show_notes
@@ -53,8 +57,12 @@ class CompareSettings:
     metric: str = "euclidean"  # magnitude's distance (the representation's default unless chosen)
 
 
-#: Items of one RND validation batch (``rnd_score``'s ``batch_size``): a group needs train + this.
-RND_BATCH = 50
+#: Subsets per size of the magnitude spread: the core's own default (``compare``'s ``magnitude_replicates``).
+MAGNITUDE_REPLICATES = inspect.signature(compare).parameters["magnitude_replicates"].default
+
+#: Validation items every RND run keeps (``rnd_score``'s minimum with its default batch size):
+#: a group needs the training items plus this many.
+RND_BATCH = MIN_VALIDATION
 
 
 def rnd_train_default(n: int) -> int:
@@ -98,12 +106,13 @@ def settings_form(groups: list, smallest: int, seed: int, *, featurizer: str = "
             "RND training items per run", min_value=10, max_value=max(10, smallest - RND_BATCH),
             value=rnd_train_default(smallest), step=10, key="cmp_rnd_train", **KEEP,
             help=f"Each RND run trains on this many of the n items and validates on the rest, which must hold "
-                 f"at least one batch of {RND_BATCH}: at most n − {RND_BATCH}. The paper uses 200 (n ≥ 250).")
+                 f"at least {RND_BATCH} items: at most n − {RND_BATCH}. The paper uses 200 (n ≥ 250).")
         with st.expander("Replicates and seed"):
             e1, e2, e3, e4 = st.columns(4)
             n_subsamples = e1.number_input("n-subsets averaged", 1, 1000, 100, key="cmp_nsub", **KEEP)
             n_resamples = e2.number_input("Subsets per curve size", 3, 500, 50, key="cmp_nres", **KEEP)
-            mag_reps = e3.number_input("Magnitude subsets per size", 3, 200, 10, key="cmp_nmag", **KEEP)
+            mag_reps = e3.number_input("Magnitude subsets per size", 3, 200, MAGNITUDE_REPLICATES, key="cmp_nmag",
+                                       **KEEP)
             seed = e4.number_input("Seed", 0, 2**31 - 1, seed, key="cmp_seed", **KEEP)
         submitted = st.form_submit_button("Run comparison", type="primary")
     settings = CompareSettings(tuple(sorted(qs)), int(n), float(level), None if reference == NONE else reference,
@@ -117,10 +126,26 @@ def check(s: CompareSettings) -> Optional[str]:
     if not s.qs:
         return "Choose at least one order q."
     if s.rnd and s.rnd_train + RND_BATCH > s.n:
-        return (f"RND needs the training items plus one validation batch of {RND_BATCH} in each n-subset: "
+        return (f"RND needs the training items plus {RND_BATCH} validation items in each n-subset: "
                 f"{s.rnd_train} + {RND_BATCH} > n = {s.n}. Lower **RND training items per run** to at most "
                 f"{max(10, s.n - RND_BATCH)}, or raise n.")
     return None
+
+
+def rnd_warning(ctx, s: CompareSettings) -> Optional[str]:
+    """The core's RND regime warning for these settings (the MLP on the representation's features)."""
+    if not s.rnd:
+        return None
+    X = compute.features(ctx.view, ctx.featurizer, show_progress=False)
+    return rnd_regime_warning({"train_size": s.rnd_train, "architecture": "mlp"}, input_shape=X.shape[1:])
+
+
+def show_rnd_warnings(cmp) -> None:
+    """Each distinct regime warning of the comparison's RND settings, as literal text."""
+    rnd = cmp.settings.get("rnd") or {}
+    messages = [rnd_regime_warning(v) for v in (rnd.get("settings") or {}).values()]
+    for message in dict.fromkeys(m for m in messages if m):
+        show_warning(message, icon=":material/warning:")
 
 
 def result_key(ctx, s: CompareSettings) -> tuple:
@@ -143,22 +168,32 @@ def task(ctx, s: CompareSettings) -> Callable:
                        magnitude=s.magnitude, metric=s.metric, rnd=s.rnd, n_subsamples=s.n_subsamples,
                        n_resamples=s.n_resamples,
                        magnitude_replicates=s.magnitude_replicates,
-                       rnd_params={"train_size": s.rnd_train, "batch_size": RND_BATCH} if s.rnd else None,
+                       # rnd_score's own batch size (full batch for the MLP): batches of 50 put the
+                       # default training in the regime where noise outscores data (rnd_regime_warning)
+                       rnd_params={"train_size": s.rnd_train} if s.rnd else None,
                        sources=sources, rng=s.seed, progress=progress,
                        **ctx.settings.kernel_kwargs)
 
     return fn
 
 
-@st.cache_data(max_entries=8, show_spinner="Writing the report…")
+@shared_cache("results", spinner="Writing the report…")
 def _report(_cmp, _ds, key: tuple, presentation: bool) -> str:
     """The HTML report of the comparison stored under ``key`` (the arguments with ``_`` are not hashed)."""
     return report_html(_cmp, datasets=_ds, presentation=presentation)
 
 
+def _literal_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with every string (cells, column and index labels) escaped: ``st.table`` renders Markdown."""
+    def esc(v):
+        return literal(v) if isinstance(v, str) else v
+
+    return df.map(esc).rename(columns=esc, index=esc)
+
+
 def _table(df: pd.DataFrame, presentation: bool, *, hide_index: bool) -> None:
-    if presentation:  # an HTML table, whose type grows with the page's CSS
-        st.table(df)
+    if presentation:  # an HTML table, whose type grows with the page's CSS; group names as plain text
+        st.table(_literal_frame(df))
     else:
         st.dataframe(df, hide_index=hide_index, width="stretch")
 
@@ -215,8 +250,8 @@ def magnitude_line(cmp) -> str:
     mag = cmp.settings.get("magnitude")
     if not mag:
         return ""
-    line = (f" · MagArea on [0, t_cut], **t_cut = {mag['t_cut']:.4g}** ({mag['t_cut_rule']}; "
-            f"{mag['metric']} distance)")
+    line = (f" · MagArea on [0, t_cut], **t_cut = {mag['t_cut']:.4g}** ({literal(mag['t_cut_rule'])}; "
+            f"{literal(mag['metric'])} distance)")
     if mag.get("t_ref") is not None:
         line += f" · MagDiff on [0, {mag['t_ref']:.4g}] (t_conv of the reference)"
     return line
@@ -244,14 +279,14 @@ def _headline(cmp) -> None:
     for col, (g, e) in zip(cols, rows):
         ci = "" if e.ci_low is None else f"{cmp.level:.0%} interval [{e.ci_low:.2f}, {e.ci_high:.2f}]"
         # markdown, not st.metric: long group names wrap instead of being cut, and the number is large
-        col.markdown(f"**{g}**")
+        col.markdown(f"**{literal(g)}**")
         col.markdown(f"## {e.estimate:.2f}")
         if ci:
             col.caption(ci)
     pairs = [p for p in cmp.pairwise if p.score == score]
     resolved = [p for p in pairs if p.resolved]
     st.markdown(f"**{len(resolved)} of {len(pairs)}** pairs of groups differ at the {cmp.level:.0%} level on "
-                f"{score_label(score)}" + (": " + "; ".join(f"{p.higher} > {p.group_b if p.higher == p.group_a else p.group_a}"
+                f"{score_label(score)}" + (": " + "; ".join(f"{literal(p.higher)} > {literal(p.group_b if p.higher == p.group_a else p.group_a)}"
                                                for p in resolved) if resolved else "."))
 
 
@@ -272,10 +307,12 @@ def show(out: Outcome, ctx, key: tuple, presentation: bool) -> None:
     resolved pairs (all of them in an expander), large type on every chart.
     """
     cmp = out.value
-    st.caption(f"n = **{cmp.n}** items per group ({cmp.settings['n_rule']}) · kernel "
-               f"{cmp.settings['kernel_description']} · {cmp.level:.0%} intervals · seed {cmp.settings['seed']}"
-               + (f" · MagDiff reference **{cmp.reference}**" if cmp.reference else "") + magnitude_line(cmp))
+    # the core's rules may quote a group name: literal text
+    st.caption(f"n = **{cmp.n}** items per group ({literal(cmp.settings['n_rule'])}) · kernel "
+               f"{literal(cmp.settings['kernel_description'])} · {cmp.level:.0%} intervals · seed {cmp.settings['seed']}"
+               + (f" · MagDiff reference **{literal(cmp.reference)}**" if cmp.reference else "") + magnitude_line(cmp))
     show_notes(out)
+    show_rnd_warnings(cmp)
     if presentation:
         _headline(cmp)
 

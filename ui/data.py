@@ -425,10 +425,11 @@ class Search:
     text: str = ""
     smarts: str = ""
     scaffolds: Optional[int] = None  # regroup molecules by their Bemis-Murcko scaffold, the top ones kept
+    weights: tuple = (None, None)  # keep items whose weight lies in [low, high] (None: no bound)
 
     @property
     def active(self) -> bool:
-        return bool(self.text or self.smarts or self.scaffolds)
+        return bool(self.text or self.smarts or self.scaffolds) or self.weights != (None, None)
 
     def describe(self) -> str:
         """The search in words (for the view's description)."""
@@ -439,6 +440,9 @@ class Search:
             parts.append(f"substructure {self.smarts}")
         if self.scaffolds:
             parts.append(f"grouped by scaffold (top {self.scaffolds})")
+        if self.weights != (None, None):
+            low, high = self.weights
+            parts.append(f"weight in [{'-∞' if low is None else f'{low:g}'}, {'∞' if high is None else f'{high:g}'}]")
         return ", ".join(parts)
 
 
@@ -475,6 +479,8 @@ def working_dataset(full: Dataset, search: Search) -> Searched:
             keep &= dsearch.contains_mask(ds, search.text, column=search.column)
         if search.smarts:
             keep &= dsearch.substructure_mask(ds, search.smarts)
+        if search.weights != (None, None) and ds.weights is not None:
+            keep &= weight_mask(ds.weights, *search.weights)
     except DiversityError as exc:
         from .feedback import plain
 
@@ -682,13 +688,32 @@ def _view(full: Dataset, groups: Optional[tuple], subsample: Optional[int], seed
                 loaded=None if _loaded is None or _loaded is full else _loaded, rows=rows, selection_note=note)
 
 
+def weight_mask(weights, low: Optional[float], high: Optional[float]) -> np.ndarray:
+    """Items whose weight lies in ``[low, high]`` (a bound of None is no bound)."""
+    w = np.asarray(weights, dtype=np.float64)
+    keep = np.ones(w.shape, dtype=bool)
+    if low is not None:
+        keep &= w >= low
+    if high is not None:
+        keep &= w <= high
+    return keep
+
+
 def current_search() -> Search:
     """The sidebar's search (its widgets' session-state keys, see :func:`ui.sidebar._search_section`)."""
     ss = st.session_state
     molecules = ss["dataset"].modality == "molecules"
     return Search(column=ss.get("search_col") or "item", text=(ss.get("search_text") or "").strip(),
                   smarts=(ss.get("search_smarts") or "").strip() if molecules else "",
-                  scaffolds=int(ss.get("search_scaffold_top") or 8) if molecules and ss.get("search_scaffold") else None)
+                  scaffolds=int(ss.get("search_scaffold_top") or 8) if molecules and ss.get("search_scaffold") else None,
+                  weights=_weight_range(ss))
+
+
+def _weight_range(ss) -> tuple:
+    """The sidebar's weight range ``(low, high)`` when the dataset has weights, else ``(None, None)``."""
+    if ss["dataset"].weights is None:
+        return (None, None)
+    return tuple(None if ss.get(k) is None else float(ss[k]) for k in ("weight_min", "weight_max"))
 
 
 def searched() -> Searched:

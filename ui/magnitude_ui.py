@@ -14,6 +14,7 @@ from diversity_core.figures import mag_diff_heatmap, magnitude_dimension_figure,
 from diversity_core.magnitude import MagDiffMatrix, compare_magnitude, mag_diff_matrix, magnitude_dimension
 
 from . import compute
+from .feedback import literal
 from .state import KEEP
 from .tasks import Outcome, show_notes
 
@@ -137,8 +138,8 @@ def show(out: Outcome) -> None:
     st.dataframe(table, hide_index=True, width="stretch", column_config=fmt)
     if len(rows) > 1:
         best = max(c.areas, key=c.areas.get)
-        st.caption(f"Largest MagArea on the shared interval: **{best}**. "
-                   + (f"MagDiff > 0 means more diverse than the reference **{c.reference}**."
+        st.caption(f"Largest MagArea on the shared interval: **{literal(best)}**. "
+                   + (f"MagDiff > 0 means more diverse than the reference **{literal(c.reference)}**."
                       if c.reference else "Choose a reference group for MagDiff."))
     if isinstance(out.value, MagDiffMatrix):
         show_pairs(out.value)

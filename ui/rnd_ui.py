@@ -18,10 +18,10 @@ import pandas as pd
 import streamlit as st
 
 from diversity_core.figures import bar_figure, rnd_figure
-from diversity_core.rnd import rnd_score
+from diversity_core.rnd import rnd_regime_warning, rnd_score
 
 from . import compute
-from .feedback import error_message, show_error
+from .feedback import attempt, error_message, show_error, show_warning
 from .state import KEEP
 from .tasks import Outcome
 
@@ -79,12 +79,40 @@ def settings_form(view) -> RNDSettings:
                        bool(per_group and groups))
 
 
+def _convolutional(ds, arch: str) -> bool:
+    """Whether ``arch`` trains a convolutional network on the image pixels of ``ds``."""
+    return ds.modality == "images" and arch in ("auto", "cnn", "resnet18")
+
+
 def _input(view, featurizer: str, arch: str):
     """The pixels (convolutional networks) or features (MLP) of the view, and the resolved arch."""
     ds = view.data
-    if ds.modality == "images" and arch in ("auto", "cnn", "resnet18"):
+    if _convolutional(ds, arch):
         return np.asarray(ds.items), ("cnn" if arch == "auto" else arch)
     return compute.dense(compute.features(view, featurizer, show_progress=False)), "mlp"
+
+
+def regime_warning(view, featurizer: str, s: RNDSettings):
+    """The core's warning (:func:`~diversity_core.rnd.rnd_regime_warning`) for these settings, or None.
+
+    The input shape is one image's (convolutional networks) or the representation's number of
+    features (MLP; the features the run trains on, from the core's cache).
+    """
+    ds = view.data
+    if _convolutional(ds, s.architecture):
+        arch, shape = ("cnn" if s.architecture == "auto" else s.architecture), np.shape(ds.items[0])
+    else:
+        X = attempt(lambda: compute.features(view, featurizer), f"Computing {featurizer} features")
+        if X is None:
+            return None
+        arch, shape = "mlp", X.shape[1:]
+    return rnd_regime_warning(s.kwargs(arch), input_shape=shape)
+
+
+def show_reliability(messages) -> None:
+    """Each distinct regime warning once, as literal text (``RNDResult.reliability``)."""
+    for message in dict.fromkeys(m for m in messages if m):
+        show_warning(message, icon=":material/warning:")
 
 
 def result_key(view, featurizer: str, s: RNDSettings) -> tuple:
@@ -165,6 +193,7 @@ def show(out: Outcome, s: RNDSettings) -> None:
         show_error(message)
     results = out.value["results"]
     first = next(iter(results.values()))
+    show_reliability(r.reliability for r in results.values())
     if len(results) == 1:
         name, r = next(iter(results.items()))
         st.metric("RND score", f"{r.score:.4f}", help="Higher means more diverse; about 0 for data with no variety.")

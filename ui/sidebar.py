@@ -84,6 +84,7 @@ def _reset_for_new_dataset() -> None:
     ss.pop("link_error", None)
     ss[PREP_KEY] = []
     uidata.clear_selection()  # rows of another dataset
+    ss["weight_min"] = ss["weight_max"] = None  # another dataset's weights mean nothing here
     for key, empty in SEARCH_RESET.items():  # a search of another dataset means nothing here
         ss[key] = empty
 
@@ -107,7 +108,9 @@ def _search_section() -> None:
     if ss.get("search_col") not in columns:
         ss["search_col"] = columns[0]
     molecules = ds.modality == "molecules"
-    active = bool(ss.get("search_text") or (molecules and (ss.get("search_smarts") or ss.get("search_scaffold"))))
+    weighted = ds.weights is not None
+    active = bool(ss.get("search_text") or (molecules and (ss.get("search_smarts") or ss.get("search_scaffold")))
+                  or (weighted and (ss.get("weight_min") is not None or ss.get("weight_max") is not None)))
     with st.sidebar.expander("Search and filter", expanded=active, icon=":material/search:"):
         st.selectbox("Search in", columns, key="search_col", format_func=SEARCH_COLUMNS.get, **KEEP)
         st.text_input("Contains", key="search_text", placeholder="a word, part of an id, a group…", **KEEP,
@@ -123,12 +126,28 @@ def _search_section() -> None:
                 st.number_input("Scaffolds kept as groups", min_value=2, max_value=50, value=8,
                                 key="search_scaffold_top", **KEEP,
                                 help="The most frequent scaffolds; the rest form one group, '(other scaffolds)'.")
+        if weighted:
+            _weight_inputs(ds)
         result = uidata.searched()
         if result.error:
             st.error(result.error)
         elif result.data is not ds:
             st.caption(f"{result.data.n} of {ds.n} items match"
                        + (f" · {len(result.data.group_names())} groups" if result.data.groups is not None else ""))
+
+
+def _weight_inputs(ds) -> None:
+    """The weight range: keep the items whose weight lies in [at least, at most] (empty: no bound)."""
+    import numpy as np
+
+    w = np.asarray(ds.weights, dtype=np.float64)
+    lo, hi = float(np.min(w)), float(np.max(w))
+    c1, c2 = st.columns(2)
+    c1.number_input("Weight at least", min_value=0.0, key="weight_min", format="%.6g", placeholder=f"{lo:.6g}",
+                    help="Keep the items whose weight is at least this (empty: no lower bound).")
+    c2.number_input("Weight at most", min_value=0.0, key="weight_max", format="%.6g", placeholder=f"{hi:.6g}",
+                    help="Keep the items whose weight is at most this (empty: no upper bound).")
+    st.caption(f"Weights in this dataset: {lo:.6g} to {hi:.6g}.")
 
 
 def _representation_section() -> None:
@@ -228,6 +247,19 @@ def _subsample_section() -> None:
         c2.number_input("Seed", min_value=0, step=1, key="subsample_seed")
 
 
+#: Key of the sidebar container holding the group filter (its CSS class is ``st-key-group_filter``).
+GROUP_BOX = "group_filter"
+#: Group tags show their whole name: the tag grows to as many lines as the name needs instead of
+#: cutting it with an ellipsis (mid-word, issue 16 item 17), and the box grows with its tags (it
+#: would scroll them at a fixed height). Scoped to the keyed container; the selectors are the
+#: tag's own attributes (``data-tag``, the text's ``title``) and react-aria's combo box class.
+GROUP_TAGS_CSS = f"""<style>
+.st-key-{GROUP_BOX} .react-aria-ComboBox > div {{ max-height: none; }}
+.st-key-{GROUP_BOX} [data-tag] {{ height: auto; min-height: 28px; }}
+.st-key-{GROUP_BOX} [data-tag] > span[title] {{ white-space: normal; overflow: visible; text-overflow: clip;
+  overflow-wrap: anywhere; line-height: 1.25; padding: 3px 0; }}
+</style>"""
+
 #: Session-state key of the group names the group filter offered on the previous run.
 _GROUPS_SEEN = "_group_names_seen"
 
@@ -251,8 +283,10 @@ def _groups_section() -> None:
         # Write the widget's state only when it must change (it is sent back to the browser).
         if kept != list(ss["group_select"]):
             ss["group_select"] = kept
-    st.sidebar.multiselect("Groups", names, key="group_select",
-                           help="Measure only these groups (empty: all of them).")
+    box = st.sidebar.container(key=GROUP_BOX)
+    box.html(GROUP_TAGS_CSS)
+    box.multiselect("Groups", names, key="group_select",
+                    help="Measure only these groups (empty: all of them).")
     ss[_GROUPS_SEEN] = list(names)
     chosen = ss["group_select"]
     ss["groups"] = None if not chosen or len(chosen) == len(names) else [g for g in names if g in chosen]
@@ -286,10 +320,13 @@ def render_sidebar() -> None:
     _dataset_section()
     selection_slot = st.sidebar.container()
     _search_section()
-    # The group filter sits high: at the foot of a scrolled sidebar, removing a tag shrinks the
-    # sidebar, its scroll position jumps, and the browser dropped the next click on a tag's x until
-    # the user clicked elsewhere (issue 16, item 3; reproduced with a bare multiselect below 14
-    # other widgets, and gone with the same multiselect above them).
+    # The group filter sits high (issue 16, item 3). Low in a sidebar scrolled to its foot, a quick
+    # second click on a tag's x was lost: the box loses the removed tag's row only when the first
+    # click's rerun redraws it, about when the second click lands; the sidebar gets shorter, its
+    # scroll position clamps (426 -> 393 px in the browser test), and the press on the x focuses
+    # it without removing the tag (no rerun reaches the server; the session state is not written
+    # on that run). With blank space below the sidebar's last widget (no clamp) the same low
+    # filter took both clicks, so the cause is the clamp, not the state handling.
     _groups_section()
     _representation_section()
     _preprocess_section()

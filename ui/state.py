@@ -10,9 +10,10 @@ Query-string keys: ``demo`` or ``path`` (the source; an upload cannot be restore
 link), ``gcol``/``wcol``/``tcol``/``scol`` (column options of a local file), ``feat``,
 ``kernel``, ``sigma`` (absent: the median-distance default), ``degree``, ``q`` (a number or
 ``inf``), ``n`` and ``seed`` (subsample), ``group`` (repeated; absent: every group), ``prep``
-(preprocessing steps, e.g. ``standardize,pca``), ``pca_k``, and ``sel`` (the linked selection,
-``restrict:3,17-20`` or ``exclude:...`` with 0-based rows of the loaded dataset; only when it holds
-at most :data:`LINK_MAX_ROWS` rows, a larger one stays in the session and the sidebar says so).
+(preprocessing steps, e.g. ``standardize,pca``), ``pca_k``, ``wmin``/``wmax`` (the weight range
+of a dataset with item weights), and ``sel`` (the linked selection, ``restrict:3,17-20`` or
+``exclude:...`` with 0-based rows of the loaded dataset; only when it holds at most
+:data:`LINK_MAX_ROWS` rows, a larger one stays in the session and the sidebar says so).
 Page widgets (:data:`KEEP`) add their own keys (``spectrum_k``, ``heatmap_sort``, ``cmp_qs``,
 ``cmp_presentation``, ...), written by Streamlit itself.
 """
@@ -63,6 +64,8 @@ DEFAULTS: dict = {
     "subsample_seed": 0,
     "groups": None,  # None: every group
     "pca_k": 10,
+    "weight_min": None,  # weight-range filter (datasets with weights); None: no bound
+    "weight_max": None,
 }
 #: The preprocessing steps' multiselect (not re-assigned on every run, see ui.sidebar).
 PREP_KEY = "prep"
@@ -127,6 +130,14 @@ def _positive_float(text) -> Optional[float]:
     except (TypeError, ValueError):
         return None
     return v if math.isfinite(v) and v > 0 else None
+
+
+def _finite_float(text) -> Optional[float]:
+    try:
+        v = float(text)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
 
 
 def _int_at_least(text, lo: int) -> Optional[int]:
@@ -197,6 +208,10 @@ def read_query_params(params) -> None:
     pca_k = _int_at_least(params.get("pca_k"), 1)
     if pca_k is not None:
         ss["pca_k"] = pca_k
+    for short, key in (("wmin", "weight_min"), ("wmax", "weight_max")):
+        bound = _finite_float(params.get(short))
+        if bound is not None:
+            ss[key] = bound
     groups = params.get_all("group") if hasattr(params, "get_all") else params.get("group")
     if groups:
         ss["groups"] = [groups] if isinstance(groups, str) else list(groups)
@@ -272,6 +287,9 @@ def query_dict() -> dict:
         out["seed"] = str(int(ss["subsample_seed"]))
     if ss.get("groups") is not None:
         out["group"] = list(ss["groups"])
+    for short, key in (("wmin", "weight_min"), ("wmax", "weight_max")):
+        if ss.get(key) is not None:
+            out[short] = repr(float(ss[key]))
     if ss.get("prep"):
         out["prep"] = ",".join(ss["prep"])
         if "pca" in ss["prep"]:
@@ -284,7 +302,7 @@ def query_dict() -> dict:
 
 #: Query-string keys this module owns (others, e.g. a page's own, are left alone).
 QUERY_KEYS = ("demo", "path", "source", "gcol", "wcol", "tcol", "scol", "feat", "kernel", "sigma", "degree",
-              "q", "n", "seed", "group", "prep", "pca_k", "sel")
+              "q", "n", "seed", "group", "prep", "pca_k", "wmin", "wmax", "sel")
 
 
 def write_query_params() -> None:

@@ -15,7 +15,7 @@ from ..exceptions import DiversityInputError
 from ._dataset import MODALITIES, Dataset
 from ._files import DEFAULT_MAX_BYTES, PathLike, check_file, check_max_bytes, check_path
 from ._paths import resolve_user_path, stat_input
-from ._tables import TABLE_EXTENSIONS, column_phrase, is_text_column, read_table
+from ._tables import TABLE_EXTENSIONS, column_phrase, detect_group_column, is_text_column, read_table
 from .embeddings import load_embeddings
 from .images import IMAGE_EXTENSIONS, load_images
 from .molecules import SMI_EXTENSIONS, SMILES_COLUMN_NAMES, load_molecules
@@ -277,11 +277,35 @@ def load_dataset(
         reads_table = suffix in TABLE_EXTENSIONS or (modality == "molecules" and suffix in _TEXT_EXTENSIONS)
         if modality != "images" and reads_table and p.is_file():
             table = read_table(p, max_bytes)  # read here so its notes (a sniffed delimiter) are reported
-    ds = _load(p, modality, table, group_column, weight_column, text_column, smiles_column, embeddings,
+    found = None
+    if group_column is None and table is not None and modality != "images":
+        found = _find_group_column(table, modality, weight_column, text_column, smiles_column)
+    ds = _load(p, modality, table, found or group_column, weight_column, text_column, smiles_column, embeddings,
                max_bytes, progress, confine)
     notes = list(table.notes) if table is not None else []
+    if found is not None:
+        columns = list(table.df.columns)
+        notes.append(f"groups from {column_phrase(found, columns.index(found))} (detected: a string column "
+                     f"with {len(ds.group_names())} distinct values; group_column= chooses another)")
     detected = why + "".join(f"; {n}" for n in notes)
     return replace(ds, detected=detected)
+
+
+def _find_group_column(table, modality, weight_column, text_column, smiles_column) -> Optional[str]:
+    """The table's group column when none is named (:func:`~._tables.detect_group_column`).
+
+    The column of the items (text, SMILES) is never taken: named, it is excluded; found by its
+    name, too; otherwise another string column must remain for it.
+    """
+    exclude = [c for c in (weight_column, text_column, smiles_column) if c]
+    keep_one = False
+    if modality in ("text", "molecules") and not (text_column or smiles_column):
+        items = table.find_column(TEXT_COLUMN_NAMES if modality == "text" else SMILES_COLUMN_NAMES)
+        if items is None:
+            keep_one = True
+        else:
+            exclude.append(items)
+    return detect_group_column(table, exclude=exclude, keep_one=keep_one)
 
 
 def _refuse_text_columns(table, group_column, weight_column) -> None:

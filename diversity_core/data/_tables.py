@@ -398,6 +398,55 @@ def read_table(path: Path, max_bytes: int, *, delimiter: Optional[str] = None) -
 # --------------------------------------------------------------------------------------------
 
 
+#: Column names read as groups when no group column is named (case-insensitive, in this order).
+GROUP_COLUMN_NAMES = ("group", "groups", "label", "labels", "class", "target", "category", "model")
+#: Most distinct values an unnamed string column may hold to be read as groups (and at most half
+#: the rows: a column of mostly distinct strings names items, not groups).
+MAX_DETECTED_GROUPS = 50
+
+
+def _group_candidates(table: Table, exclude: Sequence[str]) -> list:
+    """String columns that could hold groups: every value present and not a number, no lists."""
+    import pandas as pd
+
+    id_col = table.find_column(ID_COLUMNS)
+    out = []
+    for name in table.df.columns:
+        col = table.df[name]
+        if name in exclude or name == id_col or pd.api.types.is_numeric_dtype(col) or col.dtype == bool:
+            continue
+        if col.isna().any() or not len(col) or isinstance(col.iloc[0], (list, tuple, np.ndarray, dict)):
+            continue
+        text = col.astype(str).str.strip()
+        # a column with any number in it is a feature column with a typo, not a group column
+        if (text == "").any() or pd.to_numeric(text, errors="coerce").notna().any():
+            continue
+        out.append(name)
+    return out
+
+
+def detect_group_column(table: Table, *, exclude: Sequence[str] = (), keep_one: bool = False) -> Optional[str]:
+    """The string column of ``table`` that holds each row's group, or None when none is clear.
+
+    Candidates are string columns with a value in every row and no number among them (ids,
+    ``exclude`` and list columns left out). One named like :data:`GROUP_COLUMN_NAMES` (``group``,
+    ``label``, ``class``, ``target``, ``model``, ...) is chosen first; otherwise the only
+    candidate with 2 to :data:`MAX_DETECTED_GROUPS` distinct values, at most half the rows.
+    ``keep_one`` leaves at least one other string column (the text or SMILES of the table).
+    """
+    candidates = _group_candidates(table, exclude)
+    if keep_one and len(candidates) < 2:
+        return None
+    lower = {str(c).lower(): c for c in candidates}
+    for name in GROUP_COLUMN_NAMES:
+        if name in lower:
+            return lower[name]
+    n = len(table.df)
+    most = min(MAX_DETECTED_GROUPS, n // 2)
+    few = [c for c in candidates if 2 <= table.df[c].astype(str).str.strip().nunique() <= most]
+    return few[0] if len(few) == 1 else None
+
+
 def groups_from_column(table: Table, name: str, keep: Optional[np.ndarray] = None) -> np.ndarray:
     """Group labels (str) from column ``name``; missing labels raise naming the rows."""
     col = table.column(name, "group")

@@ -33,13 +33,17 @@ Where things live: ``_base`` (palette, layout, axis helpers), ``vendi`` (q-profi
 kernel matrix, sensitivity), ``curves`` (magnitude, RND), ``items`` (projection, bars,
 histogram), ``groups`` (the comparison builders), ``comparison`` (the figures of a Comparison).
 
+Group, file and item names are escaped by the builders (:func:`escape_label`): plotly renders
+some HTML, links included, in labels, legends and hover boxes. ``projection_figure``'s ``hover``
+is the one argument taken as markup (its caller escapes the user text inside it).
+
 Every builder takes keyword-only styling arguments (``title``, ``height``) and leaves the
 data untouched; plotting infinite orders uses positions at the ends of the axis with tick
 labels ``0`` and ``∞`` (:func:`diversity_core._orders.format_q`).
 """
 
 from ..._orders import format_q
-from ._base import PALETTE, WEBGL_THRESHOLD, q_axis_position
+from ._base import PALETTE, WEBGL_THRESHOLD, escape_label, q_axis_position
 from .comparison import FIGURE_TITLES, comparison_figures, presentation_style
 from .curves import magnitude_dimension_figure, magnitude_figure, rnd_figure
 from .groups import (
@@ -57,6 +61,7 @@ __all__ = [
     "PALETTE",
     "WEBGL_THRESHOLD",
     "q_axis_position",
+    "escape_label",
     "format_q",
     "q_profile_figure",
     "spectrum_figure",

@@ -56,6 +56,21 @@ def _layout(fig: go.Figure, *, title: Optional[str], height: int, legend: bool =
     return fig
 
 
+def escape_label(text) -> str:
+    """``text`` (a group, file or item name) as plotly must receive it to show it literally.
+
+    Plotly renders a subset of HTML in titles, legends, tick labels, hover boxes, bar texts and
+    annotations, links (``<a href>``) included: ``&``, ``<`` and ``>`` become entities, which it
+    draws as the characters themselves. Every user string given to a builder goes through here.
+
+    Examples
+    --------
+    >>> escape_label('<a href="http://evil">x</a> & co')
+    '&lt;a href="http://evil"&gt;x&lt;/a&gt; &amp; co'
+    """
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _colour(i: int) -> str:
     """Colour of the i-th group, cycling through :data:`PALETTE`."""
     return PALETTE[i % len(PALETTE)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Dict
 
+from ._base import escape_label
 from .curves import magnitude_figure
 from .groups import (
     difference_figure,
@@ -82,7 +83,7 @@ def comparison_figures(cmp: Comparison, *, presentation: bool = False) -> Dict[s
         t_ref = mag.get("t_ref")
         if isinstance(t_ref, (int, float)) and math.isfinite(t_ref):
             fig.add_vline(x=float(t_ref), line={"color": "#D55E00", "dash": "dot", "width": 1.5},
-                          annotation_text=f"t_ref = {t_ref:.3g} ({cmp.reference})", annotation_position="bottom right")
+                          annotation_text=f"t_ref = {t_ref:.3g} ({escape_label(cmp.reference)})", annotation_position="bottom right")
         figs["magnitude"] = fig
     if cmp.spectra:
         figs["spectra"] = spectra_overlay_figure(

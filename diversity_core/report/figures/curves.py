@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
-from ._base import Curve, _colour, _go, _layout, _vline
+from ._base import Curve, _colour, _go, _layout, _vline, escape_label
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -36,8 +36,8 @@ def magnitude_figure(
         colour = _colour(i)
         fig.add_trace(
             go.Scatter(x=np.asarray(ts, dtype=np.float64), y=np.asarray(values, dtype=np.float64),
-                       mode="lines", name=str(label), line={"color": colour, "width": 2}, legendgroup=str(label),
-                       hovertemplate="t = %{x:.4g}<br>Mag = %{y:.4g}<extra>" + str(label) + "</extra>")
+                       mode="lines", name=escape_label(label), line={"color": colour, "width": 2}, legendgroup=escape_label(label),
+                       hovertemplate="t = %{x:.4g}<br>Mag = %{y:.4g}<extra>" + escape_label(label) + "</extra>")
         )
         if t_conv is not None and t_conv.get(label) is not None and np.isfinite(t_conv[label]):
             # t_conv on the t axis; beyond the drawn range, an arrow at the right edge says where
@@ -47,9 +47,9 @@ def magnitude_figure(
                 go.Scatter(x=[tc if inside else x_max], y=[0.0], mode="markers", cliponaxis=False,
                            marker={"color": colour, "size": 12, "symbol": "triangle-up" if inside else "triangle-right",
                                    "line": {"color": "white", "width": 1}},
-                           name=f"t_conv ({label})", legendgroup=str(label), showlegend=False,
+                           name=f"t_conv ({escape_label(label)})", legendgroup=escape_label(label), showlegend=False,
                            hovertemplate=f"t_conv = {tc:.4g}" + ("" if inside else " (beyond the plot)")
-                           + f"<extra>{label}</extra>")
+                           + f"<extra>{escape_label(label)}</extra>")
             )
         if sizes is not None and label in sizes:
             fig.add_hline(y=float(sizes[label]), line={"color": colour, "dash": "dot", "width": 1}, opacity=0.5)
@@ -86,13 +86,13 @@ def rnd_figure(
         if C.shape[0] > 1:
             for r in range(C.shape[0]):
                 fig.add_trace(go.Scatter(x=epochs, y=C[r], mode="lines", line={"color": colour, "width": 0.7},
-                                         opacity=0.25, showlegend=False, hoverinfo="skip", legendgroup=str(label)))
+                                         opacity=0.25, showlegend=False, hoverinfo="skip", legendgroup=escape_label(label)))
         with np.errstate(all="ignore"):
             mean = np.array([np.nan if np.all(np.isnan(col)) else np.nanmean(col) for col in C.T])
         fig.add_trace(go.Scatter(x=epochs, y=mean, mode="lines+markers" if C.shape[1] <= 30 else "lines",
-                                 name=str(label), line={"color": colour, "width": 2.5}, marker={"size": 4},
-                                 legendgroup=str(label),
-                                 hovertemplate="epoch %{x}<br>mean RND_i = %{y:.4f}<extra>" + str(label) + "</extra>"))
+                                 name=escape_label(label), line={"color": colour, "width": 2.5}, marker={"size": 4},
+                                 legendgroup=escape_label(label),
+                                 hovertemplate="epoch %{x}<br>mean RND_i = %{y:.4f}<extra>" + escape_label(label) + "</extra>"))
     last = int(total_epochs or epochs_seen)
     if average_last:
         fig.add_vrect(x0=last - int(average_last) + 0.5, x1=last + 0.5, fillcolor="#999", opacity=0.12,
@@ -124,16 +124,16 @@ def magnitude_dimension_figure(
         values = np.asarray(values, dtype=np.float64)
         keep = ts > 0
         colour = _colour(i)
-        fig.add_trace(go.Scatter(x=ts[keep], y=values[keep], mode="lines+markers", name=str(label),
-                                 line={"color": colour, "width": 2}, marker={"size": 4}, legendgroup=str(label),
-                                 hovertemplate="t = %{x:.4g}<br>dim = %{y:.4g}<extra>" + str(label) + "</extra>"))
+        fig.add_trace(go.Scatter(x=ts[keep], y=values[keep], mode="lines+markers", name=escape_label(label),
+                                 line={"color": colour, "width": 2}, marker={"size": 4}, legendgroup=escape_label(label),
+                                 hovertemplate="t = %{x:.4g}<br>dim = %{y:.4g}<extra>" + escape_label(label) + "</extra>"))
         if maxima is not None and label in maxima and np.isfinite(maxima[label][1]):
             t_dim, dim = (float(v) for v in maxima[label])
-            fig.add_trace(go.Scatter(x=[t_dim], y=[dim], mode="markers", showlegend=False, legendgroup=str(label),
+            fig.add_trace(go.Scatter(x=[t_dim], y=[dim], mode="markers", showlegend=False, legendgroup=escape_label(label),
                                      marker={"color": colour, "size": 12, "symbol": "star",
                                              "line": {"color": "white", "width": 1}},
                                      hovertemplate=f"magnitude dimension {dim:.4g} at t = {t_dim:.4g}"
-                                                   f"<extra>{label}</extra>"))
+                                                   f"<extra>{escape_label(label)}</extra>"))
     fig.update_xaxes(title="scale t (log; ★ the maximum, the magnitude dimension)", type="log")
     fig.update_yaxes(title="d log Mag / d log t", rangemode="tozero")
     return _layout(fig, title=title, height=height, legend=True)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ._base import PALETTE, _colour, _go, _grid, _layout, _make_subplots, _num
+from ._base import PALETTE, _colour, _go, _grid, _layout, _make_subplots, _num, escape_label
 from .vendi import q_profile_figure
 
 if TYPE_CHECKING:
@@ -45,13 +45,13 @@ def score_bars_figure(
             i = order.index(g) if g in order else len(order)
             v, lo, hi = _num(est), _num(low), _num(high)
             fig.add_trace(
-                go.Bar(x=[str(g)], y=[v], name=str(g), legendgroup=str(g), showlegend=g not in shown,
+                go.Bar(x=[escape_label(g)], y=[v], name=escape_label(g), legendgroup=escape_label(g), showlegend=g not in shown,
                        marker={"color": _colour(i)},
                        error_y={"type": "data", "symmetric": False, "array": [0.0 if math.isnan(hi) else hi - v],
                                 "arrayminus": [0.0 if math.isnan(lo) else v - lo], "color": "#333",
                                 "thickness": 1.5},
                        customdata=[[lo, hi]],
-                       hovertemplate=str(g) + "<br>" + score + " = %{y:.4g}<br>interval [%{customdata[0]:.4g}, "
+                       hovertemplate=escape_label(g) + "<br>" + escape_label(score) + " = %{y:.4g}<br>interval [%{customdata[0]:.4g}, "
                        "%{customdata[1]:.4g}]<extra></extra>"),
                 row=r + 1, col=c + 1,
             )
@@ -100,7 +100,7 @@ def q_profile_bands_figure(
         fig.add_trace(go.Scatter(
             x=np.concatenate([x, x[::-1]]), y=np.concatenate([hi_s, lo_s[::-1]]), fill="toself", mode="lines",
             fillcolor=_colour(i), opacity=0.18, line={"width": 0}, hoverinfo="skip", showlegend=False,
-            legendgroup=str(label), name=f"{label} interval",
+            legendgroup=escape_label(label), name=f"{escape_label(label)} interval",
         ))
     return fig
 
@@ -122,8 +122,8 @@ def spectra_overlay_figure(
             lam = lam[: int(max_points)]
         fig.add_trace(go.Scatter(
             x=np.arange(1, lam.size + 1), y=lam, mode="lines+markers" if lam.size <= 60 else "lines",
-            name=str(label), line={"color": _colour(i), "width": 2}, marker={"size": 4},
-            hovertemplate="i = %{x}<br>λ_i = %{y:.3e}<extra>" + str(label) + "</extra>",
+            name=escape_label(label), line={"color": _colour(i), "width": 2}, marker={"size": 4},
+            hovertemplate="i = %{x}<br>λ_i = %{y:.3e}<extra>" + escape_label(label) + "</extra>",
         ))
     fig.update_yaxes(type="log", title="eigenvalue λ_i", exponentformat="power")
     fig.update_xaxes(title="index i")
@@ -160,11 +160,11 @@ def sample_size_figure(
                 x=np.concatenate([x, x[::-1]]), y=np.concatenate([m + s, (m - s)[::-1]]), fill="toself",
                 mode="lines", fillcolor=_colour(i), opacity=0.15, line={"width": 0}, hoverinfo="skip",
                 showlegend=False,
-                legendgroup=str(label)), row=r + 1, col=c + 1)
+                legendgroup=escape_label(label)), row=r + 1, col=c + 1)
             fig.add_trace(go.Scatter(
-                x=x, y=m, mode="lines+markers", name=str(label), line={"color": _colour(i), "width": 2},
-                marker={"size": 5}, legendgroup=str(label), showlegend=k == 0,
-                hovertemplate="m = %{x}<br>" + score + " = %{y:.4g}<extra>" + str(label) + "</extra>"),
+                x=x, y=m, mode="lines+markers", name=escape_label(label), line={"color": _colour(i), "width": 2},
+                marker={"size": 5}, legendgroup=escape_label(label), showlegend=k == 0,
+                hovertemplate="m = %{x}<br>" + escape_label(score) + " = %{y:.4g}<extra>" + escape_label(label) + "</extra>"),
                 row=r + 1, col=c + 1)
         if n is not None:
             fig.add_vline(x=float(n), line={"color": "#444", "dash": "dash", "width": 1}, row=r + 1, col=c + 1)
@@ -192,7 +192,7 @@ def difference_figure(
     """
     go = _go()
     names = list(differences)
-    labels_of = {s: [str(p) for p, *_ in differences[s]] for s in names}
+    labels_of = {s: [escape_label(p) for p, *_ in differences[s]] for s in names}
     layout: list = []  # rows of score names
     for s in names:
         if layout and len(layout[-1]) < max_cols and labels_of[layout[-1][0]] == labels_of[s]:
@@ -246,7 +246,7 @@ def mag_diff_heatmap(
     """
     go = _go()
     M = np.asarray(values, dtype=np.float64)
-    labels = [str(s) for s in names]
+    labels = [escape_label(s) for s in names]
     k = len(labels)
     if M.shape != (k, k):
         raise ValueError(f"values must be a {k} x {k} matrix for {k} names; got shape {M.shape}.")

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ._base import PALETTE, WEBGL_THRESHOLD, _colour, _go, _layout
+from ._base import PALETTE, WEBGL_THRESHOLD, _colour, _go, _layout, escape_label
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -43,7 +43,7 @@ def projection_figure(
     if color is not None and categorical is None:
         categorical = not np.issubdtype(np.asarray(color).dtype, np.number)
     if color is None or categorical:
-        labels = np.asarray(["all items"] * n if color is None else [str(c) for c in color])
+        labels = np.asarray(["all items"] * n if color is None else [escape_label(c) for c in color])
         for i, label in enumerate(dict.fromkeys(labels.tolist())):
             sel = labels == label
             fig.add_trace(trace(
@@ -83,7 +83,8 @@ def bar_figure(
 ) -> go.Figure:
     """One bar per label, optionally with an interval ``[low, high]`` and a reference line."""
     go = _go()
-    labels = [str(s) for s in labels]
+    raw = [str(s) for s in labels]
+    labels = [escape_label(s) for s in raw]
     v = np.asarray(values, dtype=np.float64)
     error_y = None
     if low is not None and high is not None:
@@ -99,7 +100,7 @@ def bar_figure(
     if reference is not None:
         fig.add_hline(y=float(reference), line={"color": "#888", "dash": "dot"})
     fig.update_yaxes(title=y_title)
-    fig.update_xaxes(tickangle=-20 if max((len(s) for s in labels), default=0) > 12 else 0)
+    fig.update_xaxes(tickangle=-20 if max((len(s) for s in raw), default=0) > 12 else 0)
     return _layout(fig, title=title, height=height, legend=False)
 
 

@@ -20,6 +20,7 @@ from ._base import (
     _log_ticks,
     _make_subplots,
     _vline,
+    escape_label,
     q_axis_position,
 )
 
@@ -68,10 +69,10 @@ def q_profile_figure(
                 x=qs[finite],
                 y=values[finite],
                 mode="lines",
-                name=str(label),
+                name=escape_label(label),
                 line={"color": colour, "width": 2},
-                hovertemplate="q = %{x:.3g}<br>VS_q = %{y:.4g}<extra>" + str(label) + "</extra>",
-                legendgroup=str(label),
+                hovertemplate="q = %{x:.3g}<br>VS_q = %{y:.4g}<extra>" + escape_label(label) + "</extra>",
+                legendgroup=escape_label(label),
             )
         )
         ends = ~finite
@@ -81,11 +82,11 @@ def q_profile_figure(
                     x=q_axis_position(qs[ends]),
                     y=values[ends],
                     mode="markers",
-                    name=str(label),
+                    name=escape_label(label),
                     marker={"color": colour, "size": 8, "symbol": "diamond"},
                     text=[format_q(v) for v in qs[ends]],
-                    hovertemplate="q = %{text}<br>VS_q = %{y:.4g}<extra>" + str(label) + "</extra>",
-                    legendgroup=str(label),
+                    hovertemplate="q = %{text}<br>VS_q = %{y:.4g}<extra>" + escape_label(label) + "</extra>",
+                    legendgroup=escape_label(label),
                     showlegend=False,
                 )
             )
@@ -178,7 +179,7 @@ def kernel_heatmap(
     n = K.shape[0]
     text = None
     if hover is not None:
-        h = [str(s) for s in hover]
+        h = [escape_label(s) for s in hover]
         text = [[f"{h[i]} × {h[j]}" for j in range(n)] for i in range(n)] if n <= 400 else None
     fig = go.Figure(
         go.Heatmap(
@@ -203,7 +204,7 @@ def kernel_heatmap(
                 fig.add_shape(**line, line={"color": "white", "width": 1.5})
         mids = [(a + b - 1) / 2 for a, b in zip(starts, ends)]
         names = [lab[a] for a in starts]
-        short = [s if len(s) <= 32 else s[:31] + "…" for s in names]
+        short = [escape_label(s if len(s) <= 32 else s[:31] + "…") for s in names]  # cut, then escape
         fig.update_xaxes(tickvals=mids, ticktext=short, tickangle=-30)
         fig.update_yaxes(tickvals=mids, ticktext=short)
     fig.update_yaxes(autorange="reversed", scaleanchor="x", constrain="domain")
@@ -234,9 +235,9 @@ def sensitivity_figure(
     S = np.atleast_2d(np.asarray(scores, dtype=np.float64))
     fig = go.Figure()
     for i, label in enumerate(labels):
-        fig.add_trace(go.Scatter(x=x, y=S[i], mode="lines+markers", name=str(label),
+        fig.add_trace(go.Scatter(x=x, y=S[i], mode="lines+markers", name=escape_label(label),
                                  line={"color": _colour(i), "width": 2},
-                                 hovertemplate=f"{parameter} = " + "%{x:.4g}<br>VS = %{y:.4g}<extra>" + str(label) + "</extra>"))
+                                 hovertemplate=f"{parameter} = " + "%{x:.4g}<br>VS = %{y:.4g}<extra>" + escape_label(label) + "</extra>"))
     if log_x is None:
         log_x = parameter == "sigma"
     if reference is not None:
