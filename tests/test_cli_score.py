@@ -161,3 +161,11 @@ def test_approx_estimate_drops_low_orders_with_a_note(embeddings):
                   "--replicates", "3", "--q", "0.5", "1", "2")
     assert res.returncode == 0, res.stderr
     assert "q = 0.5 left out" in res.stderr and "rff estimate, 3 replicates" in res.stdout
+
+
+def test_nystrom_estimate_prints_its_certain_range(embeddings):
+    _, path = embeddings
+    res = run_cli("score", path, "--kernel", "rbf", "--sigma", "2", "--approx", "nystrom", "--m", "30",
+                  "--replicates", "2", "--q", "1", "2")
+    assert res.returncode == 0, res.stderr
+    assert "certain low" in res.stdout and "guaranteed range" in res.stdout

@@ -116,3 +116,24 @@ def test_bounds_at_other_orders_use_the_lower_bound_rule(rng):
     np.testing.assert_allclose(hi[:2], b.high, rtol=1e-12)
     exact = compute_spectrum(X, kernel="rbf", sigma=1.0, method="dense").profile([0.5, np.inf])
     assert _contains(lo[2:], hi[2:], exact).all()
+
+
+@given(datasets(), st.integers(3, 30))
+@settings(max_examples=15, deadline=None)
+def test_nystrom_estimates_carry_a_range_that_holds_the_full_sample_value(data, m):
+    from diversity_core.approx import vendi_estimate
+
+    X, kind, params = data
+    qs = [1.0, 2.0, np.inf]
+    exact = compute_spectrum(X, kernel=kind, method="dense", **params).profile(qs)
+    e = vendi_estimate(X, kernel=kind, method="nystrom", m=m, q=qs, replicates=2, rng=0, **params)
+    assert _contains(e.guaranteed_low, e.guaranteed_high, exact).all()
+    assert not e.guaranteed_low.flags.writeable
+    assert e.to_dict()["guaranteed_high"] == e.guaranteed_high.tolist()
+
+
+def test_random_feature_estimates_claim_no_guaranteed_range(rng):
+    from diversity_core.approx import vendi_estimate
+
+    e = vendi_estimate(rng.normal(size=(200, 3)), kernel="rbf", sigma=1.0, method="rff", D=32, replicates=2, rng=0)
+    assert e.guaranteed(1.0) is None and e.to_dict()["guaranteed_low"] is None

@@ -166,6 +166,11 @@ class VendiEstimate:
     kernel : dict
     settings : dict
         ``m`` / ``D``, ``replicates``, ``landmarks``, ``tail``, mean ``captured_trace``, ``seconds``.
+    guaranteed_low, guaranteed_high : ndarray of shape (m,) or None
+        Nystrom only: a range that contains the full-sample VS_q with certainty, from the same
+        sketches (their eigenvalues bound the true ones from below in the PSD order; see
+        :func:`~diversity_core.approx.nystrom_bounds`), intersected over replicates. None for
+        random features (no such order) and for data streamed from disk.
     """
 
     qs: np.ndarray
@@ -180,9 +185,18 @@ class VendiEstimate:
     level: float = 0.95
     kernel: dict = field(default_factory=dict)
     settings: dict = field(default_factory=dict)
+    guaranteed_low: Optional[np.ndarray] = None
+    guaranteed_high: Optional[np.ndarray] = None
 
     exact = False
     kind = "estimate"
+
+    def guaranteed(self, q) -> Optional[tuple[float, float]]:
+        """``(low, high)`` certain to contain the full-sample VS_q, or None (see the attribute)."""
+        if self.guaranteed_low is None:
+            return None
+        j = _index(self.qs, q, "estimates")
+        return float(self.guaranteed_low[j]), float(self.guaranteed_high[j])
 
     def vendi(self, q) -> float:
         """The point estimate at order ``q`` (one of :attr:`qs`)."""
@@ -205,6 +219,8 @@ class VendiEstimate:
             "high": self.high.tolist(),
             "replicates": self.replicates.tolist(),
             "target": self.target,
+            "guaranteed_low": None if self.guaranteed_low is None else self.guaranteed_low.tolist(),
+            "guaranteed_high": None if self.guaranteed_high is None else self.guaranteed_high.tolist(),
             "method": self.method,
             "n": self.n,
             "level": self.level,

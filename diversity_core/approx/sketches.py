@@ -370,6 +370,12 @@ def vendi_estimate(
         size = check_scalar(D if D is not None else DEFAULT_SIZE, "D", int, min_val=1)
     values = np.empty((replicates, qs.size))
     captured = np.empty(replicates)
+    # Nystrom sketches of in-memory float64 (or sparse) data also give guaranteed bounds
+    # (Loewner order); float32 kernel entries, amplified by W^-1/2, would void the guarantee
+    guarantee = method == "nystrom" and source is None and (sp.issparse(X) or X.dtype == np.float64)
+    if guarantee:
+        from .loewner import _EIG_TOL, _RCOND, _lower_eigenvalue_bounds  # loewner builds on this module
+    g_low, g_high = np.ones(qs.size), np.full(qs.size, float(n))
     for rep in range(replicates):
         report(progress, rep, replicates, f"{method} sketch {rep + 1} of {replicates}")
         child = np.random.default_rng(generator.integers(2**63))
@@ -382,9 +388,12 @@ def vendi_estimate(
             P = X[rows] if source is None else kern.validate(source.take(rows))
             if sp.issparse(P):
                 P = sp.csr_matrix(P)
-            sketch = _nystrom(kern, P, size, landmarks, child)
+            sketch = _nystrom(kern, P, size, landmarks, child, rcond=_RCOND if guarantee else None)
         lam = _sketch_eigenvalues(sketch, X if source is None else source, p, n, d)
         values[rep], captured[rep] = _score_with_tail(lam, n, qs, tail=method == "nystrom")
+        if guarantee:
+            lo, hi = _lower_eigenvalue_bounds(lam, n, qs, None, _EIG_TOL)
+            g_low, g_high = np.maximum(g_low, lo), np.minimum(g_high, hi)
     report(progress, replicates, replicates, "done")
     stats = [t_interval(values[:, j], level) for j in range(qs.size)]
     mean = np.array([s[0] for s in stats])
@@ -392,8 +401,10 @@ def vendi_estimate(
     low = np.array([s[1] for s in stats])
     high = np.array([s[2] for s in stats])
     if method == "nystrom":
-        target = ("full-sample VS_q (Nystrom top eigenvalues, missing trace spread evenly over the n - m "
-                  "others); biased at small m, see docs/approximations.md")
+        target = ("VS_q of the Nystrom sketch with its missing trace spread evenly over the n - m unseen "
+                  "eigenvalues (the tail rule), at this m: it converges to the full-sample VS_q as m grows "
+                  "but is biased high at finite m (measured +11% at q = 1 for RBF, +26% for Tanimoto at "
+                  "m = 400, n = 2000); the full-sample value lies in the guaranteed range")
         settings = {"m": size, "landmarks": landmarks, "pool": pool}
     else:
         dim = 2 * size if method == "rff" else size
@@ -402,10 +413,13 @@ def vendi_estimate(
         settings = {"D": size, "features": dim}
     settings.update(replicates=replicates, captured_trace=float(captured.mean()),
                     seconds=time.perf_counter() - start)
-    for a in (mean, stderr, low, high, values, qs):
-        a.setflags(write=False)
+    g_low, g_high = (g_low, np.maximum(g_high, g_low)) if guarantee else (None, None)
+    for a in (mean, stderr, low, high, values, qs, g_low, g_high):
+        if a is not None:
+            a.setflags(write=False)
     return VendiEstimate(qs=qs, value=mean, stderr=stderr, low=low, high=high, replicates=values, target=target,
-                         method=method, n=n, level=level, kernel=kern.to_dict(), settings=settings)
+                         method=method, n=n, level=level, kernel=kern.to_dict(), settings=settings,
+                         guaranteed_low=g_low, guaranteed_high=g_high)
 
 
 def _choose_estimator(method: str, kern, X) -> str:

@@ -497,5 +497,11 @@ def _run_approx(args: argparse.Namespace, qs: list) -> int:
         print(format_table(["q", "low", "high", "width"], table, rule=False))
     else:
         table = [[q_key(q), f"{res.vendi(q):.6g}", f"{low:.6g}", f"{high:.6g}"] for q, (low, high) in rows]
-        print(format_table(["q", "estimate", "low", "high"], table, rule=False))
+        header = ["q", "estimate", "low", "high"]
+        if res.guaranteed_low is not None:
+            # Nystrom: the same sketches bound the full-sample value with certainty
+            header += ["certain low", "certain high"]
+            table = [row + [f"{res.guaranteed(q)[0]:.6g}", f"{res.guaranteed(q)[1]:.6g}"]
+                     for row, (q, _) in zip(table, rows)]
+        print(format_table(header, table, rule=False))
     return 0
