@@ -18,7 +18,7 @@ report        the self-contained HTML report (Jinja2), the plotly figures, PNG/S
 featurizers   features for each modality (pixels, EfficientNet-Lite0, n-grams, MiniLM, Morgan) and a registry
 exceptions    DiversityInputError, NumericalError, MemoryBudgetError and the named warnings
 set_config    the memory budget (also DIVERSITY_MEMORY_BUDGET); get_config, config_context
-approx        guaranteed bounds on every VS_q (Lanczos) and sketch estimates (Nystrom, RFF, MinHash)
+approx        guaranteed bounds on every VS_q (Lanczos; Nystrom at any n) and sketch estimates (Nystrom, RFF, MinHash)
 curation      per-item contributions, near-duplicates, rarity, most-diverse subsets
 cli           the ``diversity`` command
 compat        drop-in replacements for other packages: ``compat.vendi`` for ``vendi_score`` (not imported here)
@@ -32,7 +32,15 @@ Quick start
 """
 
 from ._config import config_context, get_config, set_config
-from .approx import VendiBounds, VendiEstimate, iter_vendi_bounds, vendi_bounds, vendi_estimate, vs_inf_exact
+from .approx import (
+    VendiBounds,
+    VendiEstimate,
+    iter_vendi_bounds,
+    nystrom_bounds,
+    vendi_bounds,
+    vendi_estimate,
+    vs_inf_exact,
+)
 from .baselines import average_similarity, baseline_scores, gmstds, intdiv
 from .blocked import VS2Result, vendi_2_exact
 from .compare import Comparison, compare
@@ -130,6 +138,7 @@ __all__ = [
     "vendi_2_exact",
     "VS2Result",
     "vendi_bounds",
+    "nystrom_bounds",
     "iter_vendi_bounds",
     "vendi_estimate",
     "vs_inf_exact",
