@@ -21,6 +21,10 @@ def test_group_filter_takes_two_tag_clicks_in_a_row(page, app_url, artifacts):
     says why the filter sits high)."""
     open_page(page, f"{app_url}/?demo=digits")
     sidebar = page.locator(SIDEBAR)
+    # the tags are drawn once the sidebar's script run reaches the filter: wait for all four
+    page.wait_for_function(
+        "() => document.querySelectorAll('[data-testid=\"stSidebar\"] button[aria-label^=\"Remove \"]')"
+        ".length === 4", timeout=30_000)
     removes = sidebar.get_by_role("button", name=re.compile(r"^Remove "))
     assert removes.count() == 4
     # two x clicks in a row, without waiting for the run in between or clicking elsewhere
