@@ -4,6 +4,7 @@ import streamlit as st
 
 from diversity_core.curation import default_threshold
 from diversity_core.curation.selection import METHODS
+from diversity_core.data.export import items_file
 from ui import curate_ui, tasks
 from ui.data import selection_buttons
 from ui.gallery import show_items
@@ -92,10 +93,11 @@ if sel_out is not None:
     d1, d2 = st.columns(2)
     d1.download_button("Selected ids (CSV)", curate_ui.selection_csv(view, sel), file_name=f"selected_{method}_{k}.csv",
                        mime="text/csv", key="curate_csv", on_click="ignore")
-    if data.modality == "text":
-        d2.download_button("Selected items (.txt)", curate_ui.selection_txt(view, sel),
-                           file_name=f"selected_{method}_{k}.txt", mime="text/plain", key="curate_txt",
-                           on_click="ignore")
+    item_file = items_file(data, sel.indices)
+    if item_file is not None:
+        content, ext, mime = item_file
+        d2.download_button(f"Selected items ({ext})", content, file_name=f"selected_{method}_{k}{ext}", mime=mime,
+                           key="curate_items", on_click="ignore")
     show_items(data, sel.indices[:32], columns=8, notes=[f"#{r + 1}" for r in range(min(32, sel.k))])
     selection_buttons(view, sel.indices, key="curate_sel", what=f"the {k} items chosen by {curate_ui.METHOD_LABELS[method]}")
     tasks.show_notes(sel_out)

@@ -872,3 +872,24 @@ class TestGroupColumnDetection:
         df.drop(columns="split").to_csv(tmp_path / "given.csv", index=False)
         ds = load_dataset(tmp_path / "given.csv", group_column="model")
         assert ds.group_names() == ["m", "n"] and "detected: a string column" not in ds.detected
+
+
+def test_items_file_for_each_modality():
+    import io
+    import zipfile
+
+    from diversity_core.data import load_demo
+    from diversity_core.data.export import items_file
+
+    text = load_demo("text")
+    content, ext, _ = items_file(text, [3, 1])
+    assert ext == ".txt" and content.decode().splitlines() == [" ".join(str(text.items[i]).split()) for i in (3, 1)]
+    mols = load_demo("molecules")
+    content, ext, _ = items_file(mols, [0, 5])
+    assert ext == ".smi" and content.decode().splitlines()[1].split("\t")[0] == mols.items[5]
+    shapes = load_demo("shapes")
+    content, ext, mime = items_file(shapes, [2, 0, 7])
+    with zipfile.ZipFile(io.BytesIO(content)) as zf:
+        names = zf.namelist()
+    assert ext == ".zip" and mime == "application/zip" and len(names) == 3
+    assert names[0].startswith("00001_") and all("/" not in n for n in names)

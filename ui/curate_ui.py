@@ -221,7 +221,3 @@ def selection_csv(view, sel) -> bytes:
     """The CSV download of the selection (UTF-8)."""
     return selection_frame(view, sel).to_csv(index=False).encode("utf-8")
 
-
-def selection_txt(view, sel) -> bytes:
-    """The text items of the selection, one a line in selection order (line breaks inside become spaces)."""
-    return "".join(" ".join(str(view.data.items[i]).split()) + "\n" for i in sel.indices).encode("utf-8")

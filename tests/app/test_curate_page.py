@@ -112,7 +112,7 @@ def test_curate_page_greedy_default(downloads):
 @pytest.mark.parametrize("demo", list_demos())
 def test_curate_page_runs_on_each_demo(demo, downloads):
     """Every demo (images, shapes, molecules under Tanimoto, text n-grams): no error, one row per item,
-    a CSV download, and for text the .txt of the selected items, one a line."""
+    a CSV download, and the file of the selected items (text lines, a SMILES file, a zip of PNGs)."""
     at = AppTest.from_file(APP, default_timeout=240)
     at.query_params.update({"demo": demo, "n": "120", "seed": "1"})
     at.run()
@@ -120,5 +120,16 @@ def test_curate_page_runs_on_each_demo(demo, downloads):
     assert_clean(at)
     assert len(frame_with(at, "rarity")) == 120
     assert len(pd.read_csv(io.BytesIO(downloads["curate_csv"]))) == 50
+    items = downloads["curate_items"]
     if demo == "text":
-        assert downloads["curate_txt"].decode("utf-8").count("\n") == 50
+        assert items.decode("utf-8").count("\n") == 50
+    elif demo == "molecules":
+        lines = items.decode("utf-8").splitlines()
+        assert len(lines) == 50 and all("\t" in line for line in lines)
+    else:  # images: a zip of 50 PNG files
+        import zipfile
+
+        with zipfile.ZipFile(io.BytesIO(items)) as zf:
+            names = zf.namelist()
+            assert len(names) == 50 and all(n.endswith(".png") for n in names)
+            assert zf.read(names[0])[:8] == b"\x89PNG\r\n\x1a\n"
