@@ -48,7 +48,7 @@ if beyond:
     if b is not None and b.eigenvectors is not None:
         st.subheader("Items at both ends of the top eigenvectors")
         st.caption(f"Ritz vectors of the top {b.k} eigenvalues from Lanczos on all {view.n} items.")
-        galleries(b.top_eigenvalues, b.eigenvectors, lambda j, m: scalable.eigenvector_ends(b.eigenvectors, j, m))
+        galleries(b.top_eigenvalues, b.eigenvectors, b.eigenvector_ends)
         top = (scalable.job_key(ctx) + (b.k,), b.eigenvectors[:, 0])
     scalable.force_exact_control(ctx, plan, scalable.first_look(*ctx.kernel_args))
 else:

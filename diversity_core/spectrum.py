@@ -55,6 +55,14 @@ _SIGNIFICANT_NEG = {np.dtype(np.float64): 1e-5, np.dtype(np.float32): 5e-3}
 _SMALL_NEG = {np.dtype(np.float64): 1e-12, np.dtype(np.float32): 2e-7}
 
 
+def _eigenvector_ends(vectors: np.ndarray, j: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Items with the ``m`` largest and ``m`` smallest entries of column j of ``vectors`` (unchecked)."""
+    u = vectors[:, j]
+    order = np.argsort(u, kind="stable")
+    m = min(m, u.size // 2 or 1)
+    return order[::-1][:m], order[:m]
+
+
 @dataclass(frozen=True)
 class Spectrum:
     """Eigenvalues (and optionally top eigenvectors) of a density matrix.
@@ -135,10 +143,7 @@ class Spectrum:
             raise DiversityInputError(
                 f"eigenvector {j} was not kept ({kept} kept); compute the spectrum with n_eigenvectors > {j}."
             )
-        u = self.eigenvectors[:, j]
-        order = np.argsort(u, kind="stable")
-        m = min(m, u.size // 2 or 1)
-        return order[::-1][:m], order[:m]
+        return _eigenvector_ends(self.eigenvectors, j, m)
 
     def to_dict(self, *, include_eigenvectors: bool = False) -> dict[str, Any]:
         """JSON-ready dict of the spectrum (eigenvectors only on request)."""

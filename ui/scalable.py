@@ -352,18 +352,21 @@ def sketch_label(estimate) -> str:
     return f"{name} D = {st_.get('D')}, {reps} replicates"
 
 
+def bounds_source(b) -> str:
+    """Where a band comes from, in words (Lanczos top-k with the exact VS₂, or a Nyström sketch)."""
+    settings = b.settings
+    if settings.get("method") == "nystrom":
+        return (f"a Nyström sketch (m = {settings['m']}, {settings['captured_trace']:.1%} of the trace"
+                + (", exact VS₂)" if settings.get("exact_vs2") else ")"))
+    return f"the top {b.k} eigenvalues and the exact VS₂" if b.k else "the exact VS₂ alone"
+
+
 def badge_text(snap: Snapshot, first: FirstLook, q: float) -> str:
     """The one line that says which numbers are shown and where they come from."""
     label = format_q(q)
     if snap.bounds is not None:
         lo, hi = bounds_at(snap.bounds, q)
-        k = snap.bounds.k
-        settings = snap.bounds.settings
-        if settings.get("method") == "nystrom":
-            source = (f"a Nyström sketch (m = {settings['m']}, {settings['captured_trace']:.1%} of the trace"
-                      + (", exact VS₂)" if settings.get("exact_vs2") else ")"))
-        else:
-            source = f"the top {k} eigenvalues and the exact VS₂" if k else "the exact VS₂ alone"
+        source = bounds_source(snap.bounds)
         line = f"Bounds from {source}: VS_{label} in [{lo:.2f}, {hi:.2f}]"
     elif snap.estimate is not None and estimate_at(snap.estimate, q) is not None:
         v, lo, hi = estimate_at(snap.estimate, q)
@@ -417,7 +420,7 @@ def status_panel(job: Job, snap: Snapshot) -> None:
         with c1.container(border=True):
             # a progress bar, not st.status: a status box shows "complete" once each script run ends,
             # while this work goes on in its thread between runs
-            what = "estimates with error bars" if snap.stage == "estimate" else "guaranteed bounds (Lanczos)"
+            what = "estimates with error bars" if snap.stage == "estimate" else "guaranteed bounds"
             st.progress(snap.fraction, text=f":material/progress_activity: Refining in the background: {what} — "
                                             f"{literal(snap.message or snap.stage)} · {snap.seconds:.0f} s")
         c2.button("Stop", key="scalable_stop", icon=":material/stop_circle:", on_click=job.stop.set,
@@ -452,7 +455,8 @@ def band_figure(snap: Snapshot, first: FirstLook, q: float, n: int):
     b = snap.bounds
     if b is not None:
         x = q_axis_position(b.qs)
-        name = f"guaranteed bounds (top {b.k} eigenvalues)"
+        name = (f"guaranteed bounds (Nyström, m = {b.settings['m']})" if b.settings.get("method") == "nystrom"
+                else f"guaranteed bounds (top {b.k} eigenvalues)")
         fig.add_trace(go.Scatter(x=x, y=b.low, mode="lines", line={"width": 1, "color": "#0072B2"},
                                  name=name, legendgroup="band", showlegend=False,
                                  hovertemplate="lower bound %{y:.4g}<extra></extra>"))
@@ -485,7 +489,7 @@ def scores_panel(ctx, job: Job, first: FirstLook) -> None:
         st.markdown(f"**{literal(badge_text(snap, first, q))}**")
         c1, c2, c3, c4 = st.columns([1.4, 1.2, 1, 1])
         if snap.bounds is not None:
-            head, src = interval_text(*bounds_at(snap.bounds, q)), f"guaranteed bounds, top {snap.bounds.k} eigenvalues"
+            head, src = interval_text(*bounds_at(snap.bounds, q)), f"guaranteed bounds, {bounds_source(snap.bounds)}"
         elif estimate_at(snap.estimate, q) is not None:
             v, lo, hi = estimate_at(snap.estimate, q)
             head, src = f"≈ {v:.2f} ± {0.5 * (hi - lo):.2f}", "estimate with a 95% error bar"
@@ -502,8 +506,9 @@ def scores_panel(ctx, job: Job, first: FirstLook) -> None:
         elif snap.estimate is not None:
             c2.metric(f"Estimate (q = {label})", "—", help="Sketch estimates cover q ≥ 1 only; below, see the bounds.")
         if snap.bounds is not None:
-            c3.metric("VS₂ (exact)", interval_text(*bounds_at(snap.bounds, 2.0)), help="By one pass over K in blocks.")
-            if snap.bounds.k:
+            if "2" in snap.bounds.exact_orders:
+                c3.metric("VS₂ (exact)", interval_text(*bounds_at(snap.bounds, 2.0)), help="By one pass over K in blocks.")
+            if "inf" in snap.bounds.exact_orders:
                 c4.metric("VS∞ (Lanczos)", interval_text(*bounds_at(snap.bounds, math.inf)),
                           help="1 / the largest eigenvalue, with the solver's tolerance.")
         status_panel(job, snap)
@@ -512,15 +517,7 @@ def scores_panel(ctx, job: Job, first: FirstLook) -> None:
     panel()
 
 
-def eigenvector_ends(vectors: np.ndarray, j: int, m: int) -> tuple[np.ndarray, np.ndarray]:
-    """Items with the ``m`` largest and smallest entries of column j (the rule of ``Spectrum.eigenvector_ends``)."""
-    u = vectors[:, j]
-    order = np.argsort(u, kind="stable")
-    m = min(m, u.size // 2 or 1)
-    return order[::-1][:m], order[:m]
-
-
-@shared_cache("drawings", spinner="Computing the kernel matrix of a subsample…", hash_funcs=compute.HASH)
+@shared_cache("results", spinner="Computing the kernel matrix of a subsample…", hash_funcs=compute.HASH)
 def heatmap(view: View, featurizer: str, kernel: str, kernel_params: tuple, sort: str, order_key: tuple,
             _top: Optional[np.ndarray] = None, max_items: int = compute.HEATMAP_MAX, seed: int = 0) -> dict:
     """The kernel matrix of a seeded subsample, ordered by group or by ``_top`` (the top Lanczos eigenvector).

@@ -107,6 +107,15 @@ class VendiBounds:
         return bounds_from_eigenvalues(self.top_eigenvalues, self.n, qs, purity=self.purity,
                                        tolerance=self.tolerance)
 
+    def eigenvector_ends(self, j: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """Items at both ends of Ritz vector ``j``: the rule of :meth:`Spectrum.eigenvector_ends`."""
+        from ..spectrum import _eigenvector_ends
+
+        kept = 0 if self.eigenvectors is None else self.eigenvectors.shape[1]
+        if not 0 <= j < kept:
+            raise DiversityInputError(f"Ritz vector {j} was not kept ({kept} kept); ask for n_eigenvectors > {j}.")
+        return _eigenvector_ends(self.eigenvectors, j, m)
+
     def vendi(self, q) -> tuple[float, float]:
         """``(low, high)`` for order ``q`` (one of :attr:`qs`)."""
         j = _index(self.qs, q, "bounds")

@@ -10,6 +10,7 @@ test stays well under 30 s.
 from __future__ import annotations
 
 import functools
+import json
 import math
 import time
 
@@ -224,6 +225,10 @@ def test_past_the_float32_matrix_the_band_comes_from_nystrom_sketches(monkeypatc
     lo, hi = scalable.bounds_at(b, 1.0)
     assert headline(at).value == scalable.interval_text(lo, hi)
     assert "Bounds from a Nyström sketch (m = 300" in _shown(at)
+    # no exact VS_2 pass and no Lanczos here: the page does not label any figure as exact
+    assert not any(m.label in ("VS₂ (exact)", "VS∞ (Lanczos)") for m in at.metric)
+    names = {t.get("name") for t in json.loads(at.get("plotly_chart")[0].proto.spec)["data"]}
+    assert "guaranteed bounds (Nyström, m = 300)" in names
     at.switch_page(SPECTRUM).run()
     assert_clean(at)
     assert "Lower bounds on the" in at.get("plotly_chart")[0].proto.spec
