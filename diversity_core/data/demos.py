@@ -104,7 +104,7 @@ def _build_digits(per_group: int = 300, seed: int = 0) -> Dataset:
     base = np.array([rng.choice(np.flatnonzero(target == c)) for c in (0, 3, 4, 7, 8)])
     rep = np.repeat(base, per_group // len(base))
     noisy = np.clip(images[rep] + rng.normal(0.0, 1.0, size=(len(rep), 8, 8)), 0.0, 16.0)
-    add(DIGITS_GROUPS[2], rep, noisy, "+noise")
+    add(DIGITS_GROUPS[2], rep, noisy, " + noise")
     n_rare = max(1, round(0.01 * per_group))
     rare = rng.choice(np.flatnonzero(target == 9), n_rare, replace=False)
     common = rng.choice(np.flatnonzero(target != 9), per_group - n_rare, replace=False)
