@@ -18,7 +18,8 @@ from diversity_core.magnitude import (
     magnitude_function,
     spread_function,
 )
-from diversity_core.magnitude._free import _resolve_method
+from diversity_core.magnitude._free import _FreeSpace, _products, _resolve_method
+from diversity_core.magnitude._metric import _pairwise, _PointMetric
 
 EPS = np.finfo(np.float64).eps
 
@@ -61,6 +62,27 @@ def test_stated_errors_cover_the_exact_solve(dense_and_free):
     # the dense values carry their own (stated) error too
     assert np.all(true <= free_on_grid.errors + dense.errors + 8 * EPS * dense.values)
     assert np.all(free_on_grid.exact) and free_on_grid.max_rel_error < 1e-8
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cityblock", "cosine", "tanimoto"])
+def test_products_from_upper_strips_equal_the_dense_products(rng, metric):
+    # many small row blocks, so that every strip serves its own rows and (transposed) the rows below
+    n = 230
+    X = (rng.random((n, 12)) < 0.3).astype(float) if metric == "tanimoto" else _mixture(rng, n, 6)
+    if metric == "euclidean":  # a tight cluster far from the rest: its pairs take the exact recomputation
+        X[:40] = 50.0 + 1e-3 * rng.normal(size=(40, 6))
+    space = _FreeSpace(_PointMetric(X, metric))
+    space.rows = 17
+    space.blocks = [(i0, min(n, i0 + 17)) for i0 in range(0, n, 17)]
+    D, _ = _pairwise(X, metric)
+    P = rng.normal(size=(n, 3))
+    for ts in (np.array([0.4, 0.8, 2.0]), np.array([0.3, 0.7, 1.9])):  # a grid k h, and general scales
+        Q = _products(space, ts, P)
+        expected = np.column_stack([np.exp(-t * D) @ P[:, j] for j, t in enumerate(ts)])
+        np.testing.assert_allclose(Q, expected, rtol=0, atol=1e-12 * np.abs(expected).max())
+    # the operator is exactly symmetric: its matrix, column by column, equals its transpose bit for bit
+    Z = np.column_stack([_products(space, np.array([0.5]), np.eye(n)[:, [j]])[:, 0] for j in range(n)])
+    assert np.array_equal(Z, Z.T)
 
 
 def test_matrix_free_area_comparison_and_tconv(cloud):

@@ -3,9 +3,12 @@
 When the n x n matrices do not fit the memory budget (n = 50,000 would need 20 GB per scale),
 ``method="auto"`` solves :math:`Z_t w = \\mathbf 1` without ever holding D or Z_t:
 
-- every product :math:`Z_t P` is computed row block by row block: the distances of a block of
-  rows to all points (one GEMM for the Euclidean distance, ``cdist`` otherwise), then
-  ``exp(-t D_blk) @ p`` for every scale that is still iterating. The scales of a grid iterate
+- every product :math:`Z_t P` is computed from the upper triangle, row block by row block: the
+  distances of a block of rows to itself and to the points after it (one GEMM for the Euclidean
+  distance, ``cdist`` otherwise), then ``exp(-t D_strip)``, which multiplies ``p`` for the
+  block's own rows and, transposed, for the rows below it, for every scale that is still
+  iterating. Each distance is computed once per pass (half the work of full rows), and the
+  operator is exactly symmetric, as CG assumes. The scales of a grid iterate
   in lockstep so that one distance block serves all of them; on an evenly spaced grid
   :math:`Z_{kh} = E^{\\circ k}`, :math:`E = e^{-hD}`, so each further scale costs one
   elementwise product instead of an ``exp``. Blocks are spread over the cores with threads
@@ -26,13 +29,14 @@ When the n x n matrices do not fit the memory budget (n = 50,000 would need 20 G
 
 All products are in float64, so the values are as accurate as the stated error estimates.
 Memory: the points, one distance block per thread (``_FREE_BLOCK_BYTES``), a few n-vectors per
-scale and the Nyström factors (n x ``_LANDMARKS`` per preconditioned scale).
+scale (and one accumulator of the products per thread) and the Nyström factors (n x ``_LANDMARKS`` per preconditioned scale).
 """
 
 from __future__ import annotations
 
 import math
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
@@ -52,7 +56,7 @@ from ._metric import (
     _Space,
     _warn_merged,
 )
-from ._scales import _Curve, _grid, _guess_sample, _mean_field_guess_rows
+from ._scales import _Curve, _curve_grid, _grid, _guess_sample, _mean_field_guess_rows
 from ._solvers import _EPS, ACCURACY_RTOL, _serial_blas, _theta_min
 
 #: Values of ``method=``.
@@ -83,11 +87,13 @@ class _FreeSpace:
         self.pm = pm
         self.n = pm.n
         self.workers = max(1, min(os.cpu_count() or 1, 8))
-        # a block holds the distances and one or two Z_t of its rows (3 arrays per thread); the
-        # Nyström factors are float32, n x _LANDMARKS per preconditioned scale (about 10 of 30
-        # on the test clouds; 12 are reserved)
+        # a block holds the distances and one or two Z_t of its rows (3 arrays per thread); each
+        # scale holds x, r, p, M^-1 r, its columns of P and Q and one Q column per thread (30
+        # scales reserved, the default grid); the Nyström factors are the landmark distances and,
+        # in float32, n x _LANDMARKS per preconditioned scale (about 10 of 30 on the test clouds;
+        # 12 are reserved)
         m = min(_LANDMARKS, self.n)
-        fixed = (64.0 + 8.0 * m + 12 * 4.0 * m) * self.n
+        fixed = (8.0 * 30 * (6 + self.workers) + 8.0 * m + 12 * 4.0 * m) * self.n
         per_block = max(8 * self.n * 8.0, min(float(_FREE_BLOCK_BYTES), (memory_budget() - fixed) / (3 * self.workers)))
         self.rows = int(max(8, min(self.n, per_block // (8 * max(self.n, 1)))))
         self.blocks = [(i0, min(self.n, i0 + self.rows)) for i0 in range(0, self.n, self.rows)]
@@ -111,13 +117,29 @@ class _FreeSpace:
                  ks: Optional[np.ndarray] = None) -> np.ndarray:
         """``Q[:, j] = Z_{ts[j]} P[:, j]`` for ascending ``ts``, one pass over the distances.
 
+        Only the upper triangle is computed: the strip ``Z[i0:i1, i0:]`` of a row block serves
+        its own rows and, transposed, the rows below (half the distances and exponentials of a
+        full pass, and an exactly symmetric operator). Each thread sums into its own ``Q``.
         With ``h`` and integers ``ks`` (``ts = ks * h``), Z_{kh} = E^k by elementwise products.
         """
-        Q = np.empty_like(P)
+        sums: list = []
+        local = threading.local()
 
         def block(i0: int, i1: int) -> None:
-            """Rows i0:i1 of every product."""
-            D = self.pm.rows(i0, i1)
+            """The strip of rows i0:i1 in every product."""
+            Q = getattr(local, "Q", None)
+            if Q is None:
+                Q = local.Q = np.zeros(P.shape, order="F")
+                sums.append(Q)  # list.append is atomic
+            b = i1 - i0
+            D = self.pm.strip(i0, i1)
+
+            def add(j: int, Z: np.ndarray) -> None:
+                """Z_strip P[:, j] into rows i0:i1, Z_strip^T P[i0:i1, j] into the rows below."""
+                Q[i0:i1, j] += Z @ P[i0:, j]
+                if b < Z.shape[1]:
+                    Q[i1:, j] += Z[:, b:].T @ P[i0:i1, j]
+
             if h is not None:
                 E = np.exp(np.multiply(D, -h, out=D), out=D)
                 Z = E.copy()
@@ -126,15 +148,18 @@ class _FreeSpace:
                     while k < kj:
                         np.multiply(Z, E, out=Z)
                         k += 1
-                    Q[i0:i1, j] = Z @ P[:, j]
+                    add(j, Z)
             else:
                 Z = np.empty_like(D)
                 for j, t in enumerate(ts):
                     np.multiply(D, -t, out=Z)
                     np.exp(Z, out=Z)
-                    Q[i0:i1, j] = Z @ P[:, j]
+                    add(j, Z)
 
         self._map(block)
+        Q = sums[0]
+        for other in sums[1:]:
+            Q += other
         return Q
 
     def rows_at(self, idx: np.ndarray) -> np.ndarray:
@@ -470,16 +495,8 @@ def _free_curve(space: _FreeSpace, ts: Optional[np.ndarray] = None, *, t_cut: Op
         zeros = np.zeros(grid.size, dtype=bool)
         return _Curve(grid, np.ones(grid.size), np.zeros(grid.size), zeros, zeros.copy(),
                       ("exact",) * grid.size, t_conv, 1, 0)
-    if need_tconv:
-        report(progress, offset, total, "finding the convergence scale (matrix-free)")
-        t_conv = _free_tconv_of(space, fraction)
-        offset += 1
-        report(progress, offset, total, f"convergence scale t_conv = {t_conv:.6g}")
-        grid = _grid(t_conv, n_scales, scales)
-    elif ts is None:
-        grid = _grid(t_cut, n_scales, scales)
-    else:
-        grid = ts
+    grid, t_conv, offset = _curve_grid(ts, t_cut, n_scales, scales, t_conv, lambda: _free_tconv_of(space, fraction),
+                                       progress, offset, total, " (matrix-free)")
     values = np.ones(grid.size)
     errors = np.zeros(grid.size)
     methods = ["exact"] * grid.size

@@ -193,31 +193,52 @@ class _PointMetric:
         """``D[i0:i1]`` (a new array; the diagonal entries in it are 0)."""
         return self.rows_of(slice(i0, i1), np.arange(i0, i1))
 
-    def rows_of(self, sel, idx: np.ndarray) -> np.ndarray:
-        """``D[idx]`` where ``sel`` selects the same rows (a slice, or ``idx`` itself)."""
+    def strip(self, i0: int, i1: int) -> np.ndarray:
+        """``D[i0:i1, i0:]``: rows i0:i1 from their diagonal block on (the upper triangle's strip).
+
+        The diagonal block is made exactly symmetric, so the strips of all row blocks define one
+        exactly symmetric matrix (each pair's distance is computed once).
+        """
+        out = self.rows_of(slice(i0, i1), np.arange(i0, i1), j0=i0)
+        b = i1 - i0
+        diag = out[:, :b]
+        diag[...] = np.triu(diag) + np.triu(diag, 1).T
+        return out
+
+    def rows_of(self, sel, idx: np.ndarray, j0: int = 0) -> np.ndarray:
+        """``D[idx, j0:]`` where ``sel`` selects the same rows (a slice, or ``idx`` itself)."""
         m = self.metric
         if m == "euclidean":
-            G = self.Xc[sel] @ self.Xc.T
+            Xr, Xs, sq_r, sq_c = self.Xc[sel], self.Xc[j0:], self.sq[sel], self.sq[j0:]
+            # G = |x|^2 + 0.99 |y|^2 - 2 x.y first: then the test for pairs whose squared distance is
+            # below 1e-2 (|x|^2 + |y|^2), where |x|^2 + |y|^2 - 2 x.y loses relative accuracy and is
+            # recomputed from the differences, compares with a per-row bound (no block-sized temporary)
+            G = Xr @ Xs.T
             G *= -2.0
-            G += self.sq[sel, None]
-            G += self.sq[None, :]
-            # |x|^2 + |y|^2 - 2 x.y loses relative accuracy for close pairs: recompute those exactly
-            rows, cols = np.nonzero(G < 1e-2 * (self.sq[sel, None] + self.sq[None, :]))
-            if rows.size:
-                diff = self.Xc[idx[rows]] - self.Xc[cols]
+            G += (0.99 * sq_c)[None, :]
+            G += sq_r[:, None]
+            near = G < (1e-2 * sq_r)[:, None]  # includes the diagonal and any negative round-off
+            G += (1e-2 * sq_c)[None, :]
+            rows, cols = np.nonzero(near)
+            del near
+            if rows.size > 0.05 * G.size:  # mostly close pairs (tiny spread): the direct formula
+                G = cdist(Xr, Xs, metric="sqeuclidean")
+            elif rows.size:
+                diff = Xr[rows] - Xs[cols]
                 G[rows, cols] = np.einsum("ij,ij->i", diff, diff)
             np.sqrt(G, out=G)
             out = G
         elif m == "cosine":
-            out = self.U[sel] @ self.U.T
+            out = self.U[sel] @ self.U[j0:].T
             np.subtract(1.0, out, out=out)
             np.clip(out, 0.0, 2.0, out=out)
         elif m in ("tanimoto", "jaccard"):
-            out = _tanimoto_from_gram(self.X[sel] @ self.X.T, self.sq[sel], self.sq)
+            out = _tanimoto_from_gram(self.X[sel] @ self.X[j0:].T, self.sq[sel], self.sq[j0:])
         else:
-            out = cdist(self.X[sel], self.X, metric=m, **self.kwargs)
+            out = cdist(self.X[sel], self.X[j0:], metric=m, **self.kwargs)
             np.maximum(out, 0.0, out=out)  # round-off below 0 (correlation)
-        out[np.arange(idx.size), idx] = 0.0
+        on = idx >= j0
+        out[np.flatnonzero(on), idx[on] - j0] = 0.0
         return out
 
 

@@ -9,7 +9,7 @@ also what the subsampling comparisons (:mod:`diversity_core.compare`) call per r
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Optional
+from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 from scipy.integrate import trapezoid
@@ -274,6 +274,20 @@ def _grid(t_end: float, n_scales: int, scales: str) -> np.ndarray:
     return np.linspace(0.0, t_end, n_scales)
 
 
+def _curve_grid(ts: Optional[np.ndarray], t_cut: Optional[float], n_scales: int, scales: str,
+                t_conv: Optional[float], find_tconv: Callable[[], float], progress: Optional[ProgressCallback],
+                offset: int, total: int, where: str = "") -> tuple:
+    """``(grid, t_conv, offset)``: ``ts``, else a grid to ``t_cut``, else to ``find_tconv()`` (one progress step)."""
+    if ts is not None:
+        return ts, t_conv, offset
+    if t_cut is not None:
+        return _grid(t_cut, n_scales, scales), t_conv, offset
+    report(progress, offset, total, f"finding the convergence scale{where}")
+    t_conv = find_tconv()
+    report(progress, offset + 1, total, f"convergence scale t_conv = {t_conv:.6g}")
+    return _grid(t_conv, n_scales, scales), t_conv, offset + 1
+
+
 def _curve(D: np.ndarray, ts: Optional[np.ndarray] = None, *, t_cut: Optional[float] = None, n_scales: int = 30,
            fraction: float = 0.95, progress: Optional[ProgressCallback] = None, offset: int = 0,
            total: Optional[int] = None, t_conv: Optional[float] = None, scales: str = "linear",
@@ -296,16 +310,8 @@ def _curve(D: np.ndarray, ts: Optional[np.ndarray] = None, *, t_cut: Optional[fl
                       ("exact",) * grid.size, t_conv, 1, 0, np.ones(grid.size) if positive else None,
                       np.zeros(grid.size) if derivatives else None)
     engine = _Engine(D)  # the engine owns D now (and overwrites it on an evenly spaced grid)
-    if need_tconv:
-        report(progress, offset, total, "finding the convergence scale")
-        t_conv = _newton_tconv(engine, fraction)
-        offset += 1
-        report(progress, offset, total, f"convergence scale t_conv = {t_conv:.6g}")
-        grid = _grid(t_conv, n_scales, scales)
-    elif ts is None:
-        grid = _grid(t_cut, n_scales, scales)
-    else:
-        grid = ts
+    grid, t_conv, offset = _curve_grid(ts, t_cut, n_scales, scales, t_conv, lambda: _newton_tconv(engine, fraction),
+                                       progress, offset, total)
     order = np.argsort(grid, kind="stable")
     values, errors, singular, methods, pos_mag, derivs = _solve_grid(engine, grid[order], progress, offset, total,
                                                                      derivatives, positive)
