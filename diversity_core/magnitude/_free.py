@@ -57,7 +57,7 @@ from ._metric import (
     _warn_merged,
 )
 from ._scales import _Curve, _curve_grid, _grid, _guess_sample, _mean_field_guess_rows
-from ._solvers import _EPS, ACCURACY_RTOL, _serial_blas, _theta_min
+from ._solvers import _EPS, _RITZ_MARGIN, ACCURACY_RTOL, _serial_blas, _theta_min
 
 #: Values of ``method=``.
 METHODS = ("auto", "dense", "matrix-free")
@@ -280,11 +280,10 @@ class _Lane:
         self.k += 1
         self.value = float(self.x.sum() + self.x @ self.r)
         self.theta = min(self.theta, 1.0 / self.alphas[0])
-        # the smallest Ritz value only approaches lambda_min from above: a factor 2 of margin
-        self.error = 2.0 * rz_new / self.theta
+        self.error = _RITZ_MARGIN * rz_new / self.theta
         if self.error <= _FREE_RTOL * abs(self.value) or self.k >= _FREE_MAX_ITER:
             self.theta = max(_theta_min(self.alphas, self.betas), 1e-300)
-            self.error = 2.0 * rz_new / self.theta
+            self.error = _RITZ_MARGIN * rz_new / self.theta
             if self.error <= _FREE_RTOL * abs(self.value) or self.k >= _FREE_MAX_ITER:
                 self.done = True
                 return
