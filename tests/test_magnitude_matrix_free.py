@@ -16,6 +16,7 @@ from diversity_core.magnitude import (
     convergence_scale,
     mag_area,
     magnitude_function,
+    magnitude_method,
     spread_function,
 )
 from diversity_core.magnitude._free import _FreeSpace, _products, _resolve_method
@@ -114,6 +115,24 @@ def test_matrix_free_merges_duplicates_and_other_metrics(rng):
     U = X8 / np.linalg.norm(X8, axis=1, keepdims=True)
     with pytest.warns(DuplicatesMergedWarning, match="cosine distance 0"):
         magnitude_function(np.vstack([U, 3 * U[:2]]), [5.0], metric="cosine", method="matrix-free")
+
+
+def test_magnitude_method_says_which_path_a_size_takes(cloud):
+    budget = int(0.6 * 24 * cloud.shape[0] ** 2)
+    with config_context(memory_budget=budget):
+        assert magnitude_method(cloud.shape[0]) == "matrix-free"
+        assert magnitude_function(cloud[:, :2], [1.0]).method == "matrix-free"
+        assert magnitude_method(cloud.shape[0] // 2) == "dense"
+        assert magnitude_function(cloud[: cloud.shape[0] // 2], [1.0]).method == "dense"
+        assert magnitude_method(cloud.shape[0], method="dense") == "dense"
+        assert magnitude_method(cloud.shape[0], "precomputed") == "dense"
+    for bad, match in ((0, "n_points must be an integer >= 1"), (2.5, "n_points must be an integer")):
+        with pytest.raises(DiversityInputError, match=match):
+            magnitude_method(bad)
+    with pytest.raises(DiversityInputError, match="unknown metric 'foo'"):
+        magnitude_method(10, "foo")
+    with pytest.raises(DiversityInputError, match="precomputed D is already an n x n matrix"):
+        magnitude_method(10, "precomputed", method="matrix-free")
 
 
 def test_method_errors(rng):

@@ -11,7 +11,13 @@ import streamlit as st
 
 from diversity_core.featurizers import default_kernel
 from diversity_core.figures import mag_diff_heatmap, magnitude_dimension_figure, magnitude_figure
-from diversity_core.magnitude import MagDiffMatrix, compare_magnitude, mag_diff_matrix, magnitude_dimension
+from diversity_core.magnitude import (
+    MagDiffMatrix,
+    compare_magnitude,
+    mag_diff_matrix,
+    magnitude_dimension,
+    magnitude_method,
+)
 
 from . import compute
 from .feedback import literal
@@ -131,11 +137,21 @@ def show(out: Outcome) -> None:
             row["MagDiff vs reference"] = c.mag_diff.get(k, 0.0 if k == c.reference else np.nan)
             row["MagDiff / reference area"] = c.mag_diff_relative.get(k, 0.0 if k == c.reference else np.nan)
         row["flagged scales"] = int(np.count_nonzero(f.ill_conditioned | f.singular))
+        row["solver"] = f.method
+        row["largest relative error"] = f.max_rel_error
         rows.append(row)
     table = pd.DataFrame(rows)
     fmt = {col: st.column_config.NumberColumn(format="%.4g") for col in table.columns
-           if col not in ("set", "items", "distinct", "flagged scales")}
+           if col not in ("set", "items", "distinct", "flagged scales", "solver", "largest relative error")}
+    fmt["largest relative error"] = st.column_config.NumberColumn(
+        format="%.1e", help="The largest stated error of Mag(t) over the scales, relative to the value.")
     st.dataframe(table, hide_index=True, width="stretch", column_config=fmt)
+    free = [literal(k) for k, f in c.functions.items() if f.method == "matrix-free"]
+    if free:
+        st.info(f"Beyond the dense limit for {', '.join(free)}: the n × n matrices of a scale would exceed the "
+                "memory budget, so those curves come from the matrix-free solver (conjugate gradients on blocks of "
+                "distances, never holding the matrix). Each value carries its stated error; the table shows the "
+                "largest, relative to the value.")
     if len(rows) > 1:
         best = max(c.areas, key=c.areas.get)
         st.caption(f"Largest MagArea on the shared interval: **{literal(best)}**. "
@@ -168,6 +184,19 @@ def show_pairs(m: MagDiffMatrix) -> None:
 def dimension_key(view, featurizer: str, s: MagnitudeSettings) -> tuple:
     """The key of the magnitude dimension in the ``"magnitude_dimension"`` task store."""
     return (view.key, featurizer, s.metric, s.n_scales, s.per_group)
+
+
+def dimension_out_of_reach(view, s: MagnitudeSettings) -> Optional[str]:
+    """Why the magnitude dimension cannot be computed here (a set beyond the dense path), else None."""
+    ds = view.data
+    sizes = {g: ds.group_indices(g).size for g in ds.group_names()} if s.per_group else {ALL: view.n}
+    large = [g for g, n in sizes.items() if magnitude_method(int(n), s.metric) != "dense"]
+    if not large:
+        return None
+    return (f"The magnitude dimension needs the exact slope of Mag(t), which only the dense solver gives, and "
+            f"{', '.join(literal(g) for g in large)} ({max(sizes[g] for g in large)} items) is beyond what its n × n "
+            "matrices allow under the memory budget. Select fewer items (sidebar), or raise the budget "
+            "(DIVERSITY_MEMORY_BUDGET) if this machine has the memory.")
 
 
 def dimension_task(view, featurizer: str, s: MagnitudeSettings) -> Callable:

@@ -28,7 +28,8 @@ _solvers      Cholesky (LAPACK and blocked), float32 factors with float64 refine
               error estimates (``_Engine``), :data:`ACCURACY_RTOL`
 _free         the matrix-free path (``method="matrix-free"``, or "auto" over the memory
               budget): blocked Z_t products from the points, lockstep CG over the grid,
-              Nyström preconditioning, error estimates
+              Nyström preconditioning, error estimates; :func:`magnitude_method` (which
+              path a given n takes)
 _scales       the grid solve, the t_conv search, and the private computes on validated input
               (``_magnitude_values``, ``_convergence_scale_of``, ``_area``)
 
@@ -78,6 +79,7 @@ from ._api import (
     magnitude_weights,
 )
 from ._comparison import compare_magnitude, mag_area, mag_diff, mag_diff_matrix
+from ._free import magnitude_method
 from ._metric import METRICS
 from ._results import (
     MagAreaResult,
@@ -109,6 +111,7 @@ __all__ = [
     "magnitude_function",
     "convergence_scale",
     "magnitude_dimension",
+    "magnitude_method",
     "spread_function",
     "spread_at",
     "mag_area",

@@ -44,7 +44,7 @@ import numpy as np
 
 from .._config import check_memory, fits_memory, memory_budget
 from .._progress import ProgressCallback, report
-from .._validation import check_option
+from .._validation import check_option, check_scalar
 from ..exceptions import DiversityInputError, NumericalError
 from ._metric import (
     _DENSE_ARRAYS,
@@ -425,6 +425,42 @@ def _n_input_rows(X_or_D) -> int:
         return len(X_or_D)
     except TypeError:
         return 0
+
+
+def magnitude_method(n_points: int, metric: str = "euclidean", *, method: str = "auto") -> str:
+    """The path that ``method`` takes for ``n_points`` points under the current memory budget.
+
+    ``"dense"`` while D, Z_t and a Cholesky factor (about 24 n^2 bytes) fit the budget
+    (:func:`diversity_core.set_config`), else ``"matrix-free"`` (conjugate gradients on blocks of
+    distances, :mod:`~diversity_core.magnitude._free`). Derivatives, positive magnitude and the
+    magnitude dimension need ``"dense"``. Nothing is computed; n counts the points before
+    duplicates are merged, so the answer errs towards ``"matrix-free"``.
+
+    Parameters
+    ----------
+    n_points : int
+        Number of points (rows of X).
+    metric : str, default="euclidean"
+        A name of :data:`METRICS`; ``"precomputed"`` is always dense.
+    method : {"auto", "dense", "matrix-free"}, default="auto"
+        As in :func:`magnitude_function`.
+
+    Returns
+    -------
+    str
+        ``"dense"`` or ``"matrix-free"``.
+
+    Examples
+    --------
+    >>> from diversity_core import config_context
+    >>> from diversity_core.magnitude import magnitude_method
+    >>> with config_context(memory_budget="1G"):
+    ...     magnitude_method(1000), magnitude_method(100_000)
+    ('dense', 'matrix-free')
+    """
+    n = check_scalar(n_points, "n_points", int, min_val=1)
+    metric, _ = _check_metric(metric, None)
+    return _resolve_method(method, np.empty((n, 0)), metric)
 
 
 def _resolve_method(method: str, X_or_D, metric: str) -> str:

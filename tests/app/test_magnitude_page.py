@@ -8,6 +8,7 @@ import pytest
 from test_app import assert_clean, start
 
 from diversity_core.data import load_demo
+from diversity_core.exceptions import DuplicatesMergedWarning
 from diversity_core.featurizers import featurize
 from diversity_core.magnitude import compare_magnitude
 
@@ -105,3 +106,32 @@ def test_magnitude_dimension_waits_for_a_click_on_large_views(monkeypatch):
     (dims,) = [d for d in _tables(at, "set") if "magnitude dimension" in d.columns]
     assert dims.shape[0] == 1
     assert not at.get("subheader") or "MagDiff between every pair of groups" not in [h.value for h in at.subheader]
+
+
+def test_beyond_the_dense_limit_the_table_names_the_matrix_free_solver(monkeypatch):
+    # 1200 digits: the dense path needs 24 n^2 = 35 MB, over a 25 MB budget; the matrix-free one fits
+    from diversity_core._config import config_context
+
+    monkeypatch.setenv("DIVERSITY_MEMORY_BUDGET", "25M")
+    at = _page({"demo": "digits", "mag_scales": "10"}, "app_pages/4_magnitude.py")
+    at.checkbox(key="mag_per_group").uncheck().run()
+    if any(b.key == "mag_run" for b in at.button):
+        at.button(key="mag_run").click().run()
+    (table,) = [d for d in _tables(at, "set") if "solver" in d.columns]
+    row = table.set_index("set").iloc[0]
+    assert row["solver"] == "matrix-free" and row["items"] == 1200
+    assert 0 < row["largest relative error"] < 1e-8
+    assert any("matrix-free solver" in i.value for i in at.info)
+    X = np.asarray(featurize(load_demo("digits")), dtype=float)
+    with config_context(memory_budget="25M"), pytest.warns(DuplicatesMergedWarning):
+        core = compare_magnitude({"all": X}, n_scales=10)
+    assert core.functions["all"].method == "matrix-free"
+    assert row["MagArea"] == pytest.approx(core.areas["all"], rel=1e-9)
+    # the dimension profile needs the dense path: the page says so instead of starting it
+    assert not at.error, [e.value for e in at.error]
+    assert any("only the dense solver gives" in i.value for i in at.info)
+    assert not any(b.key == "mag_dim_run" for b in at.button)
+    # per group (about 120 items each) both are in reach again
+    at.checkbox(key="mag_per_group").check().run()
+    assert_clean(at)
+    assert not any("only the dense solver gives" in i.value for i in at.info)
