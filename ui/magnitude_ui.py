@@ -138,20 +138,22 @@ def show(out: Outcome) -> None:
             row["MagDiff / reference area"] = c.mag_diff_relative.get(k, 0.0 if k == c.reference else np.nan)
         row["flagged scales"] = int(np.count_nonzero(f.ill_conditioned | f.singular))
         row["solver"] = f.method
-        row["largest relative error"] = f.max_rel_error
+        row["max rel. error"] = f.max_rel_error
         rows.append(row)
     table = pd.DataFrame(rows)
     fmt = {col: st.column_config.NumberColumn(format="%.4g") for col in table.columns
-           if col not in ("set", "items", "distinct", "flagged scales", "solver", "largest relative error")}
-    fmt["largest relative error"] = st.column_config.NumberColumn(
+           if col not in ("set", "items", "distinct", "flagged scales", "solver", "max rel. error")}
+    fmt["solver"] = st.column_config.TextColumn(width="small", help="dense: Cholesky/CG on the n × n matrices; "
+                                                "matrix-free: conjugate gradients on blocks of distances.")
+    fmt["max rel. error"] = st.column_config.NumberColumn(
         format="%.1e", help="The largest stated error of Mag(t) over the scales, relative to the value.")
     st.dataframe(table, hide_index=True, width="stretch", column_config=fmt)
     free = [literal(k) for k, f in c.functions.items() if f.method == "matrix-free"]
     if free:
         st.info(f"Beyond the dense limit for {', '.join(free)}: the n × n matrices of a scale would exceed the "
                 "memory budget, so those curves come from the matrix-free solver (conjugate gradients on blocks of "
-                "distances, never holding the matrix). Each value carries its stated error; the table shows the "
-                "largest, relative to the value.")
+                "distances, never holding the matrix). Each value carries its stated error; 'max rel. error' in "
+                "the table is the largest, relative to the value.")
     if len(rows) > 1:
         best = max(c.areas, key=c.areas.get)
         st.caption(f"Largest MagArea on the shared interval: **{literal(best)}**. "

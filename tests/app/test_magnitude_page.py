@@ -120,7 +120,7 @@ def test_beyond_the_dense_limit_the_table_names_the_matrix_free_solver(monkeypat
     (table,) = [d for d in _tables(at, "set") if "solver" in d.columns]
     row = table.set_index("set").iloc[0]
     assert row["solver"] == "matrix-free" and row["items"] == 1200
-    assert 0 < row["largest relative error"] < 1e-8
+    assert 0 < row["max rel. error"] < 1e-8
     assert any("matrix-free solver" in i.value for i in at.info)
     X = np.asarray(featurize(load_demo("digits")), dtype=float)
     with config_context(memory_budget="25M"), pytest.warns(DuplicatesMergedWarning):
