@@ -34,13 +34,14 @@ dims = tasks.stored("magnitude_dimension", dkey)
 out_of_reach = magnitude_ui.dimension_out_of_reach(view, settings)
 if out_of_reach:
     st.info(out_of_reach)
-elif dims is None and ((not magnitude_ui.needs_click(view) and not tasks.cancelled("magnitude_dimension", dkey))
-                       or tasks.start_button("Compute the magnitude dimension", key="mag_dim_run", primary=False,
-                                             hint="One more magnitude curve per set, with its exact slope.")):
-    dims = tasks.run("magnitude_dimension", dkey, magnitude_ui.dimension_task(view, ctx.featurizer, settings),
-                     "Computing the magnitude dimension")
-if dims is not None and not out_of_reach:
-    magnitude_ui.show_dimension(dims)
+else:
+    if dims is None and ((not magnitude_ui.needs_click(view) and not tasks.cancelled("magnitude_dimension", dkey))
+                         or tasks.start_button("Compute the magnitude dimension", key="mag_dim_run", primary=False,
+                                               hint="One more magnitude curve per set, with its exact slope.")):
+        dims = tasks.run("magnitude_dimension", dkey, magnitude_ui.dimension_task(view, ctx.featurizer, settings),
+                         "Computing the magnitude dimension")
+    if dims is not None:
+        magnitude_ui.show_dimension(dims)
 st.caption("Distances between the chosen representation's vectors; exact duplicates are merged first (a "
            "multiset has the magnitude of its distinct points). t_conv is where Mag reaches 95 % of the "
            "distinct points.")

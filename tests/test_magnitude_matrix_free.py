@@ -40,7 +40,7 @@ def dense_and_free(cloud):
     dense = magnitude_function(cloud, method="dense")
     budget = int(0.6 * 24 * cloud.shape[0] ** 2)  # below the dense path's D, Z_t and factor
     with config_context(memory_budget=budget):
-        assert _resolve_method("auto", cloud, "euclidean") == "matrix-free"
+        assert _resolve_method("auto", cloud.shape[0], "euclidean") == "matrix-free"
         free = magnitude_function(cloud)  # method="auto"
     return dense, free
 

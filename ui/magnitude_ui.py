@@ -88,12 +88,15 @@ def result_key(view, featurizer: str, s: MagnitudeSettings) -> tuple:
     return (view.key, featurizer, s)
 
 
+def _set_rows(view, per_group: bool) -> dict:
+    """The sets measured: each group's rows, or ``{ALL: None}`` (every item)."""
+    ds = view.data
+    return {g: ds.group_indices(g) for g in ds.group_names()} if per_group else {ALL: None}
+
+
 def _sets(view, featurizer: str, per_group: bool) -> dict:
     X = compute.dense(compute.features(view, featurizer, show_progress=False))
-    ds = view.data
-    if per_group:
-        return {g: X[ds.group_indices(g)] for g in ds.group_names()}
-    return {ALL: X}
+    return {name: X if rows is None else X[rows] for name, rows in _set_rows(view, per_group).items()}
 
 
 def needs_click(view) -> bool:
@@ -190,8 +193,7 @@ def dimension_key(view, featurizer: str, s: MagnitudeSettings) -> tuple:
 
 def dimension_out_of_reach(view, s: MagnitudeSettings) -> Optional[str]:
     """Why the magnitude dimension cannot be computed here (a set beyond the dense path), else None."""
-    ds = view.data
-    sizes = {g: ds.group_indices(g).size for g in ds.group_names()} if s.per_group else {ALL: view.n}
+    sizes = {name: view.n if rows is None else rows.size for name, rows in _set_rows(view, s.per_group).items()}
     large = [g for g, n in sizes.items() if magnitude_method(int(n), s.metric) != "dense"]
     if not large:
         return None

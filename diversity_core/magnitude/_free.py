@@ -29,7 +29,8 @@ When the n x n matrices do not fit the memory budget (n = 50,000 would need 20 G
 
 All products are in float64, so the values are as accurate as the stated error estimates.
 Memory: the points, one distance block per thread (``_FREE_BLOCK_BYTES``), a few n-vectors per
-scale (and one accumulator of the products per thread) and the Nyström factors (n x ``_LANDMARKS`` per preconditioned scale).
+scale (and one accumulator of the products per thread) and the Nyström factors (n x
+``_LANDMARKS`` per preconditioned scale).
 """
 
 from __future__ import annotations
@@ -460,11 +461,11 @@ def magnitude_method(n_points: int, metric: str = "euclidean", *, method: str = 
     """
     n = check_scalar(n_points, "n_points", int, min_val=1)
     metric, _ = _check_metric(metric, None)
-    return _resolve_method(method, np.empty((n, 0)), metric)
+    return _resolve_method(method, n, metric)
 
 
-def _resolve_method(method: str, X_or_D, metric: str) -> str:
-    """"dense" or "matrix-free": ``auto`` is dense while D, Z_t and a factor fit the memory budget."""
+def _resolve_method(method: str, n: int, metric: str) -> str:
+    """"dense" or "matrix-free" for n points: ``auto`` is dense while D, Z_t and a factor fit the budget."""
     check_option(method, METHODS, "method")
     if metric == "precomputed":
         if method == "matrix-free":
@@ -475,7 +476,6 @@ def _resolve_method(method: str, X_or_D, metric: str) -> str:
         return "dense"
     if method != "auto":
         return method
-    n = _n_input_rows(X_or_D)
     return "dense" if fits_memory(_DENSE_ARRAYS * 8.0 * n * n) else "matrix-free"
 
 
@@ -483,7 +483,7 @@ def _prepare_any(X_or_D, metric: str, *, p=None, name: str = "X", warn: bool = T
                  method: str = "auto") -> _Space:
     """:func:`_prepare` (dense D) or the matrix-free preparation, by :func:`_resolve_method`."""
     metric, p = _check_metric(metric, p)
-    if _resolve_method(method, X_or_D, metric) == "dense":
+    if _resolve_method(method, _n_input_rows(X_or_D), metric) == "dense":
         return _prepare(X_or_D, metric, p=p, name=name, warn=warn)
     X = _check_points(X_or_D, name)
     n_points = X.shape[0]

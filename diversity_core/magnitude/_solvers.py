@@ -303,7 +303,8 @@ class _Engine:
         ``value = 1^T x + x^T r`` has error ``r^T Z^{-1} r <= (r^T M^{-1} r) / lambda_min(M^{-1} Z)``;
         lambda_min is estimated by the smallest Ritz value of the CG-Lanczos tridiagonal matrix,
         and the stated error is ``_RITZ_MARGIN`` times that estimate (the stopping test uses the
-        estimate itself, so the margin costs no iterations). Aborts early when the observed convergence rate predicts more than ``max_iter`` steps.
+        estimate itself, so the margin costs no iterations). Aborts early when the observed
+        convergence rate predicts more than ``max_iter`` steps.
         With a finite ``residual_tol`` it also iterates until ``max |1 - Z x| <= residual_tol``
         (the weights themselves, not just Mag, to that accuracy).
         """
