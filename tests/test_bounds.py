@@ -9,10 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from diversity_core._config import config_context
 from diversity_core._json import dumps
 from diversity_core.approx import (
     VendiBounds,
     bounds_from_eigenvalues,
+    bounds_method,
     iter_vendi_bounds,
     vendi_bounds,
     vs_inf_exact,
@@ -185,3 +187,13 @@ def test_vs_inf_exact(rng):
     assert vs_inf_exact(X, kernel="laplacian") == pytest.approx(
         compute_spectrum(X, kernel="laplacian").vendi(np.inf), rel=1e-9
     )
+
+
+def test_vs_inf_exact_stays_exact_beyond_the_float32_matrix(rng):
+    # where vendi_bounds(method="auto") would take Nystrom lower bounds, VS_inf must still come
+    # from Lanczos (matrix-free products), not from a sketch's upper bound
+    X = rng.normal(size=(300, 6))
+    exact = compute_spectrum(X, kernel="rbf").vendi(np.inf)
+    with config_context(memory_budget=200_000):
+        assert bounds_method(X, "rbf") == "nystrom"
+        assert vs_inf_exact(X, kernel="rbf", rng=0) == pytest.approx(exact, rel=1e-9)

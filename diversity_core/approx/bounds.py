@@ -532,7 +532,11 @@ def vendi_bounds(
     progress: Optional[ProgressCallback] = None,
     **kernel_params,
 ) -> VendiBounds:
-    r"""Guaranteed bounds on VS_q for every order, from the top-k eigenvalues and the exact VS_2.
+    r"""Guaranteed bounds on VS_q for every order, from the top of the spectrum (Lanczos or Nystrom).
+
+    Lanczos (below) uses the exact top-k eigenvalues and the exact VS_2; Nystrom uses eigenvalue
+    lower bounds from a sketch (``method``), and ``k``, ``time_budget``, ``storage`` and
+    ``n_eigenvectors`` are Lanczos settings it does not use.
 
     .. math:: \lambda = (l_1, \dots, l_k, \underbrace{x_1, \dots, x_{n-k}}_{\sum x = r,\ 0 \le x \le l_k,\
               \sum x^2 = s}), \qquad \mathrm{VS}_q \in [\min_x, \max_x]\ \mathrm{VS}_q(\lambda)
@@ -540,7 +544,7 @@ def vendi_bounds(
     Parameters
     ----------
     X : array-like of shape (n, d), RowSource, path, or (n, n) with ``kernel="precomputed"``
-        Items (read into memory: the Lanczos operator needs them at every step).
+        Items (Lanczos reads them into memory: its operator needs them at every step).
     kernel : str or Kernel, default "rbf"
         Any kernel; meant for those without a feature map (rbf, laplacian, tanimoto, precomputed).
     k : int or sequence of int, default 200
@@ -582,7 +586,8 @@ def vendi_bounds(
     Returns
     -------
     VendiBounds
-        ``.vendi(q) -> (low, high)``; ``settings`` says how far the progression got and why it stopped.
+        ``.vendi(q) -> (low, high)``; ``settings`` says which method ran and, for Lanczos, how far
+        the progression got and why it stopped.
 
     Raises
     ------
@@ -591,14 +596,15 @@ def vendi_bounds(
     MemoryBudgetError
         ``storage="float64"`` or ``"float32"`` asked for a matrix beyond the budget.
     NumericalError
-        The Lanczos solver failed.
+        The Lanczos solver failed (``method="lanczos"``).
 
     Notes
     -----
     The bounds hold with certainty given that the Ritz values are the k largest eigenvalues to
     within the stated tolerance (the residual norm of the Ritz pairs plus the storage error):
     Lanczos from a random start finds them unless an eigenvalue is missed entirely, which the
-    residual test cannot see. VS_inf is exact (1 / l_1) and VS_2 is exact. Cost: forming the
+    residual test cannot see. With Lanczos VS_inf is exact (1 / l_1) and VS_2 is exact; with
+    Nystrom VS_2 is exact when ``exact_vs2`` is on, and VS_inf is a band. Lanczos cost: forming the
     matrix O(n^2 d) once; each step O(n^2) per product, about 2k to 6k products, plus ARPACK's
     O(n k^2) orthogonalisation; matrix-free, every product costs a pass O(n^2 d) over K.
 

@@ -518,8 +518,10 @@ def vs_inf_exact(X, *, kernel="rbf", weights=None, storage: str = "auto", rng=No
     """
     from .bounds import vendi_bounds
 
-    b = vendi_bounds(X, kernel=kernel, k=[1], qs=[np.inf], weights=weights, storage=storage, rng=rng,
-                     progress=progress, **kernel_params)
+    # always Lanczos: method="auto" would take Nystrom lower bounds past the float32 matrix,
+    # whose 1 / mu_1 only bounds VS_inf from above
+    b = vendi_bounds(X, kernel=kernel, k=[1], qs=[np.inf], weights=weights, storage=storage, method="lanczos",
+                     rng=rng, progress=progress, **kernel_params)
     if b.k < 1:
         # two items: Lanczos needs k < n - 1; the dense path is trivial here
         from ..spectrum import compute_spectrum
