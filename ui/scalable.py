@@ -286,13 +286,14 @@ def _work(job: Job, X, kern, weights, budget: int) -> None:
 
 
 def ensure_job(ctx) -> Job:
-    """The view's refinement job from the store, started when there is none (or it failed)."""
+    """The view's refinement job from the store, started when there is none.
+
+    A failed job is returned as it is, so that its error is shown; "Try again" starts over
+    (restarting it on every rerun would hide an error that recurs and repeat the work forever).
+    """
     key = job_key(ctx)
-    jobs = tasks.store(KIND)
-    job = jobs.get(key)
-    if job is not None and job.snapshot().state != "failed":
-        return job
-    return _start(ctx, key)
+    job = tasks.store(KIND).get(key)
+    return job if job is not None else _start(ctx, key)
 
 
 def _start(ctx, key: tuple) -> Job:
@@ -316,23 +317,16 @@ def _start(ctx, key: tuple) -> Job:
 # reading the results at an order q (no recomputation)
 # ------------------------------------------------------------------------------------------
 def bounds_at(bounds, q: float) -> tuple[float, float]:
-    """``(low, high)`` at q from stored bounds (the computed orders, else from the stored eigenvalues)."""
-    hit = np.flatnonzero(bounds.qs == q)
-    if hit.size:
-        return float(bounds.low[hit[0]]), float(bounds.high[hit[0]])
+    """``(low, high)`` at q from stored bounds (:meth:`~diversity_core.approx.VendiBounds.bounds_at`)."""
     lo, hi = bounds.bounds_at([q])
     return float(lo[0]), float(hi[0])
 
 
 def estimate_at(estimate, q: float) -> Optional[tuple[float, float, float]]:
     """``(value, low, high)`` of the estimate at q, or None (q < 1, or an order it did not compute)."""
-    if estimate is None:
+    if estimate is None or q not in estimate.qs:
         return None
-    hit = np.flatnonzero(estimate.qs == q)
-    if not hit.size:
-        return None
-    j = int(hit[0])
-    return float(estimate.value[j]), float(estimate.low[j]), float(estimate.high[j])
+    return (estimate.vendi(q), *estimate.interval(q))
 
 
 def interval_text(lo: float, hi: float) -> str:
@@ -430,11 +424,10 @@ def status_panel(job: Job, snap: Snapshot) -> None:
             st.caption("Stopping after the current step…")
     elif snap.state == "stopped":
         st.info("Refinement stopped; the numbers below are the last ones that arrived.", icon=":material/stop_circle:")
-        if st.button("Refine again", key="scalable_restart", help="Start the refinement over."):
-            tasks.store(KIND).put(job.key, None)
-            st.rerun()
+        _restart_button(job, "Refine again", "scalable_restart")
     elif snap.state == "failed":
         st.error(literal(snap.error))
+        _restart_button(job, "Try again", "scalable_retry")
     else:
         st.caption(f"Refinement done in {snap.seconds:.0f} s.")
 
@@ -474,6 +467,13 @@ def band_figure(snap: Snapshot, first: FirstLook, q: float, n: int):
             hovertemplate="estimate %{y:.4g}<extra></extra>"))
     fig.update_layout(showlegend=True)
     return fig
+
+
+def _restart_button(job: Job, label: str, key: str) -> None:
+    """A button that drops the job from the store, so that the next run starts it over."""
+    if st.button(label, key=key, help="Start the refinement over."):
+        tasks.store(KIND).put(job.key, None)
+        st.rerun()
 
 
 def scores_panel(ctx, job: Job, first: FirstLook) -> None:

@@ -233,3 +233,24 @@ def test_past_the_float32_matrix_the_band_comes_from_nystrom_sketches(monkeypatc
     assert_clean(at)
     assert "Lower bounds on the" in at.get("plotly_chart")[0].proto.spec
     assert "no galleries" in _shown(at).lower()
+
+
+def test_a_failed_refinement_shows_its_error_and_starts_over_only_when_asked(monkeypatch):
+    calls = []
+
+    def failing(*args, **kwargs):
+        calls.append(1)
+        raise ValueError("the sketch ran out of landmarks")
+
+    monkeypatch.setattr(scalable, "vendi_estimate", failing)
+    at = _scores()
+    _wait(at, lambda s: s.state == "failed")
+    for _ in range(3):  # reruns (a q change, the panel's last redraw) keep the failed job and show its error
+        at.run()
+        assert_clean(at)
+    assert len(calls) == 1
+    assert any("the sketch ran out of landmarks" in e.value for e in at.error)
+    at.button(key="scalable_retry").click().run()
+    assert_clean(at)
+    _wait(at, lambda s: s.state == "failed")
+    assert len(calls) == 2
