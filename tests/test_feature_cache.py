@@ -11,7 +11,15 @@ import scipy.sparse as sp
 
 from diversity_core._config import config_context
 from diversity_core.data import load_demo
-from diversity_core.featurizers import CACHE_SHARE, _nbytes, cache_info, clear_cache, featurize
+from diversity_core.exceptions import DiversityInputError
+from diversity_core.featurizers import (
+    CACHE_SHARE,
+    _nbytes,
+    cache_info,
+    cached_features,
+    clear_cache,
+    featurize,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -202,3 +210,15 @@ def test_stopped_computation_hands_over_to_a_waiting_caller(monkeypatch):
     assert stopped == [1] and len(calls) == 2 and calls[0] != calls[1]
     assert len(out) == 1 and out[0].shape == (40, 64)
     assert cache_info()["entries"] == 1
+
+
+def test_cached_features_never_compute():
+    clear_cache()
+    ds = load_demo("digits")
+    assert cached_features(ds, "pixels") is None  # a miss: nothing is computed
+    X = featurize(ds, "pixels")
+    held = cached_features(ds, "pixels")
+    assert held is not None and not held.flags.writeable
+    np.testing.assert_array_equal(held, X)
+    with pytest.raises(DiversityInputError, match="unknown parameter"):
+        cached_features(ds, "pixels", colour=True)

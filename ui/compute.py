@@ -23,7 +23,7 @@ import streamlit as st
 
 import diversity_core as dc
 from diversity_core._orders import format_q
-from diversity_core.featurizers import featurize, list_featurizers, resolve_featurizer
+from diversity_core.featurizers import cached_features, featurize, list_featurizers, resolve_featurizer
 from diversity_core.kernels import row_norms
 
 from .cache import shared_cache
@@ -66,6 +66,15 @@ def features(view: View, featurizer: str, *, show_progress: bool = True):
         with st.spinner(label), progress_bar(label) as bar:
             X = featurize(view.data, name, progress=bar, copy=False)
     return X if not view.preprocess else _preprocessed(view, name, X)
+
+
+def features_at_hand(view: View, featurizer: str):
+    """The view's features if they need no featurizer run (in the core's cache), else None."""
+    name = resolve_featurizer(view.data, featurizer)
+    X = cached_features(view.data, name)
+    if X is None or not view.preprocess:
+        return X
+    return _preprocessed(view, name, X)
 
 
 @shared_cache("features", spinner="Preprocessing the features…", hash_funcs=HASH)

@@ -96,13 +96,15 @@ def regime_warning(view, featurizer: str, s: RNDSettings):
     """The core's warning (:func:`~diversity_core.rnd.rnd_regime_warning`) for these settings, or None.
 
     The input shape is one image's (convolutional networks) or the representation's number of
-    features (MLP; the features the run trains on, from the core's cache).
+    features (MLP). The features are never computed for it: when they are not in the core's
+    cache yet (no other page needed them), there is no warning before training, and the
+    result carries its own (``RNDResult.reliability``).
     """
     ds = view.data
     if _convolutional(ds, s.architecture):
         arch, shape = ("cnn" if s.architecture == "auto" else s.architecture), np.shape(ds.items[0])
     else:
-        X = attempt(lambda: compute.features(view, featurizer), f"Computing {featurizer} features")
+        X = attempt(lambda: compute.features_at_hand(view, featurizer), f"Reading {featurizer} features")
         if X is None:
             return None
         arch, shape = "mlp", X.shape[1:]

@@ -385,6 +385,53 @@ def clear_cache() -> None:
         _cache.clear()
 
 
+def _run_plan(dataset, featurizer: str, params: dict) -> tuple:
+    """``(spec, parameters, cache key)`` of a validated featurizer call (see :func:`featurize`)."""
+    name = resolve_featurizer(dataset, featurizer)
+    spec = FEATURIZERS[name]
+    if spec.modality not in ("any", dataset.modality):
+        valid = ", ".join(repr(f.name) for f in list_featurizers(dataset.modality))
+        raise DiversityInputError(
+            f"featurizer {name!r} is for {spec.modality}, but {dataset.name!r} holds {dataset.modality}; "
+            f"choose one of: {valid}."
+        )
+    unknown = sorted(set(params) - set(spec.parameters))
+    if unknown:
+        valid = ", ".join(spec.parameters) or "none"
+        raise DiversityInputError(
+            f"unknown parameter(s) {', '.join(unknown)} for featurizer {name!r}; its parameters are: {valid}."
+        )
+    if not spec.available():
+        missing = [p for m, p in zip(spec.requires, spec.packages) if importlib.util.find_spec(m) is None]
+        raise DiversityInputError(
+            f"featurizer {name!r} needs {', '.join(missing)}; install with pip install {' '.join(missing)}."
+        )
+    full = {**spec.parameters, **params}
+    return spec, full, (dataset.content_hash, name, tuple(sorted((k, repr(v)) for k, v in full.items())))
+
+
+def cached_features(dataset, featurizer: str = "default", **params):
+    """The features :func:`featurize` would return, if they need no computing; else None.
+
+    A cached featurizer's matrix when it is in the feature cache (read-only, not copied), the
+    dataset's own embeddings for ``"embeddings"``; None on a cache miss. Nothing is computed,
+    so a page can ask for what is at hand (e.g. the number of features) without starting a
+    featurizer that takes minutes. Validation and errors as :func:`featurize`.
+
+    Examples
+    --------
+    >>> from diversity_core.data import load_demo
+    >>> ds = load_demo("digits")
+    >>> X = featurize(ds, "pixels")
+    >>> cached_features(ds, "pixels").shape == X.shape
+    True
+    """
+    spec, full, key = _run_plan(dataset, featurizer, params)
+    if not spec.cached:
+        return spec.run(dataset, None, **full)
+    return _lookup(key)
+
+
 def featurize(
     dataset,
     featurizer: str = "default",
@@ -428,27 +475,7 @@ def featurize(
     >>> featurize(load_demo("digits")).shape
     (1200, 64)
     """
-    name = resolve_featurizer(dataset, featurizer)
-    spec = FEATURIZERS[name]
-    if spec.modality not in ("any", dataset.modality):
-        valid = ", ".join(repr(f.name) for f in list_featurizers(dataset.modality))
-        raise DiversityInputError(
-            f"featurizer {name!r} is for {spec.modality}, but {dataset.name!r} holds {dataset.modality}; "
-            f"choose one of: {valid}."
-        )
-    unknown = sorted(set(params) - set(spec.parameters))
-    if unknown:
-        valid = ", ".join(spec.parameters) or "none"
-        raise DiversityInputError(
-            f"unknown parameter(s) {', '.join(unknown)} for featurizer {name!r}; its parameters are: {valid}."
-        )
-    if not spec.available():
-        missing = [p for m, p in zip(spec.requires, spec.packages) if importlib.util.find_spec(m) is None]
-        raise DiversityInputError(
-            f"featurizer {name!r} needs {', '.join(missing)}; install with pip install {' '.join(missing)}."
-        )
-    full = {**spec.parameters, **params}
-    key = (dataset.content_hash, name, tuple(sorted((k, repr(v)) for k, v in full.items())))
+    spec, full, key = _run_plan(dataset, featurizer, params)
     if not spec.cached:
         return spec.run(dataset, progress, **full)
     X = _cached_run(key, lambda: spec.run(dataset, progress, **full))
@@ -456,6 +483,7 @@ def featurize(
 
 
 __all__ = [
+    "cached_features",
     "Featurizer",
     "FEATURIZERS",
     "DEFAULT_FEATURIZER",

@@ -232,3 +232,18 @@ def test_weight_range_filters_every_page_and_lives_in_the_link(tmp_path, monkeyp
     again = start({"path": "w.csv", "wcol": "w", "wmin": "2.0", "wmax": "4.0"})
     assert again.sidebar.number_input(key="weight_min").value == 2.0
     assert int(again.dataframe[0].value["items"].sum()) == 30
+
+
+def test_rnd_page_does_not_compute_features_to_warn(monkeypatch):
+    # the warning before training reads the features at hand; a featurizer run (minutes for
+    # MiniLM) starts only with "Run RND"
+    import diversity_core.featurizers as featurizers
+
+    at = _page({"demo": "text"}, "app_pages/1_dataset.py")
+    featurizers.clear_cache()
+    runs = []
+    original = featurizers._cached_run
+    monkeypatch.setattr(featurizers, "_cached_run", lambda key, compute: runs.append(key) or original(key, compute))
+    at.switch_page("app_pages/5_rnd.py").run()
+    assert_clean(at)
+    assert runs == [] and _regime_warnings(at) == []
