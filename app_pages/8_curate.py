@@ -4,7 +4,7 @@ import streamlit as st
 
 from diversity_core.curation import default_threshold
 from diversity_core.curation.selection import METHODS
-from diversity_core.data.export import items_file
+from diversity_core.data.export import item_file_type, items_file
 from ui import curate_ui, tasks
 from ui.data import selection_buttons
 from ui.gallery import show_items
@@ -93,11 +93,11 @@ if sel_out is not None:
     d1, d2 = st.columns(2)
     d1.download_button("Selected ids (CSV)", curate_ui.selection_csv(view, sel), file_name=f"selected_{method}_{k}.csv",
                        mime="text/csv", key="curate_csv", on_click="ignore")
-    item_file = items_file(data, sel.indices)
-    if item_file is not None:
-        content, ext, mime = item_file
-        d2.download_button(f"Selected items ({ext})", content, file_name=f"selected_{method}_{k}{ext}", mime=mime,
-                           key="curate_items", on_click="ignore")
+    file_type = item_file_type(data.modality)
+    if file_type is not None:  # written only when the button is pressed (a zip of images takes seconds)
+        ext, mime = file_type
+        d2.download_button(f"Selected items ({ext})", lambda: items_file(data, sel.indices)[0],
+                           file_name=f"selected_{method}_{k}{ext}", mime=mime, key="curate_items", on_click="ignore")
     show_items(data, sel.indices[:32], columns=8, notes=[f"#{r + 1}" for r in range(min(32, sel.k))])
     selection_buttons(view, sel.indices, key="curate_sel", what=f"the {k} items chosen by {curate_ui.METHOD_LABELS[method]}")
     tasks.show_notes(sel_out)

@@ -17,9 +17,27 @@ import numpy as np
 from .._optional import require
 from ._dataset import Dataset
 
-__all__ = ["items_file"]
+__all__ = ["item_file_type", "items_file"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+#: ``(extension, mime type)`` of the item file of each modality that has one.
+_FILE_TYPES = {"text": (".txt", "text/plain"), "molecules": (".smi", "chemical/x-daylight-smiles"),
+               "images": (".zip", "application/zip")}
+
+
+def item_file_type(modality: str) -> Optional[tuple[str, str]]:
+    """``(extension, mime type)`` of :func:`items_file` for a modality, or None (no item file).
+
+    Known without writing anything, so a page can offer the file and write it only when asked.
+
+    Examples
+    --------
+    >>> item_file_type("molecules"), item_file_type("embeddings")
+    (('.smi', 'chemical/x-daylight-smiles'), None)
+    """
+    return _FILE_TYPES.get(modality)
 
 
 def items_file(ds: Dataset, indices: Sequence[int]) -> Optional[tuple[bytes, str, str]]:
@@ -47,12 +65,12 @@ def items_file(ds: Dataset, indices: Sequence[int]) -> Optional[tuple[bytes, str
     idx = [int(i) for i in indices]
     if ds.modality == "text":
         # line breaks inside an item become spaces: one item per line
-        return "".join(" ".join(str(ds.items[i]).split()) + "\n" for i in idx).encode("utf-8"), ".txt", "text/plain"
-    if ds.modality == "molecules":
+        content = "".join(" ".join(str(ds.items[i]).split()) + "\n" for i in idx).encode("utf-8")
+    elif ds.modality == "molecules":
         ids = ds.ids
         lines = ("{}\t{}\n".format(str(ds.items[i]).strip(), " ".join(str(ids[i]).split())) for i in idx)
-        return "".join(lines).encode("utf-8"), ".smi", "chemical/x-daylight-smiles"
-    if ds.modality == "images":
+        content = "".join(lines).encode("utf-8")
+    elif ds.modality == "images":
         image = require("PIL.Image", purpose="writing the selected images")
         ids = ds.ids
         buf = io.BytesIO()
@@ -66,5 +84,7 @@ def items_file(ds: Dataset, indices: Sequence[int]) -> Optional[tuple[bytes, str
                 # names from ids are made safe (no folders, no odd characters): rank first keeps them unique
                 name = _UNSAFE.sub("_", str(ids[i])).strip("._")[:60] or "item"
                 zf.writestr(f"{rank:05d}_{name}.png", png.getvalue())
-        return buf.getvalue(), ".zip", "application/zip"
-    return None
+        content = buf.getvalue()
+    else:
+        return None
+    return (content, *_FILE_TYPES[ds.modality])

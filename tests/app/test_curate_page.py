@@ -29,12 +29,18 @@ def assert_clean(at: AppTest) -> None:
 
 @pytest.fixture
 def downloads(monkeypatch):
-    """The data of every ``st.download_button`` drawn, by key (the button itself still runs)."""
-    seen: dict = {}
+    """The data of every ``st.download_button`` drawn, by key (the button itself still runs).
+
+    Data given as a callable (written only on a click) is called here, as the click would;
+    ``seen["deferred"]`` names those buttons.
+    """
+    seen: dict = {"deferred": set()}
     original = DeltaGenerator.download_button
 
     def record(self, label, data, *args, **kwargs):
-        seen[kwargs.get("key")] = data
+        if callable(data):
+            seen["deferred"].add(kwargs.get("key"))
+        seen[kwargs.get("key")] = data() if callable(data) else data
         return original(self, label, data, *args, **kwargs)
 
     # buttons drawn in columns call the DeltaGenerator method, not st.download_button
@@ -121,6 +127,7 @@ def test_curate_page_runs_on_each_demo(demo, downloads):
     assert len(frame_with(at, "rarity")) == 120
     assert len(pd.read_csv(io.BytesIO(downloads["curate_csv"]))) == 50
     items = downloads["curate_items"]
+    assert "curate_items" in downloads["deferred"]  # the file is written on a click, not on every rerun
     if demo == "text":
         assert items.decode("utf-8").count("\n") == 50
     elif demo == "molecules":
