@@ -68,7 +68,7 @@ if projection is not None:
     signature = (view.key, method, colour)
     previous = st.session_state.get("proj_selected", []) if st.session_state.get("_proj_view") == view.key else []
     # the chart's key names the view: a selection made on other items never comes back as this view's
-    event = st.plotly_chart(compute.mark_selected(compute.click_selects(fig), previous),
+    event = st.plotly_chart(compute.mark_selected(fig, previous),
                             key=f"projection_{method}_{view.key}", on_select="rerun",
                             selection_mode=("points", "box", "lasso"))
     selected = compute.keep_selection(previous, compute.selected_items(event), signature,

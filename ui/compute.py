@@ -361,20 +361,6 @@ def keep_selection(previous: list, event_items: list, signature: tuple, previous
     return []
 
 
-def click_selects(fig):
-    """Make a click on one point select it: the map opens in pan mode, the lasso and box in the toolbar.
-
-    ``st.plotly_chart(on_select="rerun")`` hears only plotly's ``plotly_selected`` event, which a
-    click emits under ``layout.clickmode = "event+select"``. Streamlit's chart (read in 1.67's frontend) sets
-    ``clickmode`` from ``dragmode``: ``"event"`` (a click selects nothing) whenever the drag mode
-    is ``"lasso"`` or ``"select"``, ``"event+select"`` otherwise. The projection figure opened
-    in lasso mode, so clicks were lost; opened in pan mode they select, and choosing the lasso or
-    box in the toolbar still selects many points.
-    """
-    fig.update_layout(dragmode="pan", clickmode="event+select")
-    return fig
-
-
 def mark_selected(fig, selected: list):
     """Highlight ``selected`` items in a projection figure (each point's customdata is its item)."""
     if not selected:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Callable
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -154,7 +153,7 @@ def show_duplicates(view, dup, q: float) -> None:
         return
     st.caption("Drop the near-duplicates on every page (all but the first item of each group), e.g. to see the "
                "scores of the deduplicated set on the Scores or Spectrum page:")
-    selection_buttons(view, np.flatnonzero(~np.asarray(dup.keep)), key="curate_dups", modes=("exclude",),
+    selection_buttons(view, dup.removable, key="curate_dups", modes=("exclude",),
                       what="the near-duplicates (all but the first of each group)")
     best = dup.to_frame(ids=view.data.ids)
     value = "max_similarity" if "max_similarity" in best.columns else "min_distance"

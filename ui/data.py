@@ -480,7 +480,7 @@ def working_dataset(full: Dataset, search: Search) -> Searched:
         if search.smarts:
             keep &= dsearch.substructure_mask(ds, search.smarts)
         if search.weights != (None, None) and ds.weights is not None:
-            keep &= weight_mask(ds.weights, *search.weights)
+            keep &= dsearch.range_mask(ds, low=search.weights[0], high=search.weights[1])
     except DiversityError as exc:
         from .feedback import plain
 
@@ -686,17 +686,6 @@ def _view(full: Dataset, groups: Optional[tuple], subsample: Optional[int], seed
     description = f"{full.name}: {data.n} items" + (f" ({', '.join(parts)})" if parts else "")
     return View(full=full, data=data, indices=indices, key=key, description=description, preprocess=preprocess,
                 loaded=None if _loaded is None or _loaded is full else _loaded, rows=rows, selection_note=note)
-
-
-def weight_mask(weights, low: Optional[float], high: Optional[float]) -> np.ndarray:
-    """Items whose weight lies in ``[low, high]`` (a bound of None is no bound)."""
-    w = np.asarray(weights, dtype=np.float64)
-    keep = np.ones(w.shape, dtype=bool)
-    if low is not None:
-        keep &= w >= low
-    if high is not None:
-        keep &= w <= high
-    return keep
 
 
 def current_search() -> Search:

@@ -84,13 +84,12 @@ def _reset_for_new_dataset() -> None:
     ss.pop("link_error", None)
     ss[PREP_KEY] = []
     uidata.clear_selection()  # rows of another dataset
-    ss["weight_min"] = ss["weight_max"] = None  # another dataset's weights mean nothing here
-    for key, empty in SEARCH_RESET.items():  # a search of another dataset means nothing here
+    for key, empty in SEARCH_RESET.items():  # a search (or weight range) of another dataset means nothing here
         ss[key] = empty
 
 
-#: The search widgets' keys and their values when no search is made.
-SEARCH_RESET = {"search_text": "", "search_smarts": "", "search_scaffold": False}
+#: The search and filter widgets' keys and their values when no search is made.
+SEARCH_RESET = {"search_text": "", "search_smarts": "", "search_scaffold": False, "weight_min": None, "weight_max": None}
 SEARCH_COLUMNS = {"item": "the items (text, SMILES)", "id": "item ids", "group": "group names"}
 
 

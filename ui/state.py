@@ -124,20 +124,17 @@ def q_options(current: float) -> list:
     return grid
 
 
-def _positive_float(text) -> Optional[float]:
-    try:
-        v = float(text)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) and v > 0 else None
-
-
 def _finite_float(text) -> Optional[float]:
     try:
         v = float(text)
     except (TypeError, ValueError):
         return None
     return v if math.isfinite(v) else None
+
+
+def _positive_float(text) -> Optional[float]:
+    v = _finite_float(text)
+    return v if v is not None and v > 0 else None
 
 
 def _int_at_least(text, lo: int) -> Optional[int]:

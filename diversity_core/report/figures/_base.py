@@ -7,6 +7,7 @@ not import plotly.
 
 from __future__ import annotations
 
+import html
 import math
 from typing import TYPE_CHECKING, Optional, Sequence, Tuple
 
@@ -68,7 +69,7 @@ def escape_label(text) -> str:
     >>> escape_label('<a href="http://evil">x</a> & co')
     '&lt;a href="http://evil"&gt;x&lt;/a&gt; &amp; co'
     """
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return html.escape(str(text), quote=False)
 
 
 def _colour(i: int) -> str:

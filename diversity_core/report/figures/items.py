@@ -66,7 +66,10 @@ def projection_figure(
     fig.update_xaxes(title=axis_titles[0], zeroline=False)
     fig.update_yaxes(title=axis_titles[1], zeroline=False)
     fig = _layout(fig, title=title, height=height, legend=color is None or bool(categorical))
-    fig.update_layout(dragmode="lasso")
+    # a click selects its point (plotly emits "plotly_selected" for a click under clickmode
+    # "event+select"); Streamlit's chart (1.67) turns clickmode to "event" whenever the drag
+    # mode is "lasso" or "select", so the map opens in pan mode, with lasso and box in the toolbar
+    fig.update_layout(dragmode="pan", clickmode="event+select")
     return fig
 
 
