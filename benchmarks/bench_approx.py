@@ -39,6 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
+from diversity_core._orders import q_key
+
 RESULTS = Path(__file__).resolve().parent / "results"
 QS = [0.5, 1.0, 2.0, float("inf")]
 EST_QS = [1.0, 2.0, float("inf")]
@@ -119,7 +121,7 @@ def run_estimates(X, kernel, exact, configs, seed, **kw):
         est = vendi_estimate(X, kernel=kernel, q=EST_QS, rng=seed, **params, **kw)
         row = {"name": name, "seconds": time.perf_counter() - t0, "settings": est.settings, "target": est.target}
         for q in EST_QS:
-            key = "inf" if np.isinf(q) else f"{q:g}"
+            key = q_key(q)
             lo, hi = est.interval(q)
             row[key] = {"value": est.vendi(q), "low": lo, "high": hi}
             if exact is not None:
@@ -128,6 +130,15 @@ def run_estimates(X, kernel, exact, configs, seed, **kw):
         out.append(row)
         print(name, json.dumps({k: v for k, v in row.items() if k not in ("settings", "target")}), flush=True)
     return out
+
+
+def band_rows(b, qs, exact) -> dict:
+    """Per order: the band of ``b``, its relative width and whether it contains the exact value."""
+    rows = {}
+    for q in qs:
+        lo, hi = b.vendi(q)
+        rows[q_key(q)] = {"low": lo, "high": hi, "width": hi / lo - 1.0, "contains": bool(lo <= exact[q_key(q)] <= hi)}
+    return rows
 
 
 def section_n10k(args) -> dict:
@@ -154,17 +165,14 @@ def section_n10k(args) -> dict:
         if cache is not None:
             np.savez(cache, eigenvalues=spec.eigenvalues, sigma=spec.kernel["sigma"], seconds=t_exact)
     sigma = spec.kernel["sigma"]
-    exact = {("inf" if np.isinf(q) else f"{q:g}"): float(spec.vendi(q)) for q in QS + [0.0]}
+    exact = {q_key(q): float(spec.vendi(q)) for q in QS + [0.0]}
     print("exact", t_exact, exact, flush=True)
     steps = []
     t0 = time.perf_counter()
     for b in iter_vendi_bounds(X, kernel="rbf", sigma=sigma, ks=[20, 50, 100, 200], qs=[0.0] + QS, rng=0):
         step = {"k": b.k, "seconds": time.perf_counter() - t0, "matrix": b.settings["matrix"],
                 "tolerance": b.tolerance}
-        for q in [0.0] + QS:
-            key = "inf" if np.isinf(q) else f"{q:g}"
-            lo, hi = b.vendi(q)
-            step[key] = {"low": lo, "high": hi, "width": hi / lo - 1.0, "contains": bool(lo <= exact[key] <= hi)}
+        step.update(band_rows(b, [0.0] + QS, exact))
         steps.append(step)
         print("bounds", json.dumps(step), flush=True)
     # guaranteed bounds from Nystrom sketches (Loewner order): no pass over K
@@ -173,10 +181,7 @@ def section_n10k(args) -> dict:
         b = nystrom_bounds(X, kernel="rbf", sigma=sigma, m=m, qs=[0.0] + QS, rng=0)
         step = {"method": f"nystrom m={m}", "seconds": time.perf_counter() - t1,
                 "captured_trace": b.settings["captured_trace"]}
-        for q in [0.0] + QS:
-            key = "inf" if np.isinf(q) else f"{q:g}"
-            lo, hi = b.vendi(q)
-            step[key] = {"low": lo, "high": hi, "width": hi / lo - 1.0, "contains": bool(lo <= exact[key] <= hi)}
+        step.update(band_rows(b, [0.0] + QS, exact))
         steps.append(step)
         print("bounds", json.dumps(step), flush=True)
     configs = [
@@ -217,7 +222,7 @@ def section_coverage(args) -> dict:
                 configs = [("nystrom", {"method": "nystrom", "m": 400, "replicates": 5}),
                            ("tanimoto_rf", {"method": "tanimoto_rf", "D": 800, "replicates": 5})]
             spec = compute_spectrum(X, kernel=kind, method="dense", **kw)
-            exact = {("inf" if np.isinf(q) else f"{q:g}"): float(spec.vendi(q)) for q in EST_QS}
+            exact = {q_key(q): float(spec.vendi(q)) for q in EST_QS}
             rows = run_estimates(X, kind, exact, configs, int(rng.integers(2**31)), **kw)
             for row, (_, params) in zip(rows, configs):
                 # the quantity the interval says it covers: the sketch's own limit at this D or m
@@ -225,7 +230,7 @@ def section_coverage(args) -> dict:
                 # replicates (its standard error is ~1/6 of the interval's)
                 ref = vendi_estimate(X, kernel=kind, q=EST_QS, rng=int(rng.integers(2**31)),
                                      **(params | {"replicates": 40}), **kw)
-                target = {("inf" if np.isinf(q) else f"{q:g}"): float(ref.vendi(q)) for q in EST_QS}
+                target = {q_key(q): float(ref.vendi(q)) for q in EST_QS}
                 for key, q in zip(target, EST_QS):
                     row[key]["target"] = target[key]
                     row[key]["covers_target"] = bool(row[key]["low"] <= target[key] <= row[key]["high"])
@@ -235,7 +240,7 @@ def section_coverage(args) -> dict:
                         row[key]["guaranteed"] = list(g)
                         row[key]["guaranteed_contains"] = bool(g[0] * (1 - 1e-9) <= exact[key] <= g[1] * (1 + 1e-9))
             # the guaranteed bounds, both ways of seeing the top of the spectrum, at every order
-            every = {("inf" if np.isinf(q) else f"{q:g}"): float(spec.vendi(q)) for q in [0.0, 0.5] + EST_QS}
+            every = {q_key(q): float(spec.vendi(q)) for q in [0.0, 0.5] + EST_QS}
             held = {}
             for how, b in (("lanczos k=50", vendi_bounds(X, kernel=kind, k=50, qs=[0.0, 0.5] + EST_QS,
                                                          method="lanczos", rng=0, **kw)),
@@ -282,7 +287,7 @@ def section_100k(kind: str, args) -> dict:
     # sketch (eigenvalue lower bounds in the PSD order), without any pass over K
     b = vendi_bounds(X, kernel=kind, k=200, qs=[0.0] + QS, time_budget=args.budget / 2, m=args.m, rng=0, **kw)
     t_bounds = time.perf_counter() - t0
-    bounds = {("inf" if np.isinf(q) else f"{q:g}"): list(b.vendi(q)) for q in [0.0] + QS}
+    bounds = {q_key(q): list(b.vendi(q)) for q in [0.0] + QS}
     print("bounds", f"{t_bounds:.1f} s", b.settings, bounds, f"peak {peak_rss_mb():.0f} MiB", flush=True)
     if kind == "rbf":
         configs = [("rff D=1024", {"method": "rff", "D": 1024, "replicates": 3}),

@@ -434,8 +434,7 @@ def iter_vendi_bounds(
         p = check_weights(weights, n)
         kern = kern.resolve(X)
     if storage == "auto":
-        storage = ("float64" if fits_memory(8.0 * n * n * 1.25) else
-                   "float32" if fits_memory(4.0 * n * n * 1.25) else "matrix-free")
+        storage = _auto_storage(n)
     elif storage != "matrix-free":
         from .._config import check_memory
 
@@ -464,7 +463,7 @@ def iter_vendi_bounds(
     settings = {"method": "lanczos", "matrix": storage, "ks": [], "seconds": 0.0, "stopped": "",
                 "time_budget": time_budget}
 
-    def result(top, tolerance, stopped="", vectors=None):
+    def result(top, tolerance, vectors=None, stopped=""):
         top = np.asarray(top, dtype=np.float64) / trace
         tolerance = tolerance / trace
         low, high = _bounds(top, n, qs, purity, tolerance, eps)
@@ -486,7 +485,7 @@ def iter_vendi_bounds(
 
     ks = [k for k in ks if k < n - 1]
     # each result is yielded once the next step is decided, so it says why the progression ended
-    current = ([], 0.0, "", None)
+    current = ([], 0.0, None)  # (top, tolerance, vectors) of the last completed step
     v0 = None
     last_seconds, last_k = None, None
     for i, k in enumerate(ks):
@@ -499,8 +498,7 @@ def iter_vendi_bounds(
             else:
                 predicted = pass_seconds * 3 * k + 1e-9 * n * k * k
             if elapsed + predicted > time_budget:
-                top, tol, _, vectors = current
-                yield result(top, tol, f"time budget: k = {k} predicted {predicted:.1f} s", vectors)
+                yield result(*current, stopped=f"time budget: k = {k} predicted {predicted:.1f} s")
                 return
         yield result(*current)
         report(progress, i, len(ks), f"Lanczos: top {k} eigenvalues")
@@ -509,9 +507,8 @@ def iter_vendi_bounds(
         last_seconds, last_k = time.perf_counter() - t0, k
         v0 = V.sum(axis=1)
         settings["ks"] = settings["ks"] + [k]
-        current = (theta, res + op.rtol * math.sqrt(op.purity) * 4.0, "", V if n_eigenvectors else None)
-    top, tol, _, vectors = current
-    yield result(top, tol, "last k" if ks else "k must stay below n - 1", vectors)
+        current = (theta, res + op.rtol * math.sqrt(op.purity) * 4.0, V if n_eigenvectors else None)
+    yield result(*current, stopped="last k" if ks else "k must stay below n - 1")
     report(progress, len(ks), len(ks), "done")
 
 
@@ -658,8 +655,14 @@ def bounds_method(X, kernel="rbf", *, storage: str = "auto", **kernel_params) ->
     kern = get_kernel(kernel, **kernel_params)
     if storage != "auto" or kern.name == "precomputed":
         return "lanczos"
-    n = _n_items(X)
-    return "lanczos" if fits_memory(4.0 * n * n * 1.25) else "nystrom"
+    return "nystrom" if _auto_storage(_n_items(X)) == "matrix-free" else "lanczos"
+
+
+def _auto_storage(n: int) -> str:
+    """``storage="auto"`` of the Lanczos operator: the n x n matrix in float64, else float32, else matrix-free."""
+    # the matrix and a quarter more for the operator's temporaries
+    return "float64" if fits_memory(8.0 * n * n * 1.25) else "float32" if fits_memory(4.0 * n * n * 1.25) \
+        else "matrix-free"
 
 
 def _steps(k) -> list[int]:

@@ -256,30 +256,27 @@ def nystrom_bounds(
     size = min(n, check_scalar(m, "m", int, min_val=1))
     pool = min(n, check_scalar(pool, "pool", int, min_val=1) if pool is not None else max(4000, 4 * size))
     steps = replicates + int(exact_vs2)
+    purity = None
+    if exact_vs2:  # first, so that every replicate's bounds use it
+        from ..blocked import vendi_2_exact
+
+        report(progress, 0, steps, "exact VS_2 (a blocked pass over K)")
+        purity = vendi_2_exact(X, kernel=kern, weights=p, method="blocked").purity
     low = np.ones(qs.size)
     high = np.full(qs.size, float(n))
     best_mu, best_r = np.zeros(0), 1.0
     for rep in range(replicates):
-        report(progress, rep, steps, f"Nystrom sketch {rep + 1} of {replicates} (m = {size})")
+        report(progress, rep + int(exact_vs2), steps, f"Nystrom sketch {rep + 1} of {replicates} (m = {size})")
         child = np.random.default_rng(generator.integers(2**63))
         rows = np.sort(child.choice(n, size=pool, replace=False)) if pool < n else np.arange(n)
         P = sp.csr_matrix(X[rows]) if sp.issparse(X) else X[rows]
         sketch = _nystrom(kern, P, size, landmarks, child, rcond=_RCOND)
         mu = _sketch_eigenvalues(sketch, X, p, n, d)
-        lo, hi = _lower_eigenvalue_bounds(mu, n, qs, None, _EIG_TOL)
+        lo, hi = _lower_eigenvalue_bounds(mu, n, qs, purity, _EIG_TOL)
         low, high = np.maximum(low, lo), np.minimum(high, hi)
         r = 1.0 - float(mu.sum())
         if r < best_r:
             best_mu, best_r = mu, r
-    purity = None
-    if exact_vs2:
-        from ..blocked import vendi_2_exact
-
-        report(progress, replicates, steps, "exact VS_2 (a blocked pass over K)")
-        vs2 = vendi_2_exact(X, kernel=kern, weights=p, method="blocked")
-        purity = vs2.purity
-        lo, hi = _lower_eigenvalue_bounds(best_mu, n, qs, purity, _EIG_TOL)
-        low, high = np.maximum(low, lo), np.minimum(high, hi)
     report(progress, steps, steps, "done")
     high = np.maximum(high, low)
     top = np.maximum(best_mu - _EIG_TOL, 0.0)
