@@ -4,8 +4,9 @@ import streamlit as st
 
 from ui import compare_ui, tasks
 from ui.compare_ui import RESULTS_KEY
-from ui.feedback import literal, show_warning
+from ui.feedback import literal
 from ui.page import header
+from ui.rnd_ui import show_reliability
 
 ctx = header(
     "Compare",
@@ -32,9 +33,8 @@ if problem and (submitted or presentation):
     st.stop()
 key = compare_ui.result_key(ctx, settings)
 out = tasks.stored("compare", key, max_entries=8)
-rnd_warning = compare_ui.rnd_warning(ctx, settings) if out is None else None
-if rnd_warning:  # said before training; a result says it with its own settings
-    show_warning(rnd_warning, icon=":material/warning:")
+if out is None:  # said before training; a result says it with its own settings
+    show_reliability([compare_ui.rnd_warning(ctx, settings)])
 # a presentation opens on its results: a link with the mode on computes them without a click
 if out is None and (submitted or (presentation and not tasks.cancelled("compare", key))):
     out = tasks.run("compare", key, compare_ui.task(ctx, settings), "Comparing the groups", max_entries=8)

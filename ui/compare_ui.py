@@ -23,8 +23,9 @@ from diversity_core.rnd._api import MIN_VALIDATION
 
 from . import compute
 from .cache import shared_cache
-from .feedback import literal, plain, show_warning
+from .feedback import literal, plain
 from .magnitude_ui import metric_select
+from .rnd_ui import show_reliability
 from .state import KEEP
 from .tasks import Outcome, show_notes
 
@@ -143,9 +144,7 @@ def rnd_warning(ctx, s: CompareSettings) -> Optional[str]:
 def show_rnd_warnings(cmp) -> None:
     """Each distinct regime warning of the comparison's RND settings, as literal text."""
     rnd = cmp.settings.get("rnd") or {}
-    messages = [rnd_regime_warning(v) for v in (rnd.get("settings") or {}).values()]
-    for message in dict.fromkeys(m for m in messages if m):
-        show_warning(message, icon=":material/warning:")
+    show_reliability([rnd_regime_warning(v) for v in (rnd.get("settings") or {}).values()])
 
 
 def result_key(ctx, s: CompareSettings) -> tuple:

@@ -139,20 +139,12 @@ class FirstLook:
     size: int
     n: int
     seconds: float
-    indices: np.ndarray
     spectrum: Any
 
     def vendi(self, q: float) -> float:
         """The subsample's VS_q (from its cached spectrum, any order)."""
         return float(self.spectrum.vendi(q))
 
-    def exact_seconds(self) -> float:
-        """Approximate time of the dense path on all n items: the subsample's time scaled as n^3.
-
-        The subsample computes eigenvalues only; the app's exact path also keeps 10 eigenvectors,
-        which LAPACK's divide-and-conquer driver does in about twice the time: counted here.
-        """
-        return 2.0 * self.seconds * (self.n / self.size) ** 3
 
 
 @shared_cache("results", hash_funcs=compute.HASH)
@@ -172,9 +164,9 @@ def first_look(view: View, featurizer: str, kernel: str, kernel_params: tuple, s
     seconds = time.perf_counter() - t0
     qs = q_orders()
     values = spec.profile(qs)
-    for a in (qs, values, idx):
+    for a in (qs, values):
         a.setflags(write=False)
-    return FirstLook(qs=qs, values=values, size=int(idx.size), n=n, seconds=seconds, indices=idx, spectrum=spec)
+    return FirstLook(qs=qs, values=values, size=int(idx.size), n=n, seconds=seconds, spectrum=spec)
 
 
 # ------------------------------------------------------------------------------------------
@@ -382,7 +374,7 @@ def draw_badge(p: ExactPlan) -> None:
 
 def force_exact_control(ctx, p: ExactPlan, first: FirstLook) -> None:
     """The button that forces the exact path, with its memory and approximate time shown first."""
-    seconds = first.exact_seconds()
+    seconds = p.dense_seconds(first.seconds, first.size)  # the app's exact path keeps eigenvectors
     when = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
     label = f"Compute exact instead ({format_bytes(p.dense_bytes)}, about {when})"
     if st.button(label, key="scalable_force_exact", icon=":material/memory:",

@@ -52,8 +52,11 @@ def sweep_controls(ctx) -> Optional[SensitivityResult]:
                 st.info("The kernel sweep needs a group of at least 2 items; every group here has one.")
                 return None
             st.caption("Left out of the sweep (a single item): " + literal(", ".join(map(str, lone.tolist()))) + ".")
-    sets = 1 if groups is None else len(set(groups[idx].tolist()))
-    largest = ds.n if groups is None else max(int(np.sum(groups[idx] == g)) for g in set(groups[idx].tolist()))
+    if groups is None:
+        sets, largest = 1, ds.n
+    else:
+        counts = np.unique(groups[idx], return_counts=True)[1]
+        sets, largest = int(counts.size), int(counts.max())
     kind = "radius" if molecules else ("laplacian" if s.kernel == "laplacian" else "rbf")
     key = (view.key, ctx.featurizer, kind, SWEEP_MAX, idx.size)
     what = ("Morgan fingerprint radii " + ", ".join(map(str, DEFAULT_RADII)) + " under the Tanimoto kernel"
