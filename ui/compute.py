@@ -234,20 +234,26 @@ def reading(vs: float, n: int, group_vs: dict, q_label: str) -> str:
 def heatmap(view: View, featurizer: str, kernel: str, kernel_params: tuple, sort: str,
             max_items: int = HEATMAP_MAX, seed: int = 0) -> dict:
     """Kernel matrix of at most ``max_items`` items, ordered by group or by the top eigenvector."""
-    ds = view.data
     spec = spectrum(view, featurizer, kernel, kernel_params)
-    X = features(view, featurizer, show_progress=False)
+    top = spec.eigenvectors[:, 0] if spec.eigenvectors is not None else None
+    return kernel_sample(view.data, features(view, featurizer, show_progress=False), top, sort,
+                         {"kernel": kernel, **resolved_kernel_params(spec)}, max_items, seed)
+
+
+def kernel_sample(ds, X, top: Optional[np.ndarray], sort: str, kernel_kwargs: dict, max_items: int,
+                  seed: int) -> dict:
+    """The kernel matrix of at most ``max_items`` seeded items, by group then ``top`` (descending), or by ``top``."""
     idx = np.arange(ds.n)
     sampled = ds.n > max_items
     if sampled:
         idx = np.sort(np.random.default_rng(seed).choice(ds.n, size=max_items, replace=False))
-    top = spec.eigenvectors[idx, 0] if spec.eigenvectors is not None else np.zeros(idx.size)
+    t = top[idx] if top is not None else np.zeros(idx.size)
     if sort == "group" and ds.groups is not None:  # groups in order, each sorted by the top eigenvector
         rank = {g: i for i, g in enumerate(ds.group_names())}
-        idx = idx[np.lexsort((-top, [rank[str(g)] for g in ds.groups[idx]]))]
+        idx = idx[np.lexsort((-t, [rank[str(g)] for g in ds.groups[idx]]))]
     else:
-        idx = idx[np.argsort(-top, kind="stable")]
-    K = dc.kernel_matrix(X[idx], kernel=kernel, **resolved_kernel_params(spec))
+        idx = idx[np.argsort(-t, kind="stable")]
+    K = dc.kernel_matrix(X[idx], **kernel_kwargs)
     labels = None if ds.groups is None or sort != "group" else [str(g) for g in ds.groups[idx]]
     return {"K": K.astype(np.float32), "indices": idx, "labels": labels, "sampled": sampled}
 

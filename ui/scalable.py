@@ -321,6 +321,11 @@ def estimate_at(estimate, q: float) -> Optional[tuple[float, float, float]]:
     return (estimate.vendi(q), *estimate.interval(q))
 
 
+def estimate_text(value: float, lo: float, hi: float) -> str:
+    """An estimate with its 95% interval as ``value ± half-width``."""
+    return f"{value:.2f} ± {0.5 * (hi - lo):.2f}"
+
+
 def interval_text(lo: float, hi: float) -> str:
     """A band for people: one number when it is exact to the digits shown, else ``lo – hi``."""
     if hi <= lo * (1 + 5e-4):
@@ -356,7 +361,7 @@ def badge_text(snap: Snapshot, first: FirstLook, q: float) -> str:
         line = f"Bounds from {source}: VS_{label} in [{lo:.2f}, {hi:.2f}]"
     elif snap.estimate is not None and estimate_at(snap.estimate, q) is not None:
         v, lo, hi = estimate_at(snap.estimate, q)
-        line = f"{sketch_label(snap.estimate)}: VS_{label} ≈ {v:.2f} ± {0.5 * (hi - lo):.2f}"
+        line = f"{sketch_label(snap.estimate)}: VS_{label} ≈ {estimate_text(v, lo, hi)}"
     else:
         line = f"Subsample estimate ({first.size} of {first.n} items): VS_{label} ≈ {first.vendi(q):.2f}"
     return line
@@ -484,14 +489,14 @@ def scores_panel(ctx, job: Job, first: FirstLook) -> None:
             head, src = interval_text(*bounds_at(snap.bounds, q)), f"guaranteed bounds, {bounds_source(snap.bounds)}"
         elif estimate_at(snap.estimate, q) is not None:
             v, lo, hi = estimate_at(snap.estimate, q)
-            head, src = f"≈ {v:.2f} ± {0.5 * (hi - lo):.2f}", "estimate with a 95% error bar"
+            head, src = f"≈ {estimate_text(v, lo, hi)}", "estimate with a 95% error bar"
         else:
             head, src = f"≈ {first.vendi(q):.2f}", f"subsample estimate, {first.size} of {n} items"
         c1.metric(f"Vendi score (q = {label})", head, help=f"Out of n = {n} items; {src}.")
         c1.caption(f"{src}, out of **n = {n}**")
         est = estimate_at(snap.estimate, q)
         if est is not None:
-            c2.metric(f"Estimate (q = {label})", f"{est[0]:.2f} ± {0.5 * (est[2] - est[1]):.2f}",
+            c2.metric(f"Estimate (q = {label})", estimate_text(*est),
                       help=f"{sketch_label(snap.estimate)}; 95% t-interval over the replicates. "
                            f"Target: {snap.estimate.target}.")
             c2.caption("sketch estimate: its error bar shows the sketch's spread, not its bias")
@@ -516,19 +521,9 @@ def heatmap(view: View, featurizer: str, kernel: str, kernel_params: tuple, sort
 
     ``order_key`` names ``_top`` for the cache (the job's key and its k).
     """
-    ds = view.data
-    X = compute.features(view, featurizer, show_progress=False)
     kern = resolved_kernel(view, featurizer, kernel, kernel_params)
-    idx = np.sort(np.random.default_rng(seed).choice(ds.n, size=min(max_items, ds.n), replace=False))
-    top = _top[idx] if _top is not None else np.zeros(idx.size)
-    if sort == "group" and ds.groups is not None:
-        rank = {g: i for i, g in enumerate(ds.group_names())}
-        idx = idx[np.lexsort((-top, [rank[str(g)] for g in ds.groups[idx]]))]
-    else:
-        idx = idx[np.argsort(-top, kind="stable")]
-    K = dc.kernel_matrix(X[idx], kernel=kern)
-    labels = None if ds.groups is None or sort != "group" else [str(g) for g in ds.groups[idx]]
-    return {"K": K.astype(np.float32), "indices": idx, "labels": labels, "sampled": ds.n > max_items}
+    return compute.kernel_sample(view.data, compute.features(view, featurizer, show_progress=False), _top, sort,
+                                 {"kernel": kern}, max_items, seed)
 
 
 def spectrum_panel(job: Job, n: int):
