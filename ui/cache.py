@@ -60,6 +60,7 @@ import streamlit as st
 from cachetools import LRUCache
 
 from diversity_core._config import memory_budget
+from diversity_core._inflight import MISSING, compute_once
 
 #: Share of the memory budget each pool may hold (see the module docstring).
 POOL_SHARES = {"data": 0.20, "features": 0.10, "results": 0.05, "drawings": 0.01, "tasks": 0.05}
@@ -254,16 +255,6 @@ class _Entry:
     size: int
 
 
-class _Flight:
-    """A computation in progress: the thread computing it, then its value or its exception."""
-
-    def __init__(self) -> None:
-        self.owner = threading.get_ident()
-        self.done = threading.Event()
-        self.value: Any = None
-        self.error: Optional[BaseException] = None
-
-
 class SharedCache:
     """A least-recently-used cache bounded in bytes, thread-safe, computing each missing key once.
 
@@ -352,40 +343,14 @@ class SharedCache:
         return _fresh(self._compute_once(key, compute, exclude))
 
     def _compute_once(self, key: Hashable, compute: Callable[[], Any], exclude: tuple) -> Any:
-        """Compute ``key``, or wait for the thread already computing it."""
-        while True:
-            with self._lock:
-                entry = self._data.get(key)
-                if entry is not None:
-                    return entry.value
-                flight = self._flights.get(key)
-                leader = flight is None
-                if leader:
-                    flight = self._flights[key] = _Flight()
-            if leader:
-                break
-            if flight.owner == threading.get_ident():  # a re-entrant call: computing beats a deadlock
-                return compute()
-            flight.done.wait()
-            if flight.error is None:
-                return flight.value
-            if isinstance(flight.error, Exception):
-                raise flight.error
-            # the first thread was stopped (a rerun or Cancel): the next one in line computes
-        try:
-            value = compute()
-        except BaseException as exc:
-            flight.error = exc
-            raise
-        else:
-            self.put(key, value, exclude=exclude)
-            flight.value = value
-            return value
-        finally:
-            with self._lock:
-                if self._flights.get(key) is flight:
-                    del self._flights[key]
-            flight.done.set()
+        """Compute ``key``, or wait for the thread already computing it (:func:`~diversity_core._inflight.compute_once`)."""
+
+        def lookup():
+            entry = self._data.get(key)
+            return MISSING if entry is None else entry.value
+
+        return compute_once(key, self._lock, self._flights, lookup, compute,
+                            lambda value: self.put(key, value, exclude=exclude))
 
     def clear(self, prefix: Optional[Hashable] = None) -> None:
         """Forget every entry, or those whose key is a tuple starting with ``prefix``."""

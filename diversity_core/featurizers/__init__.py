@@ -31,6 +31,7 @@ import numpy as np
 from cachetools import LRUCache
 
 from .._config import memory_budget
+from .._inflight import MISSING, compute_once
 from .._progress import ProgressCallback
 from .._validation import check_option
 from ..exceptions import DiversityInputError
@@ -235,20 +236,11 @@ def _cache_limit() -> int:
 
 
 # One cache for the process, bounded by bytes; _lock guards every access to it (the app's
-# sessions run in threads), _pending holds a _Flight per key being computed so that threads
+# sessions run in threads), _pending holds a Flight per key being computed so that threads
 # asking for the same features wait for one computation instead of repeating it.
 _lock = threading.Lock()
 _cache: LRUCache = LRUCache(maxsize=_cache_limit(), getsizeof=_nbytes)
 _pending: dict = {}
-
-
-class _Flight:
-    """Features being computed: set ``done`` once they are stored, or ``error`` when it failed."""
-
-    def __init__(self) -> None:
-        self.done = threading.Event()
-        self.value = None
-        self.error: Optional[BaseException] = None
 
 
 def _resized(cache: LRUCache, limit: int) -> LRUCache:
@@ -282,41 +274,8 @@ def _lookup(key):
 
 
 def _cached_run(key, compute: Callable[[], Any]):
-    """``compute()`` once per key: concurrent callers of a missing key wait for the first one.
-
-    When the first one fails with an error, the waiting callers raise the same error (a second
-    try would fail the same way); when it is stopped otherwise (``KeyboardInterrupt``, a
-    Streamlit rerun), the next waiting caller computes.
-    """
-    while True:
-        with _lock:
-            X = _cache.get(key)
-            if X is not None:
-                return X
-            flight = _pending.get(key)
-            leader = flight is None
-            if leader:
-                flight = _pending[key] = _Flight()
-        if leader:
-            break
-        flight.done.wait()
-        if flight.error is None and flight.value is not None:
-            return flight.value
-        if isinstance(flight.error, Exception):
-            raise flight.error
-    try:
-        X = compute()
-        _store(key, X)
-        flight.value = X
-        return X
-    except BaseException as exc:
-        flight.error = exc
-        raise
-    finally:
-        with _lock:
-            if _pending.get(key) is flight:
-                del _pending[key]
-        flight.done.set()
+    """``compute()`` once per key, concurrent callers waiting (:func:`~diversity_core._inflight.compute_once`)."""
+    return compute_once(key, _lock, _pending, lambda: _cache.get(key, MISSING), compute, lambda X: _store(key, X))
 
 
 def cache_info() -> dict:
