@@ -140,3 +140,25 @@ def test_estimate_result(blobs):
     assert payload["qs"] == ["1", "2", "inf"] and payload["method"] == "rff"
     with pytest.raises(DiversityInputError, match="was not computed"):
         est.vendi(3)
+
+
+def test_streamed_chunks_are_sized_by_the_sketch_width(blobs, tmp_path, monkeypatch):
+    # the features of a chunk are as wide as the sketch (2D columns): a streamed file is read in
+    # chunks sized by that width, as an in-memory array is, not by its own few columns
+    from diversity_core._config import chunk_rows, config_context
+    from diversity_core.sources import RowSource
+
+    path = tmp_path / "x.npy"
+    np.save(path, blobs)
+    asked = []
+    original = RowSource.chunks
+
+    def spy(self, rows=None, **kw):
+        asked.append(rows)
+        return original(self, rows, **kw)
+
+    monkeypatch.setattr(RowSource, "chunks", spy)
+    with config_context(memory_budget="40M"):
+        vendi_estimate(str(path), kernel="rbf", sigma=1.0, method="rff", D=512, replicates=1, rng=0)
+        cap = chunk_rows(1024, 8)
+    assert asked and all(rows == cap for rows in asked)  # the file's own 5 columns would allow far more

@@ -457,15 +457,16 @@ def _is_binary(X) -> bool:
 
 def _sketch_eigenvalues(sketch, X, p, n: int, d: int) -> np.ndarray:
     """Descending eigenvalues of ``Phi^T diag(p) Phi`` (not renormalised), by the streamed dual path."""
+    # a chunk's features are as wide as the sketch (D or m columns, float64), usually far wider
+    # than its rows: size the chunks by that width, or one chunk of 100,000 x 2000 features and
+    # its kernel block take 3 GB
+    rows = chunk_rows(max(d, _sketch_width(sketch)), 8)
     if isinstance(X, DaskSource):
         moments = _dask_moments(X.X, sketch, p)
     elif isinstance(X, RowSource):
-        moments = _dual_moments(X.chunks(), sketch, p, n=n, d=d, validate=True, name=X.name)
+        moments = _dual_moments(X.chunks(min(rows, X.default_chunk_rows())), sketch, p, n=n, d=d, validate=True,
+                                name=X.name)
     else:
-        # a chunk's features are as wide as the sketch (D or m columns, float64), usually far wider
-        # than its rows: size the chunks by that width, or one chunk of 100,000 x 2000 features
-        # and its kernel block take 3 GB
-        rows = chunk_rows(max(d, _sketch_width(sketch)), 8)
         moments = _dual_moments(_array_chunks(X, rows=rows), sketch, p, n=n, d=d, validate=False)
     try:
         lam = np.linalg.eigvalsh(moments.gram)[::-1]
