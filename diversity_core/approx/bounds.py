@@ -272,16 +272,21 @@ def _bounds(top, n, qs, purity, delta, eps):
     # every VS_q lies in [1, n]
     np.clip(low, 1.0, n, out=low)
     np.clip(high, 1.0, n, out=high)
+    return _finish_band(low, high, qs, n, _ROUNDOFF + 10.0 * z)
+
+
+def _finish_band(low: np.ndarray, high: np.ndarray, qs: np.ndarray, n: int, widen: float) -> tuple:
+    """Monotone in q, widened by ``widen`` for round-off, integers at q = 0, within [1, n]."""
     # VS_q is non-increasing in q: a lower bound at a larger order bounds every smaller one
     low = np.maximum.accumulate(low[::-1])[::-1]
     high = np.minimum.accumulate(high)
-    widen = _ROUNDOFF + 10.0 * z
     low *= 1.0 - widen
     high *= 1.0 + widen
-    zero = qs == 0
+    zero = qs == 0  # VS_0 counts the nonzero eigenvalues: an integer
     low[zero] = np.ceil(low[zero] * (1 - 1e-9))
     high[zero] = np.floor(high[zero] * (1 + 1e-9))
-    return np.maximum(low, 1.0), np.minimum(np.maximum(high, low), float(n))
+    low = np.clip(low, 1.0, n)
+    return low, np.clip(np.maximum(high, low), 1.0, n)
 
 
 def _rank_bounds(t_lo, t_hi, n, m, r_lo, c_hi, s_hi, eps) -> tuple[float, float]:

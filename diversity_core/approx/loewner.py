@@ -42,8 +42,8 @@ from ..exceptions import DiversityInputError
 from ..kernels import get_kernel
 from ..sources import RowSource, as_source
 from ._results import VendiBounds
-from .bounds import _ROUNDOFF, _bounds
-from .sketches import LANDMARKS, _nystrom, _sketch_eigenvalues
+from .bounds import _ROUNDOFF, _bounds, _finish_band
+from .sketches import LANDMARKS, _pooled_nystrom, _sketch_eigenvalues
 
 __all__ = ["nystrom_bounds", "bounds_from_lower_eigenvalues"]
 
@@ -140,15 +140,7 @@ def _lower_eigenvalue_bounds(mu, n, qs, purity, tol):
         # the trace-and-VS_2 bounds of :func:`bounds_from_eigenvalues` with k = 0
         lo2, hi2 = _bounds(np.empty(0), n, qs, purity, 0.0, eps)
         low, high = np.maximum(low, lo2), np.minimum(high, hi2)
-    low = np.maximum.accumulate(low[::-1])[::-1]
-    high = np.minimum.accumulate(high)
-    low *= 1.0 - _ROUNDOFF
-    high *= 1.0 + _ROUNDOFF
-    zero = qs == 0
-    low[zero] = np.ceil(low[zero] * (1 - 1e-9))
-    high[zero] = np.floor(high[zero] * (1 + 1e-9))
-    low = np.clip(low, 1.0, n)
-    return low, np.clip(np.maximum(high, low), 1.0, n)
+    return _finish_band(low, high, qs, n, _ROUNDOFF)
 
 
 def nystrom_bounds(
@@ -268,9 +260,7 @@ def nystrom_bounds(
     for rep in range(replicates):
         report(progress, rep + int(exact_vs2), steps, f"Nystrom sketch {rep + 1} of {replicates} (m = {size})")
         child = np.random.default_rng(generator.integers(2**63))
-        rows = np.sort(child.choice(n, size=pool, replace=False)) if pool < n else np.arange(n)
-        P = sp.csr_matrix(X[rows]) if sp.issparse(X) else X[rows]
-        sketch = _nystrom(kern, P, size, landmarks, child, rcond=_RCOND)
+        sketch = _pooled_nystrom(kern, X, n, size, pool, landmarks, child, rcond=_RCOND)
         mu = _sketch_eigenvalues(sketch, X, p, n, d)
         lo, hi = _lower_eigenvalue_bounds(mu, n, qs, purity, _EIG_TOL)
         low, high = np.maximum(low, lo), np.minimum(high, hi)

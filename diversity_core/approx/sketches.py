@@ -384,11 +384,8 @@ def vendi_estimate(
         elif method == "tanimoto_rf":
             sketch = _minhash(kern, d, size, child)
         else:
-            rows = np.sort(child.choice(n, size=pool, replace=False)) if pool < n else np.arange(n)
-            P = X[rows] if source is None else kern.validate(source.take(rows))
-            if sp.issparse(P):
-                P = sp.csr_matrix(P)
-            sketch = _nystrom(kern, P, size, landmarks, child, rcond=_RCOND if guarantee else None)
+            sketch = _pooled_nystrom(kern, X if source is None else source, n, size, pool, landmarks, child,
+                                     rcond=_RCOND if guarantee else None)
         lam = _sketch_eigenvalues(sketch, X if source is None else source, p, n, d)
         values[rep], captured[rep] = _score_with_tail(lam, n, qs, tail=method == "nystrom")
         if guarantee:
@@ -447,6 +444,15 @@ def _choose_estimator(method: str, kern, X) -> str:
     if method == "nystrom" and kern.name == "precomputed":
         raise DiversityInputError("method='nystrom' needs the items' features; a precomputed K has none here.")
     return method
+
+
+def _pooled_nystrom(kern, X, n: int, size: int, pool: int, landmarks: str, rng, *, rcond=None):
+    """A Nystrom sketch whose ``size`` landmarks are chosen among ``pool`` random rows of X (array or RowSource)."""
+    rows = np.sort(rng.choice(n, size=pool, replace=False)) if pool < n else np.arange(n)
+    P = kern.validate(X.take(rows)) if isinstance(X, RowSource) else X[rows]
+    if sp.issparse(P):
+        P = sp.csr_matrix(P)
+    return _nystrom(kern, P, size, landmarks, rng, rcond=rcond)
 
 
 def _is_binary(X) -> bool:
