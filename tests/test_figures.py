@@ -178,3 +178,22 @@ def test_user_strings_reach_plotly_escaped(rng):
         assert "&lt;a href" in text
         assert "a &amp; b" in text or "a & b" not in text  # an ampersand is an entity, not markup
     assert F.escape_label(LINK) == '&lt;a href="http://evil"&gt;x&lt;/a&gt;'
+
+
+def test_vendi_bounds_figure_draws_the_band_and_the_estimates():
+    from diversity_core.approx import vendi_bounds, vendi_estimate
+
+    X = np.random.default_rng(0).normal(size=(200, 3))
+    b = vendi_bounds(X, kernel="rbf", k=10, qs=[0.0, 0.5, 1.0, 2.0, np.inf], rng=0)
+    e = vendi_estimate(X, kernel="rbf", q=[1.0, 2.0, 3.3], method="rff", D=64, replicates=3, rng=0)
+    fig = F.vendi_bounds_figure(("subsample <b>", b.qs, b.low), b, e, q=1.0, n=200, estimate_qs=[1.0, 2.0],
+                                estimate_label="RFF D = 64")
+    *ref, low, high, est = fig.data
+    assert ref and all(t.name == "subsample &lt;b&gt;" and t.line.dash == "dot" for t in ref)
+    assert low.name == high.name == "guaranteed bounds (top 10 eigenvalues)" and est.name == "RFF D = 64"
+    np.testing.assert_array_equal(low.y, b.low)
+    np.testing.assert_array_equal(high.y, b.high)
+    assert high.fill == "tonexty"
+    np.testing.assert_allclose(est.y, e.value[:2])  # q = 3.3 is not among estimate_qs
+    np.testing.assert_allclose(est.error_y.array, (e.high - e.value)[:2])
+    assert len(F.vendi_bounds_figure(bounds=b).data) == 2  # the band alone

@@ -431,39 +431,11 @@ def status_panel(job: Job, snap: Snapshot) -> None:
 
 def band_figure(snap: Snapshot, first: FirstLook, q: float, n: int):
     """The q-profile: the subsample's curve, the guaranteed band, the estimates with their error bars."""
-    import plotly.graph_objects as go
+    from diversity_core.figures import vendi_bounds_figure
 
-    from diversity_core.figures import q_axis_position, q_profile_figure
-
-    fig = q_profile_figure({f"subsample of {first.size} (first look)": (first.qs, first.values)}, q=q, n=n,
-                           title="Vendi score against the order q (beyond the dense limit)")
-    for trace in fig.data:
-        trace.line.dash = "dot"
-        trace.line.color = "#999999"
-        if trace.marker is not None:
-            trace.marker.color = "#999999"
-    b = snap.bounds
-    if b is not None:
-        x = q_axis_position(b.qs)
-        name = (f"guaranteed bounds (Nyström, m = {b.settings['m']})" if b.settings.get("method") == "nystrom"
-                else f"guaranteed bounds (top {b.k} eigenvalues)")
-        fig.add_trace(go.Scatter(x=x, y=b.low, mode="lines", line={"width": 1, "color": "#0072B2"},
-                                 name=name, legendgroup="band", showlegend=False,
-                                 hovertemplate="lower bound %{y:.4g}<extra></extra>"))
-        fig.add_trace(go.Scatter(x=x, y=b.high, mode="lines", line={"width": 1, "color": "#0072B2"},
-                                 fill="tonexty", fillcolor="rgba(0, 114, 178, 0.25)", name=name, legendgroup="band",
-                                 hovertemplate="upper bound %{y:.4g}<extra></extra>"))
-    e = snap.estimate
-    if e is not None:
-        keep = np.isin(e.qs, np.asarray(Q_GRID))
-        fig.add_trace(go.Scatter(
-            x=q_axis_position(e.qs[keep]), y=e.value[keep], mode="markers", name=sketch_label(e),
-            marker={"color": "#D55E00", "size": 7},
-            error_y={"type": "data", "symmetric": False, "array": (e.high - e.value)[keep],
-                     "arrayminus": (e.value - e.low)[keep], "color": "#D55E00"},
-            hovertemplate="estimate %{y:.4g}<extra></extra>"))
-    fig.update_layout(showlegend=True)
-    return fig
+    return vendi_bounds_figure((f"subsample of {first.size} (first look)", first.qs, first.values), snap.bounds,
+                               snap.estimate, q=q, n=n, estimate_qs=Q_GRID,
+                               estimate_label=sketch_label(snap.estimate) if snap.estimate is not None else "")
 
 
 def _restart_button(job: Job, label: str, key: str) -> None:

@@ -10,6 +10,8 @@ builder                    draws
 =========================  ===============================================================
 q_profile_figure           VS_q against q (log axes, q = 0 and q = inf at the ends), the
                            chosen q marked, the bounds 1 and n
+vendi_bounds_figure        the q-profile beyond the dense limit: a first-look curve, the
+                           guaranteed band, estimates with error bars
 spectrum_figure            eigenvalues of the density matrix (log scale) and their
                            cumulative mass
 kernel_heatmap             a kernel matrix, optionally with group boundaries
@@ -55,7 +57,7 @@ from .groups import (
     spectra_overlay_figure,
 )
 from .items import bar_figure, histogram_figure, projection_figure
-from .vendi import kernel_heatmap, q_profile_figure, sensitivity_figure, spectrum_figure
+from .vendi import kernel_heatmap, q_profile_figure, sensitivity_figure, spectrum_figure, vendi_bounds_figure
 
 __all__ = [
     "PALETTE",
@@ -64,6 +66,7 @@ __all__ = [
     "escape_label",
     "format_q",
     "q_profile_figure",
+    "vendi_bounds_figure",
     "spectrum_figure",
     "kernel_heatmap",
     "magnitude_figure",

@@ -112,6 +112,66 @@ def q_profile_figure(
     return _layout(fig, title=title, height=height, legend=len(curves) > 1)
 
 
+def vendi_bounds_figure(
+    reference: Optional[tuple] = None,
+    bounds=None,
+    estimate=None,
+    *,
+    q: Optional[float] = None,
+    n: Optional[int] = None,
+    estimate_label: str = "estimate",
+    estimate_qs: Optional[Sequence[float]] = None,
+    title: Optional[str] = "Vendi score against the order q (beyond the dense limit)",
+    height: int = 420,
+) -> go.Figure:
+    """The q-profile beyond the dense limit: a reference curve, the guaranteed band, the estimates.
+
+    Parameters
+    ----------
+    reference : (label, qs, values), optional
+        A first-look curve (e.g. a subsample's exact profile), drawn dotted and grey.
+    bounds : VendiBounds, optional
+        The band between ``low`` and ``high`` at its orders (Lanczos top-k or a Nystrom sketch,
+        named in the legend).
+    estimate : VendiEstimate, optional
+        Point estimates with their replicate intervals as error bars, at the orders of
+        ``estimate_qs`` (default: all of the estimate's orders).
+    q, n : optional
+        The chosen order, and the number of items (as :func:`q_profile_figure`).
+    estimate_label : str
+        The estimates' legend entry (e.g. the sketch and its settings).
+    """
+    go = _go()
+    label, qs, values = reference if reference is not None else ("", np.empty(0), np.empty(0))
+    fig = q_profile_figure({label: (qs, values)} if reference is not None else {}, q=q, n=n, title=title,
+                           height=height)
+    for trace in fig.data:
+        trace.line.dash = "dot"
+        trace.line.color = "#999999"
+        if trace.marker is not None:
+            trace.marker.color = "#999999"
+    if bounds is not None:
+        x = q_axis_position(bounds.qs)
+        name = (f"guaranteed bounds (Nyström, m = {bounds.settings['m']})"
+                if bounds.settings.get("method") == "nystrom" else f"guaranteed bounds (top {bounds.k} eigenvalues)")
+        fig.add_trace(go.Scatter(x=x, y=bounds.low, mode="lines", line={"width": 1, "color": "#0072B2"},
+                                 name=name, legendgroup="band", showlegend=False,
+                                 hovertemplate="lower bound %{y:.4g}<extra></extra>"))
+        fig.add_trace(go.Scatter(x=x, y=bounds.high, mode="lines", line={"width": 1, "color": "#0072B2"},
+                                 fill="tonexty", fillcolor="rgba(0, 114, 178, 0.25)", name=name, legendgroup="band",
+                                 hovertemplate="upper bound %{y:.4g}<extra></extra>"))
+    if estimate is not None:
+        keep = np.ones(estimate.qs.size, bool) if estimate_qs is None else np.isin(estimate.qs, np.asarray(estimate_qs))
+        fig.add_trace(go.Scatter(
+            x=q_axis_position(estimate.qs[keep]), y=estimate.value[keep], mode="markers",
+            name=escape_label(estimate_label), marker={"color": "#D55E00", "size": 7},
+            error_y={"type": "data", "symmetric": False, "array": (estimate.high - estimate.value)[keep],
+                     "arrayminus": (estimate.value - estimate.low)[keep], "color": "#D55E00"},
+            hovertemplate="estimate %{y:.4g}<extra></extra>"))
+    fig.update_layout(showlegend=True)
+    return fig
+
+
 def spectrum_figure(
     eigenvalues: Sequence[float],
     *,
