@@ -647,11 +647,11 @@ def selection_csv(view: View, indices) -> bytes:
 
 @shared_cache("data", hash_funcs={Dataset: lambda d: d.content_hash})
 def _view(full: Dataset, groups: Optional[tuple], subsample: Optional[int], seed: int,
-          preprocess: tuple = (), search: Search = Search(), _loaded: Optional[Dataset] = None,
-          selection: Selection = Selection(), loaded_key: str = "", _rows: Optional[np.ndarray] = None) -> View:
-    # ``_rows`` (the search's rows of the loaded dataset) follows from ``loaded_key`` and ``search``
+          preprocess: tuple = (), search: Search = Search(), loaded: Optional[Dataset] = None,
+          selection: Selection = Selection(), _rows: Optional[np.ndarray] = None) -> View:
+    # ``_rows`` (the search's rows of the loaded dataset) follows from ``loaded`` and ``search``
     idx = np.arange(full.n)
-    parts = [search.describe()] if search.active and full is not _loaded else []
+    parts = [search.describe()] if search.active and full is not loaded else []
     if groups is not None and full.groups is not None:
         keep = np.isin(np.asarray(full.groups).astype(str), np.asarray(groups, dtype=str))
         idx = idx[keep]
@@ -685,7 +685,7 @@ def _view(full: Dataset, groups: Optional[tuple], subsample: Optional[int], seed
     key = hashlib.blake2b(key_src.encode(), digest_size=12).hexdigest()
     description = f"{full.name}: {data.n} items" + (f" ({', '.join(parts)})" if parts else "")
     return View(full=full, data=data, indices=indices, key=key, description=description, preprocess=preprocess,
-                loaded=None if _loaded is None or _loaded is full else _loaded, rows=rows, selection_note=note)
+                loaded=None if loaded is None or loaded is full else loaded, rows=rows, selection_note=note)
 
 
 def current_search() -> Search:
@@ -724,4 +724,4 @@ def current_view() -> View:
         valid = set(full.group_names())
         groups = tuple(g for g in groups if g in valid) or None
     return _view(full, groups, s.subsample, s.seed, s.preprocess, search, loaded,
-                 selection=current_selection(), loaded_key=loaded.content_hash, _rows=result.rows)
+                 selection=current_selection(), _rows=result.rows)
