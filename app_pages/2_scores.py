@@ -29,9 +29,7 @@ if scalable.active(ctx, plan):
     st.caption("Baselines, per-group scores and the kernel sweep need the exact spectrum: compute it exactly "
                "above, or take a subsample in the sidebar.")
     st.stop()
-scalable.forced_note(ctx, plan)
-with scalable.exact_budget(ctx, plan):
-    spec = ctx.spectrum()
+spec = scalable.exact_spectrum(ctx, plan)
 q = s.q
 vs_q = spec.vendi(q)
 

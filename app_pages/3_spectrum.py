@@ -52,9 +52,7 @@ if beyond:
         top = (scalable.job_key(ctx) + (b.k,), b.eigenvectors[:, 0])
     scalable.force_exact_control(ctx, plan, scalable.first_look(*ctx.kernel_args))
 else:
-    scalable.forced_note(ctx, plan)
-    with scalable.exact_budget(ctx, plan):
-        spec = ctx.spectrum()
+    spec = scalable.exact_spectrum(ctx, plan)
     st.plotly_chart(spectrum_figure(spec.eigenvalues), key="spectrum")
     st.caption(f"{spec.rank} eigenvalues in the support out of {spec.eigenvalues.size} ({spec.method} path; "
                f"kernel {spec.kernel.get('name')}" + "".join(f", {k} = {v:.4g}" for k, v in spec.kernel.items()

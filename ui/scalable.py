@@ -19,7 +19,7 @@ badge:
 Jobs live in the process-wide store of :mod:`ui.tasks` (kind ``"scalable"``), keyed by content
 (the view's key, the featurizer, the kernel), so a page change or another session finds the
 running job and its latest results. The user can force the exact path, with its memory and an
-approximate time shown before it starts (:func:`exact_budget` raises the budget to what it needs).
+approximate time shown before it starts (:func:`exact_spectrum` raises the budget to what it needs).
 """
 
 from __future__ import annotations
@@ -105,6 +105,13 @@ def exact_budget(ctx, p: ExactPlan):
     if p.fits or not forced(ctx):
         return contextlib.nullcontext()
     return config_context(memory_budget=int(max(memory_budget(), p.dense_bytes * 1.05)))
+
+
+def exact_spectrum(ctx, p: ExactPlan):
+    """The exact spectrum of the page: a note and the raised budget when the user forced it past the limit."""
+    forced_note(ctx, p)
+    with exact_budget(ctx, p):
+        return ctx.spectrum()
 
 
 def _set_forced(key: tuple, on: bool) -> None:
