@@ -160,6 +160,7 @@ def test_vendi_bounds_result(rng):
         b.vendi(3.0)
     payload = json.loads(dumps(b.to_dict()))
     assert payload["qs"][-1] == "inf" and payload["k"] == 30
+    assert payload["purity"] == pytest.approx(b.purity)  # what bounds_at needs besides the eigenvalues
 
 
 def test_weights_and_precomputed(rng):

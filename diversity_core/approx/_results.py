@@ -145,6 +145,7 @@ class VendiBounds:
             "top_eigenvalues": self.top_eigenvalues.tolist(),
             "residual_mass": self.residual_mass,
             "tolerance": self.tolerance,
+            "purity": self.purity,
             "kernel": self.kernel,
             "settings": self.settings,
         }
