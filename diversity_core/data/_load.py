@@ -137,7 +137,6 @@ def _detect(p: Path, *, text_column, smiles_column, group_column, weight_column,
     if text_column:
         return "text", None, f"text_column={text_column!r} given: text"
     if suffix in TABLE_EXTENSIONS:
-        import pandas as pd
 
         table = read_table(p, max_bytes)
         columns = list(table.df.columns)
@@ -151,17 +150,7 @@ def _detect(p: Path, *, text_column, smiles_column, group_column, weight_column,
 
         id_col = table.find_column(ID_COLUMNS)
         rest = [c for c in table.df.columns if c not in (group_column, weight_column, id_col)]
-        strings = []
-        for c in rest:
-            col = table.df[c]
-            if pd.api.types.is_numeric_dtype(col) or col.dtype == bool:
-                continue
-            first = col.dropna()
-            if len(first) and isinstance(first.iloc[0], (list, tuple, np.ndarray)):
-                continue
-            if pd.to_numeric(col, errors="coerce").notna().sum() == col.notna().sum():
-                continue
-            strings.append(c)
+        strings = [c for c in rest if is_text_column(table.df[c])]
         if len(strings) == 1 and len(rest) == 1:
             return "text", table, "a table with one string column: text"
         return "embeddings", table, f"a table with {len(rest)} numeric or vector columns: embeddings"

@@ -413,9 +413,7 @@ def _group_candidates(table: Table, exclude: Sequence[str]) -> list:
     out = []
     for name in table.df.columns:
         col = table.df[name]
-        if name in exclude or name == id_col or pd.api.types.is_numeric_dtype(col) or col.dtype == bool:
-            continue
-        if col.isna().any() or not len(col) or isinstance(col.iloc[0], (list, tuple, np.ndarray, dict)):
+        if name in exclude or name == id_col or col.isna().any() or not is_text_column(col):
             continue
         text = col.astype(str).str.strip()
         # a column with any number in it is a feature column with a typo, not a group column
