@@ -78,7 +78,7 @@ def test_compare_rnd_on_digits_trains_in_the_reliable_regime():
     assert_clean(at)
     assert not at.error, [e.value for e in at.error]
     assert _regime_warnings(at) == []
-    outcomes = [o for o in tasks.store("compare", 8)._data.values() if o.value.settings.get("rnd")]
+    outcomes = [o for o in tasks.store("compare", 8).values() if o.value.settings.get("rnd")]
     assert outcomes
     for settings in outcomes[-1].value.settings["rnd"]["settings"].values():
         assert settings["batch_size"] == settings["train_size"]
