@@ -8,6 +8,8 @@ server in Streamlit's legacy multipage mode); Streamlit-only helpers in ``ui/``;
 mathematics in ``diversity_core``.
 """
 
+from pathlib import Path
+
 from diversity_core._config import configure_environment
 
 # Offline model loading and torch's OpenMP wait policy must be set before anything imports torch.
@@ -15,14 +17,24 @@ configure_environment()
 
 import streamlit as st  # noqa: E402
 
+from ui import runlog  # noqa: E402
 from ui.data import check_demo_link, refuse_local_path  # noqa: E402
 from ui.feedback import literal  # noqa: E402
+from ui.fragments import begin_page  # noqa: E402
 from ui.sidebar import render_sidebar  # noqa: E402
 from ui.state import init_state, write_query_params  # noqa: E402
+from ui.workers import ensure_started  # noqa: E402
 
-st.set_page_config(page_title="Diversity Explorer", page_icon=":material/diversity_3:", layout="wide")
+FAVICON = Path(__file__).resolve().parent / "static" / "favicon.svg"
+_run = runlog.start()  # the server's own time per run, with DIVERSITY_RUN_LOG set (benchmarks)
+# the favicon is a file of this checkout, served by this server: a `:material/...:` or emoji icon makes
+# every browser fetch it from a public host (issue 26, item 15; tests/e2e/test_no_external_requests.py)
+st.set_page_config(page_title="Diversity Explorer", page_icon=str(FAVICON), layout="wide")
+# heavy jobs go to worker processes (ui.workers); the pool starts in the background on the first run
+ensure_started()
 
 init_state()
+begin_page()  # the page about to run names its own q views (ui.fragments)
 # A link's source is checked before the sidebar reads it: a local path with reading turned off is
 # refused without touching the file system; an unknown demo name is shown as literal text.
 refuse_local_path(st.session_state)
@@ -51,3 +63,4 @@ if st.session_state.get("load_error"):
     st.error(f"{literal(st.session_state['load_error'])}\n\nThe previous dataset stays loaded: "
              f"**{literal(kept.name)}** ({kept.n} items).")
 current.run()
+runlog.end(_run, "page", current.url_path, q=str(st.session_state.get("q")))

@@ -8,14 +8,19 @@
                            tests, when missing) and run ruff and the whole test suite
     python3 dev.py bench   run the benchmarks (prints ratios, writes benchmarks/results/*.json)
 
-Both commands are idempotent: the install is redone only when pyproject.toml changes.
+Both commands are idempotent: the install is redone only when pyproject.toml changes or the
+command needs extras that were not installed. ``.venv/.setup-stamp.json`` records the digest of
+pyproject.toml and the extras installed with it (nested extras such as ``all`` expanded), so
+``dev.py app`` after ``dev.py test`` (``all,test`` is a superset of ``all``) installs nothing.
 Extra arguments after ``test`` go to pytest (``python3 dev.py test -k vendi``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,11 +28,15 @@ import time
 import urllib.request
 import venv
 from pathlib import Path
+from typing import Optional
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / "python"
+STAMP_NAME = ".setup-stamp.json"
+#: The stamps of earlier dev.py versions: ``.setup-stamp-all-test`` held the digest for ``all,test``.
+LEGACY_STAMP_PREFIX = ".setup-stamp-"
 
 
 def _run(cmd: list, **kw) -> int:
@@ -42,8 +51,91 @@ def _check(cmd: list, what: str) -> None:
         sys.exit(f"dev.py: {what} failed (command above); fix the error it printed and rerun.")
 
 
+def pyproject_digest(root: Optional[Path] = None) -> str:
+    """The first 16 hex digits of pyproject.toml's SHA-256 (what an install stamp is valid for)."""
+    root = ROOT if root is None else root
+    return hashlib.sha256((root / "pyproject.toml").read_bytes()).hexdigest()[:16]
+
+
+def extras_closure(extras, root: Optional[Path] = None) -> frozenset:
+    """``extras`` with the extras they include (``all`` -> ``all, app, dask, parquet, ...``).
+
+    Read from ``[project.optional-dependencies]``: an entry ``diversity-explorer[app,dask]`` of an
+    extra names extras of the project itself. Unknown extras are kept as they are.
+    """
+    root = ROOT if root is None else root
+    try:
+        import tomllib
+
+        project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+        optional = project.get("optional-dependencies", {})
+        name = re.sub(r"[-_.]+", "-", project.get("name", "")).lower()
+    except (OSError, KeyError, ValueError, ImportError):
+        optional, name = {}, ""
+    done: set = set()
+    todo = [e.strip() for e in extras if e.strip()]
+    while todo:
+        extra = todo.pop()
+        if extra in done:
+            continue
+        done.add(extra)
+        for requirement in optional.get(extra, ()):
+            m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*\[([^\]]*)\]", requirement)
+            if m and re.sub(r"[-_.]+", "-", m.group(1)).lower() == name:
+                todo += [e.strip() for e in m.group(2).split(",") if e.strip()]
+    return frozenset(done)
+
+
+def read_stamp(venv: Optional[Path] = None) -> dict:
+    """``{digest: extras installed with it}`` from the stamp (and the stamps of older dev.py versions)."""
+    venv = VENV if venv is None else venv  # read when called: tests point VENV elsewhere
+    installed: dict = {}
+    try:
+        data = json.loads((venv / STAMP_NAME).read_text())
+        installed[str(data["digest"])] = frozenset(data["extras"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    for legacy in venv.glob(LEGACY_STAMP_PREFIX + "*"):
+        if legacy.name == STAMP_NAME:
+            continue
+        try:
+            digest = legacy.read_text().strip()
+        except OSError:
+            continue
+        extras = frozenset(legacy.name[len(LEGACY_STAMP_PREFIX):].split("-"))
+        installed[digest] = installed.get(digest, frozenset()) | extras
+    return installed
+
+
+def install_needed(extra: str, *, venv: Optional[Path] = None, root: Optional[Path] = None) -> tuple:
+    """``(needed, extras to install)`` for a request of ``extra`` (``"all,test"``).
+
+    Satisfied — nothing to install — when the stamp of the current pyproject.toml digest records a
+    superset of the requested extras (both with their nested extras expanded). Otherwise the
+    extras to install are the requested ones plus those already installed with the same digest,
+    so that the stamp stays true.
+    """
+    venv = VENV if venv is None else venv  # read when called: tests point VENV elsewhere
+    root = ROOT if root is None else root
+    requested = extras_closure(extra.split(","), root)
+    already = read_stamp(venv).get(pyproject_digest(root), frozenset())
+    if requested <= extras_closure(already, root):
+        return False, already
+    return True, frozenset(e.strip() for e in extra.split(",") if e.strip()) | already
+
+
+def write_stamp(extras, *, venv: Optional[Path] = None, root: Optional[Path] = None) -> None:
+    """Record that ``extras`` are installed for the current pyproject.toml."""
+    venv = VENV if venv is None else venv  # read when called: tests point VENV elsewhere
+    root = ROOT if root is None else root
+    text = json.dumps({"digest": pyproject_digest(root), "extras": sorted(extras)}) + "\n"
+    tmp = venv / (STAMP_NAME + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, venv / STAMP_NAME)
+
+
 def ensure_venv(extra: str) -> None:
-    """Create .venv and install the project (with ``extra``) unless pyproject.toml is unchanged."""
+    """Create .venv and install the project with ``extra`` unless an install covering it is recorded."""
     if sys.version_info < (3, 11):  # noqa: UP036 - dev.py may be started by an older python3
         sys.exit(f"dev.py: Python 3.11 or newer is needed; this is {sys.version.split()[0]}.")
     if not PY.exists():
@@ -52,19 +144,18 @@ def ensure_venv(extra: str) -> None:
             venv.EnvBuilder(with_pip=True).create(VENV)
         except Exception as exc:  # Debian without python3-venv, for example
             sys.exit(f"dev.py: could not create a virtual environment ({exc}); install python3-venv.")
-    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:16]
-    stamp = VENV / f".setup-stamp-{extra.replace(',', '-')}"
-    if stamp.exists() and stamp.read_text() == digest:
+    needed, extras = install_needed(extra)
+    if not needed:
         return
-    target = f".[{extra}]"
-    print(f"dev.py: installing Diversity Explorer with the '{extra}' extras into {VENV} (first time, or "
-          "pyproject.toml changed). This takes a few minutes (torch alone is large); pip's progress "
-          "follows.", flush=True)
+    target = f".[{','.join(sorted(extras))}]"
+    print(f"dev.py: installing Diversity Explorer with the '{','.join(sorted(extras))}' extras into {VENV} "
+          "(first time, or pyproject.toml changed, or new extras). This takes a few minutes (torch alone is "
+          "large); pip's progress follows.", flush=True)
     started = time.monotonic()
     # torch is pinned to 2.13.0 in pyproject.toml (CPU wheel where one is provided locally).
     _check([PY, "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar", "on", "-e", target],
            "pip install")
-    stamp.write_text(digest)
+    write_stamp(extras)
     print(f"dev.py: installed in {time.monotonic() - started:.0f} s.", flush=True)
 
 
@@ -82,15 +173,31 @@ def ensure_chromium() -> None:
            "apt-get install chromium")
 
 
-def app_url(args: list) -> str:
-    """The local URL the app will answer on (``--server.port`` in ``args``, else Streamlit's 8501)."""
-    port = "8501"
+def _option(args: list, name: str):
+    """The value of ``--name=value`` or ``--name value`` in Streamlit's arguments, else None."""
+    value = None
     for i, arg in enumerate(args):
-        if arg.startswith("--server.port="):
-            port = arg.split("=", 1)[1]
-        elif arg == "--server.port" and i + 1 < len(args):
-            port = args[i + 1]
-    return f"http://localhost:{port}"
+        if arg.startswith(name + "="):
+            value = arg.split("=", 1)[1]
+        elif arg == name and i + 1 < len(args):
+            value = args[i + 1]
+    return value
+
+
+def app_url(args: list) -> str:
+    """The URL that answers once the app runs: the bound address (127.0.0.1 by default) and port.
+
+    ``--server.port`` in ``args``, else Streamlit's 8501. ``--server.address``, else 127.0.0.1
+    (what :func:`cmd_app` passes); a wildcard address (``0.0.0.0``, ``::``) answers on the
+    loopback address of its family. The banner prints this address, not ``localhost``, which may
+    resolve to an address the server does not listen on.
+    """
+    port = _option(args, "--server.port") or "8501"
+    address = (_option(args, "--server.address") or "127.0.0.1").strip()
+    address = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1", "[::]": "::1"}.get(address, address)
+    if ":" in address and not address.startswith("["):
+        address = f"[{address}]"
+    return f"http://{address}:{port}"
 
 
 def wait_until_ready(url: str, proc, timeout: float = 300.0, poll: float = 0.5) -> bool:

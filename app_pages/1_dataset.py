@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from diversity_core.figures import bar_figure, histogram_figure
+from diversity_core.report.figures import bar_figure, histogram_figure
 from ui import compute
 from ui.feedback import attempt, literal, plain, show_warning
 from ui.gallery import show_items

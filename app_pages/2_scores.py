@@ -6,9 +6,10 @@ import pandas as pd
 import streamlit as st
 
 from diversity_core import default_q_grid
-from diversity_core.figures import bar_figure, q_profile_figure, sensitivity_figure
+from diversity_core.report.figures import bar_figure, q_profile_figure, sensitivity_figure
 from ui import compute, scalable
 from ui.feedback import attempt
+from ui.fragments import current_q, current_q_label, q_local, q_view
 from ui.page import header
 from ui.sensitivity import sweep_controls
 
@@ -30,18 +31,25 @@ if scalable.active(ctx, plan):
                "above, or take a subsample in the sidebar.")
     st.stop()
 spec = scalable.exact_spectrum(ctx, plan)
-q = s.q
-vs_q = spec.vendi(q)
-
-c1, c2, c3, c4 = st.columns([1.4, 1, 1, 1])
-c1.metric(f"Vendi score (q = {s.q_label})", f"{vs_q:.2f}",
-          help=f"Effective number of distinct items at order q = {s.q_label}, out of n = {view.n}.")
-c1.caption(f"effective number of distinct items, out of **n = {view.n}** ({vs_q / view.n:.1%})")
 groups = attempt(lambda: compute.group_spectra(*ctx.kernel_args), "Computing per-group spectra") or {}
-st.markdown(compute.reading(vs_q, view.n, {g: gs.vendi(q) for g, gs in groups.items()}, s.q_label))
-c2.metric("VS₁ (Shannon, q = 1)", f"{spec.vendi(1.0):.2f}", help="The Vendi score of Friedman & Dieng.")
-c3.metric("VS∞ (q = ∞)", f"{spec.vendi(math.inf):.2f}", help="1 / the largest eigenvalue: the dominant mode's share.")
-c4.metric("Rank (q = 0)", f"{spec.rank}", help="Number of eigenvalues in the support (VS₀).")
+# what reads q is drawn in q views: moving q redraws them from the cached spectra, nothing else runs
+
+
+@q_view("scores_headline")
+def headline() -> None:
+    q, label = current_q(), current_q_label()
+    vs_q = spec.vendi(q)
+    c1, c2, c3, c4 = st.columns([1.4, 1, 1, 1])
+    c1.metric(f"Vendi score (q = {label})", f"{vs_q:.2f}",
+              help=f"Effective number of distinct items at order q = {label}, out of n = {view.n}.")
+    c1.caption(f"effective number of distinct items, out of **n = {view.n}** ({vs_q / view.n:.1%})")
+    c2.metric("VS₁ (Shannon, q = 1)", f"{spec.vendi(1.0):.2f}", help="The Vendi score of Friedman & Dieng.")
+    c3.metric("VS∞ (q = ∞)", f"{spec.vendi(math.inf):.2f}", help="1 / the largest eigenvalue: the dominant mode's share.")
+    c4.metric("Rank (q = 0)", f"{spec.rank}", help="Number of eigenvalues in the support (VS₀).")
+    st.markdown(compute.reading(vs_q, view.n, {g: gs.vendi(q) for g, gs in groups.items()}, label))
+
+
+headline()
 
 base = attempt(lambda: compute.baselines(*ctx.kernel_args), "Computing the baselines")
 if base:
@@ -67,16 +75,27 @@ qs = default_q_grid()
 profiles = {"all selected items": (qs, spec.profile(qs))}
 for name, gs in groups.items():
     profiles[name] = (qs, gs.profile(qs))
-st.plotly_chart(q_profile_figure(profiles, q=q, n=view.n), key="q_profile")
 
-if groups:
-    st.subheader("Per group")
-    intdivs = attempt(lambda: compute.group_baselines(*ctx.kernel_args), "Computing per-group IntDiv") or {}
-    table = pd.DataFrame(compute.score_rows(spec, groups, intdivs, q))
+
+@q_view("scores_profile")
+def profile() -> None:
+    st.plotly_chart(q_profile_figure(profiles, q=current_q(), n=view.n), key="q_profile")
+
+
+@q_view("scores_groups")
+def per_group(intdivs: dict) -> None:
+    label = current_q_label()
+    table = pd.DataFrame(compute.score_rows(spec, groups, intdivs, current_q()))
     st.dataframe(table, hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(format="%.3f") for c in table.columns[2:]})
-    st.plotly_chart(bar_figure(table["group"], table.iloc[:, 2], y_title=f"VS (q = {s.q_label})",
-                               title=f"Vendi score per group at q = {s.q_label}"), key="group_bars")
+    st.plotly_chart(bar_figure(table["group"], table.iloc[:, 2], y_title=f"VS (q = {label})",
+                               title=f"Vendi score per group at q = {label}"), key="group_bars")
+
+
+profile()
+if groups:
+    st.subheader("Per group")
+    per_group(attempt(lambda: compute.group_baselines(*ctx.kernel_args), "Computing per-group IntDiv") or {})
     st.caption("Every group uses the kernel fixed on all selected items (the same bandwidth), so the scores "
                "compare; a group's VS is out of its own size.")
 
@@ -85,11 +104,20 @@ st.markdown("How much does the conclusion depend on the kernel? The sweep recomp
             "over a range of RBF bandwidths (or Morgan radii for molecules); where curves cross, the ranking "
             "of the groups depends on that choice.")
 result = sweep_controls(ctx)
-if result is not None:
+
+
+@q_view("scores_sensitivity")
+def sensitivity() -> None:
+    q = current_q()
     current = dict(s.kernel_params).get("sigma") if s.kernel in ("rbf", "laplacian") else None
     st.plotly_chart(
         sensitivity_figure(result.values, result.vendi(q), result.groups, parameter=result.parameter,
                            reference=result.reference, current=current, q=q,
-                           title=f"VS (q = {s.q_label}) against the {result.kernel} {result.parameter}"),
+                           title=f"VS (q = {current_q_label()}) against the {result.kernel} {result.parameter}"),
         key="sensitivity",
     )
+
+
+if result is not None:
+    sensitivity()
+q_local()

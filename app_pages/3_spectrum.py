@@ -2,9 +2,10 @@
 
 import streamlit as st
 
-from diversity_core.figures import kernel_heatmap, spectrum_figure
+from diversity_core.report.figures import kernel_heatmap, spectrum_figure
 from ui import compute, scalable
 from ui.feedback import attempt
+from ui.fragments import q_local
 from ui.gallery import show_items
 from ui.page import header
 from ui.state import KEEP
@@ -21,8 +22,9 @@ plan = scalable.plan(ctx)
 beyond = scalable.active(ctx, plan)
 
 
+@st.fragment
 def galleries(values, vectors, ends) -> None:
-    """Items at both ends of each top eigenvector (dense, dual or Lanczos)."""
+    """Items at both ends of each top eigenvector (dense, dual or Lanczos); its sliders redraw only it."""
     available = 0 if vectors is None else vectors.shape[1]
     c1, c2 = st.columns(2)
     k = (c1.slider("Eigenvectors", 1, available, min(3, available), key="spectrum_k", **KEEP)
@@ -60,19 +62,28 @@ else:
     st.subheader("Items at both ends of the top eigenvectors")
     galleries(spec.eigenvalues, spec.eigenvectors, spec.eigenvector_ends)
 
+
+@st.fragment
+def kernel_matrix(top) -> None:
+    """The kernel heatmap; its sort redraws only it (each order's matrix is cached)."""
+    options = ["group", "top eigenvector"] if data.groups is not None else ["top eigenvector"]
+    sort = st.radio("Sort items by", options, horizontal=True, key="heatmap_sort", **KEEP)
+    how = "group" if sort == "group" else "eigenvector"
+    if beyond:
+        hm = attempt(lambda: scalable.heatmap(*ctx.kernel_args, how, top[0] if top else (),
+                                              None if top is None else top[1]), "Computing the kernel matrix")
+    else:
+        hm = attempt(lambda: compute.heatmap(*ctx.kernel_args, how), "Computing the kernel matrix")
+    if hm is not None:
+        ids = [data.ids[i] for i in hm["indices"]]
+        st.plotly_chart(kernel_heatmap(hm["K"], labels=hm["labels"], hover=ids,
+                                       title=f"k(x_i, x_j), sorted by {sort}"), key="heatmap")
+        if hm["sampled"]:
+            st.caption(f"Drawn for a seeded random subsample of {len(ids)} of the {data.n} items "
+                       f"(a {data.n} × {data.n} heatmap would not be readable); the spectrum uses every item.")
+
+
 st.subheader("Kernel matrix")
-options = ["group", "top eigenvector"] if data.groups is not None else ["top eigenvector"]
-sort = st.radio("Sort items by", options, horizontal=True, key="heatmap_sort", **KEEP)
-how = "group" if sort == "group" else "eigenvector"
-if beyond:
-    hm = attempt(lambda: scalable.heatmap(*ctx.kernel_args, how, top[0] if top else (), None if top is None else top[1]),
-                 "Computing the kernel matrix")
-else:
-    hm = attempt(lambda: compute.heatmap(*ctx.kernel_args, how), "Computing the kernel matrix")
-if hm is not None:
-    ids = [data.ids[i] for i in hm["indices"]]
-    st.plotly_chart(kernel_heatmap(hm["K"], labels=hm["labels"], hover=ids,
-                                   title=f"k(x_i, x_j), sorted by {sort}"), key="heatmap")
-    if hm["sampled"]:
-        st.caption(f"Drawn for a seeded random subsample of {len(ids)} of the {data.n} items "
-                   f"(a {data.n} × {data.n} heatmap would not be readable); the spectrum uses every item.")
+kernel_matrix(top)
+if not beyond:
+    q_local()  # q appears only in the settings line (a q view)

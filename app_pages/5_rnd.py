@@ -28,7 +28,8 @@ if out is None and tasks.start_button(
     hint="Choose the settings and press **Run RND**: training takes from seconds (a few runs of an MLP) to "
          "minutes (many runs of a CNN); a progress bar follows every epoch and the curves grow as they train.",
 ):
-    out = tasks.run("rnd", key, rnd_ui.task(view, ctx.featurizer, settings), "Training RND", expanded=True)
+    out = tasks.run("rnd", key, rnd_ui.task(view, ctx.featurizer, settings), "Training RND", expanded=True,
+                    on_data=rnd_ui.LiveCurves(settings))
 if out is not None:
     warning.empty()
     rnd_ui.show(out, settings)

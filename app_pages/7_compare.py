@@ -5,6 +5,7 @@ import streamlit as st
 from ui import compare_ui, tasks
 from ui.compare_ui import RESULTS_KEY
 from ui.feedback import literal
+from ui.fragments import q_local
 from ui.page import header
 from ui.rnd_ui import show_reliability
 
@@ -14,6 +15,7 @@ ctx = header(
     "(groups larger than n are subsampled without replacement and averaged), each with an interval, and each "
     "pair of groups is called **resolved** only when the interval of its difference excludes 0.",
 )
+q_local()  # the orders compared are the page's own; the sidebar's q appears only in the settings line
 ds = ctx.view.data
 groups = ds.group_names()
 if len(groups) < 2:
@@ -37,7 +39,9 @@ if out is None:  # said before training; a result says it with its own settings
     show_reliability([compare_ui.rnd_warning(ctx, settings)])
 # a presentation opens on its results: a link with the mode on computes them without a click
 if out is None and (submitted or (presentation and not tasks.cancelled("compare", key))):
-    out = tasks.run("compare", key, compare_ui.task(ctx, settings), "Comparing the groups", max_entries=8)
+    # open, with each stage's scores shown as soon as they are ready (Vendi first, then magnitude)
+    out = tasks.run("compare", key, compare_ui.task(ctx, settings), "Comparing the groups", max_entries=8,
+                    expanded=True, on_data=compare_ui.StageView())
 if out is None:
     st.info(f"{len(groups)} groups ({literal(', '.join(f'{g}: {sizes[g]}' for g in groups))}). Choose the settings and "
             "press **Run comparison**; results stay cached for these settings.")

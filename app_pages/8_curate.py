@@ -45,8 +45,11 @@ if items_out is None and ((auto and not tasks.cancelled("curate_items", akey)) o
         hint=f"{view.n} items: one eigenvalue problem per item, so it starts on demand.")):
     items_out = tasks.run("curate_items", akey, curate_ui.analysis_task(ctx, curate_ui.neighbors_for(view.n)),
                           "Computing contributions and rarity")
-if items_out is not None:
-    contrib, rare = items_out.value
+
+
+@st.fragment
+def items_view(contrib, rare) -> None:
+    """The item table and the galleries: ticking rows, sorting and items per gallery redraw only this part."""
     table = curate_ui.item_table(view, contrib, rare, dup, s.q)
     # keyed by the view: ticked rows of another view's table never come back as this one's
     ticked = st.dataframe(table, hide_index=True, width="stretch", key=f"curate_items_table_{view.key}",
@@ -65,6 +68,10 @@ if items_out is not None:
                        ("Most redundant", contrib.bottom(m, q=s.q))):
         st.caption(label)
         show_items(data, idx, columns=8, notes=[f"{c[i]:+.3g}" for i in idx])
+
+
+if items_out is not None:
+    items_view(*items_out.value)
     tasks.show_notes(items_out)
 
 with dup_slot:
@@ -76,8 +83,6 @@ with dup_slot:
 st.subheader("Select the k most diverse")
 c1, c2, c3 = st.columns(3)
 k = c1.slider("k", 1, view.n, min(50, view.n), key="curate_k", **KEEP)
-method = c2.radio("Method", list(METHODS), format_func=curate_ui.METHOD_LABELS.get, horizontal=True,
-                  key="curate_method", **KEEP)
 seed = int(c3.number_input("Seed (first item, random order)", 0, 2**31 - 1, 0, key="curate_seed", **KEEP))
 skey = curate_ui.selection_key(ctx, k, seed)
 sel_out = tasks.stored("curate_selection", skey)
@@ -85,8 +90,15 @@ if sel_out is None and ((auto and k <= curate_ui.AUTO_MAX_K and not tasks.cancel
                         or tasks.start_button("Select", key="curate_select_run",
                                               hint=f"Choosing {k} of {view.n} items by every method starts on demand.")):
     sel_out = tasks.run("curate_selection", skey, curate_ui.selection_task(ctx, k, seed), "Selecting items")
-if sel_out is not None:
-    comparison = sel_out.value
+
+
+@st.fragment
+def selection_view(box, comparison) -> None:
+    """The method (drawn in ``box``) and its selection: every method is computed, so choosing one redraws only this."""
+    method = box.radio("Method", list(METHODS), format_func=curate_ui.METHOD_LABELS.get, horizontal=True,
+                       key="curate_method", **KEEP)
+    if comparison is None:
+        return
     sel = comparison.selections[method]
     st.plotly_chart(curate_ui.selection_figure(comparison, s.q), key="curate_curves")
     st.dataframe(curate_ui.selection_frame(view, sel), hide_index=True, width="stretch", key="curate_selected")
@@ -100,4 +112,8 @@ if sel_out is not None:
                            file_name=f"selected_{method}_{k}{ext}", mime=mime, key="curate_items", on_click="ignore")
     show_items(data, sel.indices[:32], columns=8, notes=[f"#{r + 1}" for r in range(min(32, sel.k))])
     selection_buttons(view, sel.indices, key="curate_sel", what=f"the {k} items chosen by {curate_ui.METHOD_LABELS[method]}")
+
+
+selection_view(c2, None if sel_out is None else sel_out.value)
+if sel_out is not None:
     tasks.show_notes(sel_out)

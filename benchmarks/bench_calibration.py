@@ -170,7 +170,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
 
-    kw = {"level": args.level}
+    kw = {"confidence_level": args.level}
     for name in ("n_resamples", "magnitude_replicates", "n_scales"):
         if getattr(args, name) is not None:
             kw[name] = getattr(args, name)

@@ -13,6 +13,15 @@ It prints the median and maximum per N beside the load average of the machine (o
 slow the figures down), and writes ``benchmarks/results/sessions.json``. Every wait is bounded
 (``--timeout`` seconds per session and step); a session that runs out counts as a failure.
 
+Ten headless browsers saturate a 2-core machine by themselves, so the server also measures its
+own time per script run (issue 22): it runs with ``DIVERSITY_RUN_LOG`` (``ui.runlog``), and for
+each session the script prints the server time of its first full run (``first render run``) and
+of the runs that drew the new q (``q change run``: from the first to the last fragment or page
+run of that session whose q is not 1), as the 50th and 95th percentiles over sessions. The
+result store is warm (``DIVERSITY_CACHE_DIR``: one folder for the whole benchmark, filled by
+a warm-up session on a server of its own), the in-memory caches of each new server are cold,
+and the server has its worker processes (``DIVERSITY_WORKERS=auto``), as ``diversity app``.
+
 Run: ``python benchmarks/bench_sessions.py [--sessions 1 5 10] [--timeout 180]``
 (needs /usr/bin/chromium and playwright, like the browser tests).
 """
@@ -22,14 +31,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -62,13 +74,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(log: Path, timeout: float) -> tuple:
+def start_server(log: Path, timeout: float, env: Optional[dict] = None) -> tuple:
     """A fresh ``streamlit run app.py`` on 127.0.0.1; returns (process, url) once it answers."""
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1"],
-        cwd=ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        cwd=ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "DIVERSITY_WORKERS": "auto", **(env or {})})
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -155,6 +168,43 @@ def _summary(values: list) -> dict:
     return {"median": round(statistics.median(ok), 3), "max": round(max(ok), 3), "n": len(ok)}
 
 
+def _p95(values: list) -> Optional[float]:
+    """The 95th percentile (nearest rank) of the values, or None."""
+    ok = sorted(v for v in values if v is not None)
+    if not ok:
+        return None
+    return ok[min(len(ok) - 1, max(0, math.ceil(0.95 * len(ok)) - 1))]
+
+
+def server_runs(log: Path) -> dict:
+    """Per session, the server's time of its first full run and of its q change, from the run log."""
+    runs: dict = {}
+    if log.exists():
+        for line in log.read_text().splitlines():
+            r = json.loads(line)
+            runs.setdefault(r["session"], []).append(r)
+    first, qchange = [], []
+    for rows in runs.values():
+        rows.sort(key=lambda r: r["start"])
+        pages = [r for r in rows if r["what"] == "page"]
+        if pages:
+            first.append(pages[0]["end"] - pages[0]["start"])
+        moved = [r for r in rows if r.get("q") not in (None, "1.0", "1")]
+        if moved:
+            qchange.append(max(r["end"] for r in moved) - min(r["start"] for r in moved))
+    return {"sessions": len(runs),
+            "first_render_run_s": {"p50": _round(_median(first)), "p95": _round(_p95(first)), "n": len(first)},
+            "q_change_run_s": {"p50": _round(_median(qchange)), "p95": _round(_p95(qchange)), "n": len(qchange)}}
+
+
+def _median(values: list) -> Optional[float]:
+    return statistics.median(values) if values else None
+
+
+def _round(v: Optional[float]) -> Optional[float]:
+    return None if v is None else round(v, 3)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, nargs="+", default=[1, 5, 10])
@@ -167,9 +217,21 @@ def main(argv=None) -> int:
         return 2
     RESULTS.mkdir(exist_ok=True)
     report = {"label": args.label, "cpus": os.cpu_count(), "timeout_s": args.timeout, "runs": []}
+    store = Path(tempfile.mkdtemp(prefix="bench-sessions-store-"))
+    env = {"DIVERSITY_CACHE_DIR": str(store)}
+    # warm the result store once (features, spectra), on a server of its own
+    proc, url = start_server(RESULTS / "sessions_warmup.log", args.timeout, env)
+    try:
+        asyncio.run(run_sessions(1, url, args.timeout))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
     for n in args.sessions:
         load_before = os.getloadavg()
-        proc, url = start_server(RESULTS / f"sessions_{n}.log", args.timeout)
+        run_log = RESULTS / f"sessions_{n}.runs.jsonl"
+        run_log.unlink(missing_ok=True)
+        proc, url = start_server(RESULTS / f"sessions_{n}.log", args.timeout,
+                                 {**env, "DIVERSITY_RUN_LOG": str(run_log)})
         cpu0 = _cpu_seconds(proc.pid)
         t0 = time.perf_counter()
         try:
@@ -186,7 +248,9 @@ def main(argv=None) -> int:
         first = _summary([s["first_render_s"] for s in sessions])
         qch = _summary([s["q_change_s"] for s in sessions])
         errors = [s["error"] for s in sessions if s["error"]]
+        server = server_runs(run_log)
         report["runs"].append({"sessions": n, "first_render_s": first, "q_change_s": qch, "errors": errors,
+                               "server": server,
                                "wall_s": round(wall, 2), "server_cpu_s": round(cpu, 2),
                                "loadavg_before": [round(x, 2) for x in load_before],
                                "loadavg_after": [round(x, 2) for x in load_after], "per_session": sessions})
@@ -194,6 +258,10 @@ def main(argv=None) -> int:
               f"q change median {qch['median']} s, max {qch['max']} s · failures {len(errors)} · "
               f"server CPU {cpu:.1f} s in {wall:.1f} s · "
               f"load average {load_before[0]:.1f} -> {load_after[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
+        fr, qc = server["first_render_run_s"], server["q_change_run_s"]
+        print(f"      server time per run: first render p50 {fr['p50']} s, p95 {fr['p95']} s (target <= 1.5 s) · "
+              f"q change p50 {qc['p50']} s, p95 {qc['p95']} s (target <= 0.1 s) · {server['sessions']} sessions logged",
+              flush=True)
         for error in dict.fromkeys(errors):
             print(f"      failure: {error}", flush=True)
     out = RESULTS / Path(args.out).name

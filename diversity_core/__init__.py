@@ -4,7 +4,9 @@ No Streamlit anywhere in this package; the app, the CLI and Python users share i
 
 Where things live
 -----------------
+distances     distances, similarities and row norms under kernels, magnitude and curation
 kernels       similarity kernels with unit diagonal (cosine, rbf, tanimoto, ...) and their combinations
+entropy       Hill numbers: the Vendi score of order q from eigenvalues
 spectrum      the eigenvalue spectrum of the density matrix, dense O(n^3) or dual O(n d^2), CPU or CUDA
 vendi         Vendi scores of every order q from a spectrum; drop-ins for the ``vendi_score`` package
 baselines     IntDiv, average similarity, GMStds
@@ -18,10 +20,21 @@ report        the self-contained HTML report (Jinja2), the plotly figures, PNG/S
 featurizers   features for each modality (pixels, EfficientNet-Lite0, n-grams, MiniLM, Morgan) and a registry
 exceptions    DiversityInputError, NumericalError, MemoryBudgetError and the named warnings
 set_config    the memory budget (also DIVERSITY_MEMORY_BUDGET); get_config, config_context
-approx        guaranteed bounds on every VS_q (Lanczos; Nystrom at any n) and sketch estimates (Nystrom, RFF, MinHash)
+approx        guaranteed bounds on every VS_q (Lanczos; Nystrom at any n), full-sample SLQ estimates (vendi_slq)
+              and sketch estimates (Nystrom, RFF, MinHash)
 curation      per-item contributions, near-duplicates, rarity, most-diverse subsets
+sources       row sources read in blocks (arrays, .npy, memmaps, Parquet, shards, Dask); ``streaming``
+              the dual path over them; ``blocked`` exact VS_2 for any kernel by blocks
+preprocess    standardise, L2-normalise, PCA; ``projection`` 2-D maps (PCA, UMAP); ``sensitivity``
+              scores against the kernel's scale
+store         the on-disk result store shared by the CLI, the API and the app; ``workers`` worker processes
 cli           the ``diversity`` command
-compat        drop-in replacements for other packages: ``compat.vendi`` for ``vendi_score`` (not imported here)
+compat        drop-in replacements for other packages: ``compat.vendi`` for ``vendi_score``
+
+Importing this package is cheap: every name below is imported from its module the first time it
+is used (PEP 562), so ``import diversity_core`` loads neither SciPy's solvers nor scikit-learn,
+pandas, pyarrow or torch, and ``diversity --help`` answers at once. ``from diversity_core import
+compute_spectrum`` loads what that function's module needs, and nothing else.
 
 Quick start
 -----------
@@ -31,32 +44,15 @@ Quick start
 >>> vs1, vs_inf = spec.vendi(1.0), spec.vendi("inf")    # every order from the cache
 """
 
-from ._config import config_context, get_config, set_config
-from .approx import (
-    VendiBounds,
-    VendiEstimate,
-    iter_vendi_bounds,
-    nystrom_bounds,
-    vendi_bounds,
-    vendi_estimate,
-    vs_inf_exact,
-)
-from .baselines import average_similarity, baseline_scores, gmstds, intdiv
-from .blocked import VS2Result, vendi_2_exact
-from .compare import Comparison, compare
-from .curation import (
-    ContributionResult,
-    DuplicateResult,
-    RarityResult,
-    SelectionComparison,
-    SelectionResult,
-    compare_selections,
-    find_duplicates,
-    item_contributions,
-    rarity_scores,
-    select_diverse,
-)
-from .data import DEMOS, Dataset, SkippedItem, list_demos, load_dataset, load_demo
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+import types
+from typing import Any
+
+from ._version import __version__
 from .exceptions import (
     ConvergenceWarning,
     DiversityError,
@@ -70,43 +66,72 @@ from .exceptions import (
     NumericalWarning,
     SpectrumWarning,
 )
-from .featurizers import FEATURIZERS, default_kernel, featurize, list_featurizers
-from .kernels import KERNELS, Kernel, combine_kernel_matrices, get_kernel, kernel_matrix, median_distance
-from .magnitude import (
-    MagAreaResult,
-    MagDiffMatrix,
-    MagDiffResult,
-    MagnitudeComparison,
-    MagnitudeDimension,
-    MagnitudeFunction,
-    MagnitudeResult,
-    SpreadFunction,
-    compare_magnitude,
-    convergence_scale,
-    mag_area,
-    mag_diff,
-    mag_diff_matrix,
-    magnitude_at,
-    magnitude_dimension,
-    magnitude_function,
-    magnitude_weights,
-    spread_at,
-    spread_function,
-)
-from .rnd import PAPER_PRESET, RNDResult, rnd_score
-from .spectrum import Spectrum, compute_spectrum, spectrum_from_eigenvalues, spectrum_from_kernel
-from .vendi import (
-    default_q_grid,
-    q_profile,
-    score,
-    score_dual,
-    score_K,
-    score_X,
-    vendi_from_eigenvalues,
-    vendi_score,
-)
 
-__version__ = "0.1.0"
+#: Module (relative to this package) -> the public names it provides, imported on first use.
+_LAZY_MODULES: dict[str, tuple[str, ...]] = {
+    "_config": ("set_config", "get_config", "config_context"),
+    "kernels": ("KERNELS", "Kernel", "get_kernel", "kernel_matrix", "median_distance",
+                "combine_kernel_matrices"),
+    "spectrum": ("Spectrum", "compute_spectrum", "spectrum_from_kernel", "spectrum_from_eigenvalues"),
+    "vendi": ("vendi_score", "vendi_from_eigenvalues", "q_profile", "default_q_grid",
+              "score", "score_K", "score_X", "score_dual"),
+    "blocked": ("vendi_2_exact", "VS2Result"),
+    "approx": ("vendi_bounds", "nystrom_bounds", "iter_vendi_bounds", "vendi_estimate", "vs_inf_exact",
+               "VendiBounds", "VendiEstimate", "vendi_slq", "iter_vendi_slq", "VendiSLQ"),
+    "baselines": ("intdiv", "average_similarity", "gmstds", "baseline_scores"),
+    "magnitude": ("magnitude_at", "magnitude_weights", "magnitude_function", "convergence_scale",
+                  "mag_area", "mag_diff", "compare_magnitude", "mag_diff_matrix", "magnitude_dimension",
+                  "spread_function", "spread_at", "MagDiffMatrix", "MagnitudeDimension", "SpreadFunction",
+                  "MagnitudeResult", "MagnitudeFunction", "MagAreaResult", "MagDiffResult",
+                  "MagnitudeComparison"),
+    "rnd": ("rnd_score", "RNDResult", "PAPER_PRESET"),
+    "compare": ("compare", "Comparison"),
+    "data": ("Dataset", "SkippedItem", "load_dataset", "load_demo", "list_demos", "DEMOS"),
+    "featurizers": ("FEATURIZERS", "featurize", "list_featurizers", "default_kernel"),
+    "curation": ("item_contributions", "find_duplicates", "rarity_scores", "select_diverse",
+                 "compare_selections", "ContributionResult", "DuplicateResult", "RarityResult",
+                 "SelectionResult", "SelectionComparison"),
+}
+
+#: Public name -> the module that defines it.
+_LAZY: dict[str, str] = {name: module for module, names in _LAZY_MODULES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name, or a submodule, the first time it is asked for (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+    if not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module(f"{__name__}.{name}")  # binds itself on this package
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The public names, the submodules and what is already bound (for ``dir()`` and completion)."""
+    import pkgutil
+
+    submodules = {m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")}
+    return sorted(set(globals()) | set(__all__) | submodules)
+
+
+class _CoreModule(types.ModuleType):
+    """The package's module type: a public function keeps its name over a subpackage of that name.
+
+    The import system binds every submodule on its parent when it is first imported. Were
+    ``diversity_core.compare`` (the subpackage) imported before ``diversity_core.compare`` (the
+    function) was first asked for, the module would take the function's place; it is kept out.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _LAZY and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _CoreModule
 
 __all__ = [
     # configuration
@@ -144,6 +169,9 @@ __all__ = [
     "vs_inf_exact",
     "VendiBounds",
     "VendiEstimate",
+    "vendi_slq",
+    "iter_vendi_slq",
+    "VendiSLQ",
     # baselines
     "intdiv",
     "average_similarity",

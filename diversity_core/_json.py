@@ -2,8 +2,9 @@
 
 JSON has no infinity or NaN. Every result writes ``inf``/``-inf`` as the strings
 ``"inf"``/``"-inf"`` (an order q = inf, an unbounded interval) and a missing or undefined
-number as ``null``; :func:`from_jsonable` reads them back. numpy scalars and arrays become
-Python numbers and lists, tuples become lists.
+number as ``null``; :func:`from_json_float` reads such a number back. numpy scalars and arrays
+become Python numbers and lists, tuples become lists; :func:`dumps` writes the result and refuses
+a bare NaN or infinity that escaped the conversion.
 """
 
 from __future__ import annotations

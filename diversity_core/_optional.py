@@ -1,9 +1,10 @@
 """Optional dependencies: import them where they are needed, and name the extra when one is missing.
 
-The core installs with numpy, SciPy, scikit-learn, pandas and pyarrow alone; each heavier
-dependency belongs to an extra of the ``diversity-explorer`` distribution. :func:`require`
-imports one and, when it is missing, raises :class:`MissingDependencyError` naming the extra
-that brings it (``pip install 'diversity-explorer[molecules]'``).
+The core installs with numpy, SciPy, scikit-learn and pandas alone; each heavier dependency
+belongs to an extra of the ``diversity-explorer`` distribution (pyarrow, for Parquet files, to
+``[parquet]``). :func:`require` imports one and, when it is missing, raises
+:class:`MissingDependencyError` naming the extra that brings it
+(``pip install 'diversity-explorer[molecules]'``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ EXTRAS: dict[str, str] = {
     "dask": "dask",
     "distributed": "dask",
     "streamlit": "app",
+    "pyarrow": "parquet",
 }
 
 

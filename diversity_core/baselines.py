@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._validation import check_features, check_weights
+from .distances import _row_norms
 from .kernels import PrecomputedKernel, get_kernel
 
 __all__ = ["intdiv", "average_similarity", "gmstds", "constant_features", "baseline_scores"]
@@ -39,10 +40,7 @@ def _kernel_sums(kern, X, p: np.ndarray) -> tuple[float, float, float]:
         v = Phi.T @ p
         v = np.asarray(v, dtype=np.float64).ravel()
         quad = float(v @ v)
-        if sp.issparse(Phi):
-            diag = np.asarray(Phi.multiply(Phi).sum(axis=1), dtype=np.float64).ravel()
-        else:
-            diag = np.einsum("ij,ij->i", Phi, Phi, dtype=np.float64)
+        diag = _row_norms(Phi, squared=True)  # K_ii = ||phi_i||^2
     else:
         K = X if isinstance(kern, PrecomputedKernel) else kern.gram(X, check_input=False)
         quad = float(p @ K @ p)

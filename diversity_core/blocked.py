@@ -41,6 +41,7 @@ from ._validation import check_kernel_matrix, check_option, check_scalar, check_
 from .exceptions import DiversityInputError
 from .kernels import PrecomputedKernel, get_kernel, normalize_diagonal
 from .sources import DaskSource, RowSource, as_source, chunk_bounds
+from .spectrum import _resolve_from_source
 from .streaming import _array_chunks, _check_chunk, _dask_moments, _dual_moments
 
 __all__ = ["VS2Result", "vendi_2_exact"]
@@ -188,8 +189,6 @@ def vendi_2_exact(
         n, d = X.shape
         kern = kern.resolve(X, check_weights(weights, n))
     else:
-        from .spectrum import _resolve_from_source
-
         n, d = source.n, source.d
         if n < 2:
             raise DiversityInputError(f"{source.name} needs at least 2 items to measure diversity; got {n}.")

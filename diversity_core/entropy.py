@@ -3,6 +3,12 @@
 The maths every Vendi score ends in, below both :mod:`diversity_core.spectrum` (which caches
 eigenvalues) and :mod:`diversity_core.vendi` (the public scores): the exponential of the
 Renyi entropy of order q of the eigenvalues of a density matrix.
+
+It also holds the one rule that decides which eigenvalues count (:func:`support_tol`, the
+support threshold ``m * eps * max``, like scikit-learn's single PSD tolerance in
+``utils/validation.py``) and the default grid of orders (:func:`default_q_grid`): the spectrum,
+the bounds and sketches of :mod:`diversity_core.approx`, the per-item contributions, the
+comparisons and :mod:`diversity_core.compat.vendi` all call these rather than restating them.
 """
 
 from __future__ import annotations
@@ -12,10 +18,77 @@ import numpy as np
 from ._orders import check_q
 from .exceptions import DiversityInputError
 
-__all__ = ["vendi_from_eigenvalues"]
+__all__ = ["vendi_from_eigenvalues", "support_tol", "precision_eps", "default_q_grid"]
+
+#: Machine epsilon of float64, the precision every density matrix is accumulated in.
+EPS64 = float(np.finfo(np.float64).eps)
 
 #: Below this distance from 1 the Renyi entropy is evaluated with log1p/expm1 (no cancellation).
 _NEAR_ONE = 0.5
+
+
+def precision_eps(dtype) -> float:
+    """Machine epsilon of the precision a density matrix was formed in: float32's for float32 data, else float64's.
+
+    Products of float32 features are only float32-accurate even when summed in float64, so
+    their round-off eigenvalues reach ~m * 1.2e-7 of the largest; every other input (float64,
+    integers, sparse matrices converted to float64) is float64-accurate.
+    """
+    return float(np.finfo(np.float32).eps) if np.dtype(dtype) == np.float32 else EPS64
+
+
+def support_tol(m: int, largest: float, eps: float = EPS64) -> float:
+    r"""The support threshold: eigenvalues at or below it are round-off and count as zero.
+
+    .. math:: \tau = m\, \varepsilon\, \lambda_{\max}
+
+    the rank rule of ``numpy.linalg.matrix_rank`` (and LAPACK's ``rcond`` default): an
+    eigensolver on an m x m symmetric matrix returns every eigenvalue to within about
+    :math:`m \varepsilon \lVert M \rVert_2` (backward stability), so smaller values cannot be told
+    from zero. Every VS_q sums over the eigenvalues above it; for q < 1 a round-off eigenvalue
+    counted would inflate the sum (VS_0 would count them all).
+
+    Parameters
+    ----------
+    m : int
+        Order of the matrix that was decomposed (n dense, d dual, the sketch's size, ...).
+    largest : float
+        Its largest eigenvalue (or an upper bound on it, which gives a threshold at least as high).
+    eps : float, default float64's
+        Machine epsilon of the precision the matrix was formed in (:func:`precision_eps`).
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    O(1). The one statement of the rule: :class:`~diversity_core.spectrum.Spectrum`, the bounds
+    and sketches of :mod:`diversity_core.approx`, the leave-one-out contributions and
+    :mod:`diversity_core.compat.vendi` all call it.
+
+    Examples
+    --------
+    >>> support_tol(4, 0.5) == 4 * 0.5 * 2.0**-52
+    True
+    """
+    return m * eps * largest
+
+
+def default_q_grid(n_points: int = 100) -> np.ndarray:
+    """A log-spaced grid of orders from 0.01 to 100 with 0, 1 and inf added (sorted).
+
+    O(n_points). The default orders of every q-profile (:func:`~diversity_core.vendi.q_profile`,
+    the bounds of :mod:`diversity_core.approx`).
+
+    Examples
+    --------
+    >>> g = default_q_grid(10)
+    >>> float(g[0]), float(g[-1]), bool(1.0 in g)
+    (0.0, inf, True)
+    """
+    grid = np.geomspace(0.01, 100.0, num=max(n_points - 3, 2))
+    return np.unique(np.concatenate([[0.0, 1.0, np.inf], grid]))
 
 
 def _vendi_orders(lam: np.ndarray, log_lam: np.ndarray, qs: np.ndarray) -> np.ndarray:

@@ -20,6 +20,7 @@ __all__ = [
     "DuplicatesMergedWarning",
     "ConvergenceWarning",
     "NumericalWarning",
+    "CacheWarning",
 ]
 
 
@@ -65,3 +66,10 @@ class ConvergenceWarning(DiversityWarning):
 
 class NumericalWarning(DiversityWarning):
     """A result was computed but is numerically delicate (ill-conditioned, approximate solve)."""
+
+
+class CacheWarning(DiversityWarning):
+    """The on-disk result store failed for one result (a corrupt entry, a folder that cannot be written).
+
+    The result was computed instead; the store never makes a computation fail.
+    """

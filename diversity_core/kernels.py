@@ -29,10 +29,20 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import scipy.sparse as sp
 from scipy.spatial.distance import cdist
-from sklearn.metrics import pairwise_distances
 
 from ._config import check_memory
 from ._validation import check_features, check_kernel_matrix, check_option, check_positive, check_weights
+from .distances import (  # noqa: F401 - GRAM_BLOCK_ROWS, _row_blocks, _squared_distances: imported from here by others
+    GRAM_BLOCK_ROWS,
+    _dense,
+    _gram,
+    _row_blocks,
+    _row_norms,
+    _squared_distances,
+    _tanimoto_similarity,
+    _unit_rows,
+    row_norms,
+)
 from .exceptions import DiversityInputError, KernelDiagonalWarning
 
 __all__ = [
@@ -58,17 +68,6 @@ __all__ = [
 
 #: Largest number of rows the median heuristic looks at (a seeded subsample beyond it).
 MEDIAN_SAMPLE = 1000
-
-#: Rows per block of every pairwise product. numpy's bundled OpenBLAS crashes (segfault) in the
-#: multithreaded symmetric product ``X @ X.T`` from n = 16000 rows (issue 16), and scikit-learn's
-#: ``euclidean_distances`` calls that same product; so products are formed block by block, each
-#: far below that size. Blocks also bound the temporaries of the elementwise work to
-#: ``GRAM_BLOCK_ROWS x m`` values.
-GRAM_BLOCK_ROWS = 4096
-
-#: Squared distances below this share of ``||x - c||^2 + ||y - c||^2`` are recomputed from exact
-#: differences (see :func:`_squared_distances`).
-_CANCELLATION_SHARE = 1e-6
 
 
 def median_sample_rows(n: int, max_samples: int = MEDIAN_SAMPLE) -> Optional[np.ndarray]:
@@ -110,7 +109,11 @@ def median_distance(
         p = None if p is None else p[idx]
     if metric == "euclidean":
         D = np.sqrt(_squared_distances(X))
-    else:
+    elif metric in ("cityblock", "manhattan", "l1"):
+        D = _cityblock(np.ascontiguousarray(X, dtype=np.float64))
+    else:  # any other metric scikit-learn knows (imported here: the core imports without it)
+        from sklearn.metrics import pairwise_distances
+
         D = pairwise_distances(np.asarray(X, dtype=np.float64), metric=metric)
     iu = np.triu_indices_from(D, k=1)
     upper = D[iu]
@@ -160,130 +163,19 @@ def normalize_diagonal(K: np.ndarray, *, rtol: float = 1e-10, warn: bool = True)
     return K * s[:, None] * s[None, :]
 
 
-def _dense(X):
-    """Dense float view of X (sparse input densified)."""
-    return X.toarray() if sp.issparse(X) else X
+def _cityblock(X: np.ndarray) -> np.ndarray:
+    """L1 distances of the rows of float64 X: blocks on and above the diagonal, mirrored (exactly symmetric).
 
-
-def _row_blocks(n: int, size: int = GRAM_BLOCK_ROWS) -> list:
-    """Consecutive row slices of at most ``size`` rows covering ``range(n)``."""
-    return [slice(start, min(start + size, n)) for start in range(0, n, size)]
-
-
-def _gram(A, B=None) -> np.ndarray:
-    """A B^T as a dense float64 array (sparse-aware), formed in row blocks.
-
-    ``B=None`` is the symmetric product: up to ``GRAM_BLOCK_ROWS`` rows one SYRK (half the
-    work of a general product), beyond it the blocks on and above the diagonal, mirrored; so
-    no product ever has more than ``GRAM_BLOCK_ROWS`` rows (see ``GRAM_BLOCK_ROWS``).
+    L1 distances sum ``|x_k - y_k|`` term by term, so they have no cancellation to correct.
     """
-    sym = B is None
-    B = A if sym else B
-    n, m = A.shape[0], B.shape[0]
-    if sp.issparse(A) or sp.issparse(B):
-        # sparse products do not reach BLAS; row blocks only bound the sparse temporaries. A
-        # dense right operand is transposed once into C order, which scipy's CSR x dense loop
-        # reads row by row (1.6x faster than the transposed view)
-        Bt = B.T if sp.issparse(B) else np.ascontiguousarray(B.T)
-        G = np.empty((n, m), dtype=np.float64)
-        for rows in _row_blocks(n):
-            part = A[rows] @ Bt
-            G[rows] = part.toarray() if sp.issparse(part) else np.asarray(part)
-        return G
-    if n <= GRAM_BLOCK_ROWS and m <= GRAM_BLOCK_ROWS:
-        return np.asarray(A @ B.T, dtype=np.float64)
-    G = np.empty((n, m), dtype=np.float64)
-    direct = A.dtype == np.float64 and B.dtype == np.float64
-    if not sym:
-        for rows in _row_blocks(n):
-            if direct:
-                np.matmul(A[rows], B.T, out=G[rows])
-            else:
-                G[rows] = A[rows] @ B.T
-        return G
-    blocks = _row_blocks(n)
+    D = np.empty((X.shape[0], X.shape[0]), dtype=np.float64)
+    blocks = _row_blocks(X.shape[0])
     for i, rows in enumerate(blocks):
         for cols in blocks[i:]:
-            if direct:
-                np.matmul(A[rows], A[cols].T, out=G[rows, cols])
-            else:
-                G[rows, cols] = A[rows] @ A[cols].T
+            D[rows, cols] = cdist(X[rows], X[cols], metric="cityblock")
             if cols != rows:
-                G[cols, rows] = G[rows, cols].T
-    return G
-
-
-def _squared_distances(X, Y=None, *, scale: float = 1.0) -> np.ndarray:
-    """``scale * ||x_i - y_j||^2`` (float64), free of cancellation; ``scale`` may be negative.
-
-    The expansion ``||x||^2 + ||y||^2 - 2 <x, y>`` loses the digits that ``||x||^2`` has and
-    ``||x - y||^2`` has not: near-duplicates far from the origin (spread 1e-7 of their offset)
-    came out as noise, negative eigenvalues included (issue 15, item 13). Distances do not
-    change under translation, so the data are first centred on the mean of X, which removes a
-    common offset. Pairs still much closer than their distance to the centre (below
-    ``_CANCELLATION_SHARE`` of ``||x - c||^2 + ||y - c||^2``: near-duplicates inside one of
-    several far-apart clusters, and every exact duplicate) are recomputed from their exact
-    differences, O(d) each; the rest keep a relative error of about
-    ``sqrt(d) eps / _CANCELLATION_SHARE``.
-
-    ``scale`` (the RBF kernel's ``-1 / (2 sigma^2)``) rides on the O(n d) operands rather than
-    costing a pass over the n x m result; with ``Y=None`` the result is exactly symmetric.
-    """
-    sym = Y is None
-    X = np.asarray(_dense(X), dtype=np.float64)
-    centre = X.mean(axis=0)
-    Xc = X - centre
-    Yc = Xc if sym else np.asarray(_dense(Y), dtype=np.float64) - centre
-    nx = np.einsum("ij,ij->i", Xc, Xc)
-    ny = nx if sym else np.einsum("ij,ij->i", Yc, Yc)
-    sx, sy = scale * nx, scale * ny
-    # symmetric: one SYRK, scaled per block; otherwise the factor -2 scale goes on the X side
-    out = _gram(Xc) if sym else _gram(Xc * (-2.0 * scale), Yc)
-    ny_max = float(ny.max()) if ny.size else 0.0
-    for rows in _row_blocks(X.shape[0]):
-        block = out[rows]
-        if sym:
-            block *= -2.0 * scale
-            block += np.add.outer(sx[rows], sy)  # sx_i + sy_j as one sum: exact symmetry
-        else:
-            block += sx[rows, None]
-            block += sy[None, :]
-        # round-off may cross zero: clip to the sign of scale (distances are >= 0)
-        if scale > 0:
-            np.maximum(block, 0.0, out=block)
-        else:
-            np.minimum(block, 0.0, out=block)
-        # screen with a per-row bound (one comparison pass), then the exact pairwise criterion
-        bound = _CANCELLATION_SHARE * abs(scale) * (nx[rows] + ny_max)
-        near = block <= bound[:, None] if scale > 0 else block >= -bound[:, None]
-        if not near.any():
-            continue
-        hit = np.flatnonzero(near.any(axis=1))
-        ii, jj = np.nonzero(near[hit])
-        ii = hit[ii]
-        keep = np.abs(block[ii, jj]) <= _CANCELLATION_SHARE * abs(scale) * (nx[rows][ii] + ny[jj])
-        ii, jj = ii[keep], jj[keep]
-        for start in range(0, ii.size, 1 << 16):
-            a, b = ii[start : start + (1 << 16)], jj[start : start + (1 << 16)]
-            diff = Xc[a + rows.start] - Yc[b]
-            block[a, b] = scale * np.einsum("ij,ij->i", diff, diff)
-    return out
-
-
-def _squared_norms(X) -> np.ndarray:
-    """||x||^2 of each row, float64, exact for 0/1 and small-count rows in either precision."""
-    if sp.issparse(X):
-        return np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
-    return np.einsum("ij,ij->i", X, X).astype(np.float64)
-
-
-def row_norms(X) -> np.ndarray:
-    """Euclidean norm of each row of a dense or sparse feature matrix, as float64."""
-    if sp.issparse(X):
-        return np.sqrt(np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel())
-    # in the data's own precision: a float64 accumulator for float32 rows costs a conversion
-    # pass (6x slower) for a norm whose relative error (~sqrt(d) eps32) the float32 rows keep anyway
-    return np.sqrt(np.einsum("ij,ij->i", X, X)).astype(np.float64)
+                D[cols, rows] = D[rows, cols].T
+    return D
 
 
 @dataclass(frozen=True)
@@ -397,8 +289,19 @@ class Kernel(abc.ABC):
 
     # -- private ---------------------------------------------------------------------------
     def _check(self, X):
-        """Validate X for this kernel."""
-        return check_features(X, allow_sparse=self.accepts_sparse)
+        """Validate X for this kernel.
+
+        Sparse rows (n-gram features) are densified, within the memory budget, for a kernel that
+        needs dense ones (issue 26, item 11: rbf on n-grams was refused).
+        """
+        X = check_features(X, allow_sparse=True)
+        if sp.issparse(X) and not self.accepts_sparse:
+            n, d = X.shape
+            check_memory(8.0 * n * d, what=f"the {n} x {d} sparse features densified for the {self.name} kernel",
+                         hint="Use a kernel that reads sparse features (cosine, linear, polynomial, tanimoto), "
+                         "or dense embeddings (e.g. the 'minilm' featurizer).")
+            X = X.toarray()
+        return X
 
     @abc.abstractmethod
     def _matrix(self, X) -> np.ndarray:
@@ -466,17 +369,16 @@ class CosineKernel(Kernel):
         return True
 
     def _feature_map(self, X):
-        norms = row_norms(X)
+        # x / ||x|| with norms that neither overflow nor underflow: rows of 1e160 or 1e-300 keep
+        # their directions, and only rows that are exactly zero are refused
+        U, norms = _unit_rows(X)
         if np.any(norms == 0):
             rows = np.flatnonzero(norms == 0)
             raise DiversityInputError(
                 f"cosine similarity is undefined for all-zero rows (rows {', '.join(map(str, rows[:5]))}"
                 f"{'...' if rows.size > 5 else ''}); drop them or use the rbf kernel."
             )
-        inv = (1.0 / norms).astype(X.dtype, copy=False)
-        if sp.issparse(X):
-            return sp.diags(inv) @ X
-        return X * inv[:, None]
+        return U
 
     def _matrix(self, X):
         K = _gram(self._feature_map(X))
@@ -516,7 +418,16 @@ class RBFKernel(Kernel):
     def _scale(self) -> float:
         """-1 / (2 sigma^2): the factor of the squared distance in the exponent."""
         sigma = check_positive(self.sigma, "sigma")
-        return -1.0 / (2.0 * sigma * sigma)
+        two_s2 = 2.0 * sigma * sigma
+        # below sigma ~ 1e-154, 2 sigma^2 underflows to 0 (or its reciprocal overflows): refuse
+        # with the reason rather than a ZeroDivisionError or an infinite exponent
+        if not (two_s2 > 0.0 and math.isfinite(1.0 / two_s2)):
+            raise DiversityInputError(
+                f"sigma={sigma:.3g} is too small for the rbf kernel: 1 / (2 sigma^2) overflows double precision, "
+                "and every pair of distinct items would have similarity 0 (K = I). Pass a sigma on the scale of "
+                "the distances between items, or sigma=None for the median distance."
+            )
+        return -1.0 / two_s2
 
 
 @dataclass(frozen=True)
@@ -537,16 +448,7 @@ class LaplacianKernel(Kernel):
         return replace(self, sigma=median_distance(X, metric="cityblock", weights=weights))
 
     def _matrix(self, X):
-        X = np.ascontiguousarray(_dense(X), dtype=np.float64)
-        D = np.empty((X.shape[0], X.shape[0]), dtype=np.float64)
-        # L1 distances have no cancellation; blocks on and above the diagonal, mirrored
-        blocks = _row_blocks(X.shape[0])
-        for i, rows in enumerate(blocks):
-            for cols in blocks[i:]:
-                D[rows, cols] = cdist(X[rows], X[cols], metric="cityblock")
-                if cols != rows:
-                    D[cols, rows] = D[rows, cols].T
-        return self._kernel(D)
+        return self._kernel(_cityblock(np.ascontiguousarray(_dense(X), dtype=np.float64)))
 
     def _cross(self, X, Y):
         X = np.ascontiguousarray(_dense(X), dtype=np.float64)
@@ -559,6 +461,11 @@ class LaplacianKernel(Kernel):
     def _kernel(self, D: np.ndarray) -> np.ndarray:
         """exp(-D / sigma), in place on the L1 distances."""
         sigma = check_positive(self.sigma, "sigma")
+        if not math.isfinite(1.0 / sigma):  # a subnormal sigma: 0 * inf would put NaN on the diagonal
+            raise DiversityInputError(
+                f"sigma={sigma:.3g} is too small for the laplacian kernel: 1 / sigma overflows double precision. "
+                "Pass a sigma on the scale of the L1 distances between items, or sigma=None for their median."
+            )
         D *= -1.0 / sigma
         np.exp(D, out=D)
         return D
@@ -603,7 +510,7 @@ class PolynomialKernel(Kernel):
 
     def _self_values(self, A) -> np.ndarray:
         """p(a, a) for each row, refusing zeros (the normalisation divides by them)."""
-        sq = row_norms(A) ** 2
+        sq = _row_norms(A, squared=True)
         d = (check_positive(self.gamma, "gamma") * sq + self.coef0) ** int(self.degree)
         if np.any(d <= 0):
             raise DiversityInputError(
@@ -658,32 +565,10 @@ class TanimotoKernel(Kernel):
         return X
 
     def _matrix(self, X):
-        sq = _squared_norms(X)
-        K = self._similarity(_gram(X), sq, sq)
-        np.fill_diagonal(K, 1.0)
-        return K
+        return _tanimoto_similarity(X)
 
     def _cross(self, X, Y):
-        return self._similarity(_gram(X, Y), _squared_norms(X), _squared_norms(Y))
-
-    @staticmethod
-    def _similarity(AB: np.ndarray, ax: np.ndarray, by: np.ndarray) -> np.ndarray:
-        """<a, b> / (|a|^2 + |b|^2 - <a, b>) in place on the products, by row blocks; 1 where both are empty.
-
-        For non-negative rows the denominator is at least (|a|^2 + |b|^2) / 2, so it vanishes
-        only for two empty rows: those pairs are set afterwards instead of masked in every pass.
-        """
-        empty_x, empty_y = np.flatnonzero(ax <= 0), np.flatnonzero(by <= 0)
-        for rows in _row_blocks(AB.shape[0]):
-            block = AB[rows]
-            denom = np.add.outer(ax[rows], by)
-            denom -= block
-            if empty_y.size:
-                denom[:, empty_y] = np.where(denom[:, empty_y] > 0, denom[:, empty_y], 1.0)
-            np.divide(block, denom, out=block)
-        if empty_x.size and empty_y.size:
-            AB[np.ix_(empty_x, empty_y)] = 1.0
-        return AB
+        return _tanimoto_similarity(X, Y)
 
 
 @dataclass(frozen=True)

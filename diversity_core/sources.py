@@ -19,6 +19,14 @@ through its file like an :class:`NpySource`.
 A chunk is valid until the next one is read (readers reuse one buffer); consumers that keep
 rows copy them. Validation of the values (finite, what the kernel needs) is the consumer's, per
 chunk, so a file is read once.
+
+File sources travel to Dask workers inside the task graph. Their paths are made absolute when
+the source is opened (a relative path would be read relative to each process's working folder),
+and unpickling restores the fields as they were, without looking at any file: the scheduler
+unpickles the graph too, and re-opening the file there (relative to the scheduler's folder) failed
+the whole run with "Error during deserialization of the task graph" (issue 26, item 16).
+:func:`check_workers_see` asks every worker, before anything is submitted, whether it sees the
+files, and names the workers that do not.
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ from ._optional import require
 from .exceptions import DiversityInputError
 
 __all__ = [
+    "check_workers_see",
     "RowSource",
     "ArraySource",
     "NpySource",
@@ -204,8 +213,63 @@ class RowSource(abc.ABC):
         """One line: kind, path and shape."""
         return f"{type(self).__name__}({self.name}, {self.n} x {self.d} {np.dtype(self.dtype).name})"
 
+    def files(self) -> list:
+        """The files a process must read to get the rows (absolute paths; none for in-memory data)."""
+        return []
+
     def __repr__(self) -> str:
         return self.describe()
+
+
+def _absolute(path) -> Path:
+    """``path`` with ``~`` expanded, made absolute against this process's working folder."""
+    return Path(os.path.abspath(Path(os.fspath(path)).expanduser()))
+
+
+def _unseen(paths: list) -> list:
+    """The paths this process cannot open for reading (run on each Dask worker)."""
+    out = []
+    for p in paths:
+        try:
+            with open(p, "rb"):
+                pass
+        except OSError as exc:
+            out.append((str(p), exc.strerror or type(exc).__name__))
+    return out
+
+
+def check_workers_see(client, source: RowSource) -> None:
+    """Raise when a worker of the Dask ``client`` cannot read the files of ``source``.
+
+    The tasks of :meth:`RowSource.to_dask` read the files on the workers, at the same absolute
+    path as here. This asks every worker first, so that a path a worker cannot see is one
+    message naming the worker and the file, not a failure deep inside a task.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    source : RowSource
+
+    Raises
+    ------
+    DiversityInputError
+        Naming each worker that cannot open a file, the first file and the reason.
+    """
+    paths = [str(p) for p in source.files()]
+    if not paths:
+        return
+    answers = client.run(_unseen, paths)
+    missing = {worker: found for worker, found in answers.items() if found}
+    if not missing:
+        return
+    shown = "; ".join(f"{worker} cannot read {found[0][0]} ({found[0][1]})"
+                      + (f" and {len(found) - 1} more file(s)" if len(found) > 1 else "")
+                      for worker, found in sorted(missing.items()))
+    raise DiversityInputError(
+        f"{len(missing)} of the {len(answers)} Dask worker(s) cannot see the data: {shown}. The workers read the "
+        "files themselves, at the same absolute path as this machine: put them on a file system every worker "
+        "shares, or compute on this machine."
+    )
 
 
 def _read_bounds(source: RowSource, start: int, stop: int) -> np.ndarray:
@@ -259,7 +323,7 @@ class NpySource(RowSource):
     def __init__(self, path, *, _layout=None):
         from .data._files import npy_layout
 
-        self.path = Path(os.fspath(path)).expanduser()
+        self.path = _absolute(path)  # workers and the scheduler run in other folders
         if not self.path.exists():
             raise DiversityInputError(f"{self.path}: no such file; check the path.")
         self.layout = _layout or npy_layout(self.path)
@@ -292,11 +356,16 @@ class NpySource(RowSource):
                 read_npy_rows(self.layout, int(r), int(r) + 1, out=out[i : i + 1], fh=fh)
         return out.astype(self.dtype, copy=False)
 
+    def files(self) -> list:
+        """The ``.npy`` file (see :meth:`RowSource.files`)."""
+        return [self.path]
+
     def __getstate__(self):
-        return {"path": self.path, "layout": self.layout}
+        return dict(self.__dict__)
 
     def __setstate__(self, state):
-        self.__init__(state["path"], _layout=state["layout"])
+        # the fields as they were: nothing is checked or read (the scheduler unpickles this too)
+        self.__dict__.update(state)
 
 
 class _MemmapSource(NpySource):
@@ -326,7 +395,7 @@ class ParquetSource(RowSource):
     def __init__(self, path, *, column: Optional[str] = None, exclude: Sequence[str] = ()):
         from .data.embeddings import parquet_layout
 
-        self.path = Path(os.fspath(path)).expanduser()
+        self.path = _absolute(path)  # workers and the scheduler run in other folders
         if not self.path.exists():
             raise DiversityInputError(f"{self.path}: no such file; check the path.")
         self.column = column
@@ -375,11 +444,16 @@ class ParquetSource(RowSource):
             start += size
         return [b for b in bounds if b[1] > b[0]]
 
+    def files(self) -> list:
+        """The Parquet file (see :meth:`RowSource.files`)."""
+        return [self.path]
+
     def __getstate__(self):
-        return {"path": self.path, "column": self.column, "exclude": self.exclude}
+        return dict(self.__dict__)
 
     def __setstate__(self, state):
-        self.__init__(state["path"], column=state["column"], exclude=state["exclude"])
+        # the fields as they were: nothing is checked or read (the scheduler unpickles this too)
+        self.__dict__.update(state)
 
 
 def _skip_rows(pieces: Iterable[np.ndarray], k: int) -> Iterator[np.ndarray]:
@@ -401,7 +475,7 @@ class ShardSource(RowSource):
     def __init__(self, folder):
         from .data._files import npy_layout
 
-        self.path = Path(os.fspath(folder)).expanduser()
+        self.path = _absolute(folder)  # workers and the scheduler run in other folders
         if not self.path.is_dir():
             raise DiversityInputError(f"{self.path}: expected a folder of .npy shards.")
         files = sorted(p for p in self.path.iterdir() if p.suffix.lower() == ".npy" and p.is_file())
@@ -450,11 +524,16 @@ class ShardSource(RowSource):
             start += lay.shape[0]
         return [b for b in bounds if b[1] > b[0]]
 
+    def files(self) -> list:
+        """The shards (see :meth:`RowSource.files`)."""
+        return [lay.path for lay in self.layouts]
+
     def __getstate__(self):
-        return {"path": self.path}
+        return dict(self.__dict__)
 
     def __setstate__(self, state):
-        self.__init__(state["path"])
+        # the fields as they were (shard layouts included): nothing is listed, checked or read
+        self.__dict__.update(state)
 
 
 class DaskSource(RowSource):
@@ -532,7 +611,7 @@ def open_source(path, *, column: Optional[str] = None, exclude: Sequence[str] = 
     >>> open_source(path).shape
     (3, 3)
     """
-    p = Path(os.fspath(path)).expanduser()
+    p = _absolute(path)
     if not p.exists():
         raise DiversityInputError(f"{p}: no such file or folder; check the path.")
     if p.is_dir():

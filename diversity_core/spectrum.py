@@ -28,7 +28,7 @@ import numpy as np
 from ._config import check_memory, fits_memory
 from ._progress import ProgressCallback, report
 from ._validation import check_kernel_matrix, check_option, check_weights
-from .entropy import vendi_from_eigenvalues
+from .entropy import EPS64, precision_eps, support_tol, vendi_from_eigenvalues
 from .exceptions import DiversityInputError, KernelDiagonalWarning, NumericalError, SpectrumWarning
 from .kernels import PrecomputedKernel, get_kernel, median_sample_rows, normalize_diagonal
 from .sources import DaskSource, RowSource, as_source
@@ -83,8 +83,8 @@ class Spectrum:
         (column j belongs to ``eigenvalues[j]``); ``None`` unless requested.
     tol : float
         Support threshold: eigenvalues at or below it count as zero. It is
-        ``m * eps * max(eigenvalue)``, the rule of ``numpy.linalg.matrix_rank``, with eps of
-        the precision the matrix was formed in.
+        ``m * eps * max(eigenvalue)`` (:func:`~diversity_core.entropy.support_tol`, the rule of
+        ``numpy.linalg.matrix_rank``), with ``eps`` of the precision the matrix was formed in.
     trace : float
         Trace of rho before renormalisation (1 when ``k(x, x) = 1`` for every item).
     n_clipped : int
@@ -99,6 +99,9 @@ class Spectrum:
     execution : {"in-memory", "streamed", "dask"}
         Where the data were: in memory, read from disk chunk by chunk, or in a Dask array
         reduced on the current Dask scheduler.
+    eps : float
+        Machine epsilon of the precision the matrix was formed in (float32's for float32
+        features, else float64's): the ``eps`` of ``tol``, for recomputations by the same rule.
     """
 
     eigenvalues: np.ndarray
@@ -113,6 +116,7 @@ class Spectrum:
     device: str = "cpu"
     exact: bool = True
     execution: str = "in-memory"
+    eps: float = EPS64
 
     @property
     def support(self) -> np.ndarray:
@@ -296,7 +300,7 @@ def _compute_spectrum(
         # K is float64, but its entries are only as accurate as the data: float32 features give
         # float32 round-off in K, so the support threshold uses float32's eps (else round-off
         # eigenvalues count: rank-10 float32 data gave VS_0 = 54)
-        M, eps = _density_from_kernel(K, p), np.finfo(np.float32 if X.dtype == np.float32 else np.float64).eps
+        M, eps = _density_from_kernel(K, p), precision_eps(X.dtype)
         del K
     report(progress, 1, 2, "eigendecomposition")
     k = n_eigenvectors if method == "dense" else min(n_eigenvectors, M.shape[0])
@@ -451,7 +455,7 @@ def spectrum_from_eigenvalues(eigenvalues, *, n: Optional[int] = None) -> Spectr
     if lam.size == 0 or not np.isfinite(lam).all() or not lam[-1] > 0:
         raise DiversityInputError("eigenvalues must be finite numbers, at least one of them positive.")
     return _finish(lam / lam.sum(), None, n=n or lam.size, method="given", kernel={}, p=None,
-                   eps=np.finfo(np.float64).eps, device="cpu")
+                   eps=EPS64, device="cpu")
 
 
 # ---------------------------------------------------------------------------------------
@@ -464,7 +468,7 @@ def _kernel_spectrum(
     kernel: Optional[dict] = None,
     n_eigenvectors: int = 0,
     device: str = "cpu",
-    eps: float = float(np.finfo(np.float64).eps),
+    eps: float = EPS64,
 ) -> Spectrum:
     """Spectrum of a checked kernel matrix (overwritten in place) and checked weights; no validation."""
     lam, vecs = _eigh(_density_from_kernel(K, p), n_eigenvectors, device)
@@ -541,7 +545,7 @@ def _finish(lam, vecs, *, n, method, kernel, p, eps, device, execution: str = "i
     lmax = float(lam[0]) if lam.size else 0.0
     if not lmax > 0:
         raise NumericalError("the density matrix has no positive eigenvalue; the kernel is degenerate.")
-    dtype = np.dtype(np.float32) if eps > np.finfo(np.float64).eps else np.dtype(np.float64)
+    dtype = np.dtype(np.float32) if eps > EPS64 else np.dtype(np.float64)
     lmin = float(lam[-1])
     n_clipped = int(np.count_nonzero(lam < 0))
     if lmin < -_SIGNIFICANT_NEG[dtype] * lmax:
@@ -568,7 +572,7 @@ def _finish(lam, vecs, *, n, method, kernel, p, eps, device, execution: str = "i
             stacklevel=stacklevel,
         )
     lam /= trace
-    tol = lam.size * eps * float(lam[0])
+    tol = support_tol(lam.size, float(lam[0]), eps)
     lam[lam <= tol] = 0.0
     lam /= lam.sum()
     lam.setflags(write=False)
@@ -577,4 +581,5 @@ def _finish(lam, vecs, *, n, method, kernel, p, eps, device, execution: str = "i
     return Spectrum(
         eigenvalues=lam, n=int(n), method=method, kernel=kernel, eigenvectors=vecs, tol=float(tol),
         trace=trace, n_clipped=n_clipped, weighted=p is not None, device=device, execution=execution,
+        eps=float(eps),
     )

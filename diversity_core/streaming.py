@@ -29,6 +29,7 @@ import scipy.sparse as sp
 from ._config import check_memory, chunk_rows
 from ._optional import require
 from ._progress import ProgressCallback, report
+from .entropy import EPS64, precision_eps
 from .exceptions import DiversityInputError
 from .sources import chunk_bounds
 
@@ -90,7 +91,7 @@ def _chunk_moments(kern, block, pw: Optional[np.ndarray], *, mean: bool, device:
         s = None
         if mean:
             s = np.asarray(Phi.sum(axis=0) if pw is None else Phi.T @ pw, dtype=np.float64).ravel()
-        return G, s, float(np.finfo(np.float64).eps)
+        return G, s, EPS64
     Phi = np.ascontiguousarray(Phi)
     if device == "cuda":
         import torch
@@ -99,12 +100,12 @@ def _chunk_moments(kern, block, pw: Optional[np.ndarray], *, mean: bool, device:
         if pw is not None:
             T = T * torch.as_tensor(np.sqrt(pw), device="cuda", dtype=torch.float64)[:, None]
         G = (T.T @ T).cpu().numpy()
-        eps = float(np.finfo(np.float64).eps)
+        eps = EPS64
     else:
         Phi_w = Phi if pw is None else Phi * np.sqrt(pw).astype(Phi.dtype)[:, None]
         # Phi_w.T @ Phi_w is one SYRK (d x d output): the precision of the chunk, summed in float64
         G = Phi_w.T @ Phi_w
-        eps = float(np.finfo(Phi.dtype).eps)
+        eps = precision_eps(Phi.dtype)
     s = None
     if mean:
         s = Phi.sum(axis=0, dtype=np.float64) if pw is None else Phi.T.astype(np.float64, copy=False) @ pw
@@ -136,7 +137,7 @@ def _dual_moments(
     """Sum the chunks' dual moments (uniform weights: divided by n at the end)."""
     C = None
     s = np.zeros(0) if mean else None
-    eps = float(np.finfo(np.float64).eps)
+    eps = EPS64
     done = 0
     for start, block in chunks:
         if validate:

@@ -4,9 +4,11 @@ The Vendi score of order q is the exponential of the Renyi entropy of order q of
 eigenvalues of the density matrix (:mod:`diversity_core.spectrum`). The spectrum is computed
 once; each order then costs O(m) on the m cached eigenvalues.
 
-This module also provides drop-in equivalents of the ``vendi_score`` package's functions
-(``score``, ``score_K``, ``score_X``, ``score_dual``) with the same arguments; where that
-package is wrong, these are right and say so.
+This module also provides equivalents of the ``vendi_score`` package's functions (``score``,
+``score_K``, ``score_X``, ``score_dual``) with its argument order and this project's names: the
+item probabilities are ``weights`` (the package's ``p=`` still works, with a DeprecationWarning;
+:mod:`diversity_core.compat.vendi` is the drop-in that keeps every name of the package). Where
+that package is wrong, these are right and say so.
 
 :func:`vendi_2_exact` (from :mod:`diversity_core.blocked`) gives VS_2 exactly for any kernel
 without a spectrum, by blocks of K, with the bounds it implies on VS_inf.
@@ -18,10 +20,12 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
+from ._deprecation import UNSET, renamed_argument
 from ._progress import ProgressCallback
 from ._validation import check_q
+from .approx.bounds import vs_inf_exact
 from .blocked import VS2Result, vendi_2_exact
-from .entropy import vendi_from_eigenvalues
+from .entropy import default_q_grid, vendi_from_eigenvalues
 from .exceptions import DiversityInputError, MemoryBudgetError
 from .spectrum import Spectrum, compute_spectrum, spectrum_from_kernel
 
@@ -106,20 +110,12 @@ def _beyond_dense(X, kernel, q, weights, progress, kernel_params, error: MemoryB
     VS_2 by blocks of K and VS_inf by Lanczos are exact; any other order can only be bounded or
     estimated, so the budget error is raised again with the way to those (a float is never an estimate).
     """
-    from .approx import vs_inf_exact
-
     order = check_q(q).ravel()[0]
     if order == 2:
         return vendi_2_exact(X, kernel=kernel, weights=weights, progress=progress, **kernel_params).vs2
     if np.isinf(order):
         return vs_inf_exact(X, kernel=kernel, weights=weights, progress=progress, **kernel_params)
     raise error
-
-
-def default_q_grid(n_points: int = 100) -> np.ndarray:
-    """A log-spaced grid of orders from 0.01 to 100 with 0, 1 and inf added (sorted)."""
-    grid = np.geomspace(0.01, 100.0, num=max(n_points - 3, 2))
-    return np.unique(np.concatenate([[0.0, 1.0, np.inf], grid]))
 
 
 def q_profile(X_or_spectrum, qs=None, **spectrum_params) -> tuple[np.ndarray, np.ndarray]:
@@ -138,33 +134,60 @@ def q_profile(X_or_spectrum, qs=None, **spectrum_params) -> tuple[np.ndarray, np
 
 
 # ---------------------------------------------------------------------------------------
-# Drop-in equivalents of the vendi_score package (same arguments and meaning)
+# Equivalents of the vendi_score package (its argument order, this project's names)
 # ---------------------------------------------------------------------------------------
 def _compat_q(q):
     """The package writes infinity as the string 'inf'; accept it and float('inf')."""
     return np.inf if isinstance(q, str) and q.strip().lower() == "inf" else q
 
 
-def score_K(K, q=1, p=None, normalize: bool = False) -> float:
-    """Vendi score of order q of a kernel matrix K (``vendi_score.score_K``).
+def score_K(K, q=1, weights=None, normalize: bool = False, *, p=UNSET) -> float:
+    r"""Vendi score of order q of a kernel matrix K (``vendi_score.score_K``).
 
-    ``normalize=True`` rescales K to unit diagonal first. Differences from the package: a
-    non-unit diagonal with ``normalize=False`` is rescaled with a warning (the package's
-    eigenvalues then no longer sum to 1 and its score is not a Vendi score); eigenvalues
-    below the support threshold are dropped, so q < 1 is not inflated by round-off; q may
-    be ``float('inf')`` as well as ``'inf'``.
+    .. math:: \mathrm{VS}_q = \exp H_q\big(\lambda(\mathrm{diag}(\sqrt w) K \mathrm{diag}(\sqrt w))\big)
+
+    Parameters
+    ----------
+    K : array-like of shape (n, n)
+        Symmetric PSD similarity matrix.
+    q : float or "inf", default 1
+    weights : array-like of shape (n,), optional
+        Item probabilities (renormalised); default uniform. The package calls them ``p``;
+        ``p=`` still works here with a DeprecationWarning.
+    normalize : bool, default False
+        Rescale K to unit diagonal first.
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    Dense eigendecomposition, O(n^3). Differences from the package: a non-unit diagonal with
+    ``normalize=False`` is rescaled with a warning (the package's eigenvalues then no longer sum
+    to 1 and its score is not a Vendi score); eigenvalues below the support threshold are
+    dropped, so q < 1 is not inflated by round-off; q may be ``float('inf')`` as well as ``'inf'``.
+
+    Examples
+    --------
+    >>> round(score_K(np.eye(3), q=2), 12)
+    3.0
     """
-    return spectrum_from_kernel(K, weights=p).vendi(_compat_q(q))
+    weights = renamed_argument(weights, p, new="weights", old="p")
+    return spectrum_from_kernel(K, weights=weights).vendi(_compat_q(q))
 
 
-def score_X(X, q=1, p=None, normalize: bool = True) -> float:
+def score_X(X, q=1, weights=None, normalize: bool = True, *, p=UNSET) -> float:
     """Vendi score of order q with the linear kernel ``X X^T`` (``vendi_score.score_X``).
 
     ``normalize=True`` (default) normalises the rows first, i.e. the cosine kernel.
-    The package's ``score_X`` ignores q and always returns VS_1; this one honours q.
+    ``weights`` are item probabilities (the package's ``p``; ``p=`` still works with a
+    DeprecationWarning). The package's ``score_X`` ignores q and always returns VS_1; this one
+    honours q. Cost: the dual path O(n d^2) when d < n, else dense O(n^3).
     """
+    weights = renamed_argument(weights, p, new="weights", old="p")
     kernel = "cosine" if normalize else "linear"
-    return compute_spectrum(X, kernel=kernel, weights=p, method="auto").vendi(_compat_q(q))
+    return compute_spectrum(X, kernel=kernel, weights=weights, method="auto").vendi(_compat_q(q))
 
 
 def score_dual(X, q=1, normalize: bool = True) -> float:
@@ -177,11 +200,13 @@ def score_dual(X, q=1, normalize: bool = True) -> float:
     return compute_spectrum(X, kernel=kernel, method="dual").vendi(_compat_q(q))
 
 
-def score(samples: Sequence, k: Callable, q=1, p=None, normalize: bool = False) -> float:
+def score(samples: Sequence, k: Callable, q=1, weights=None, normalize: bool = False, *, p=UNSET) -> float:
     """Vendi score of arbitrary samples under a similarity function ``k(a, b)`` (``vendi_score.score``).
 
-    Evaluates k on the n(n+1)/2 pairs (as the package does), then :func:`score_K`.
+    Evaluates k on the n(n+1)/2 pairs (as the package does), then :func:`score_K`. ``weights``
+    are item probabilities (the package's ``p``; ``p=`` still works with a DeprecationWarning).
     """
+    weights = renamed_argument(weights, p, new="weights", old="p")
     n = len(samples)
     if n < 2:
         raise DiversityInputError(f"score needs at least 2 samples; got {n}.")
@@ -192,4 +217,4 @@ def score(samples: Sequence, k: Callable, q=1, p=None, normalize: bool = False) 
     if normalize:
         d = np.sqrt(np.diagonal(K))
         K = K / np.outer(d, d)
-    return score_K(K, q=q, p=p)
+    return score_K(K, q=q, weights=weights)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import diversity_core as dc
-import diversity_core.kernels as kernels_module
+import diversity_core.distances as distances_module  # where GRAM_BLOCK_ROWS lives
 from diversity_core._config import _physical_memory, config_context
 from diversity_core.blocked import VS2Result, _compact_integers, vendi_2_exact
 from diversity_core.exceptions import DiversityInputError
@@ -109,7 +109,7 @@ def test_tanimoto_with_empty_fingerprints(rng, density, monkeypatch):
     B[[3, 100, 250]] = 0.0  # empty fingerprints: similarity 1 to each other, 0 to the rest
     K = dc.kernel_matrix(B, kernel="tanimoto")
     assert K[3, 100] == 1.0 and K[3, 4] == 0.0
-    monkeypatch.setattr(kernels_module, "GRAM_BLOCK_ROWS", 64)
+    monkeypatch.setattr(distances_module, "GRAM_BLOCK_ROWS", 64)
     np.testing.assert_array_equal(get_kernel("tanimoto").gram(B[:70], B), K[:70])
     res = vendi_2_exact(B, kernel="tanimoto", block_rows=64)
     assert res.vs2 == pytest.approx(dense_vs2(K), rel=1e-12)
@@ -132,7 +132,7 @@ def test_blocked_gram_equals_one_block(rng, monkeypatch, kernel):
     Y = np.abs(rng.standard_normal((150, 6)))
     kern = get_kernel(kernel).resolve(X)
     K, C = kern.gram(X), kern.gram(X, Y)
-    monkeypatch.setattr(kernels_module, "GRAM_BLOCK_ROWS", 32)
+    monkeypatch.setattr(distances_module, "GRAM_BLOCK_ROWS", 32)
     np.testing.assert_allclose(kern.gram(X), K, rtol=1e-13, atol=1e-15)
     np.testing.assert_allclose(kern.gram(X, Y), C, rtol=1e-13, atol=1e-15)
     np.testing.assert_allclose(kern.gram(X), kern.gram(X).T, rtol=0, atol=1e-15)
@@ -140,13 +140,13 @@ def test_blocked_gram_equals_one_block(rng, monkeypatch, kernel):
 
 def test_rbf_matrix_is_exactly_symmetric(rng, monkeypatch):
     X = rng.standard_normal((150, 4)) + 10.0
-    monkeypatch.setattr(kernels_module, "GRAM_BLOCK_ROWS", 40)
+    monkeypatch.setattr(distances_module, "GRAM_BLOCK_ROWS", 40)
     K = dc.kernel_matrix(X, kernel="rbf")
     np.testing.assert_array_equal(K, K.T)
 
 
 def test_gram_blocks_are_symmetric_and_float64(rng, monkeypatch):
-    monkeypatch.setattr(kernels_module, "GRAM_BLOCK_ROWS", 50)
+    monkeypatch.setattr(distances_module, "GRAM_BLOCK_ROWS", 50)
     A = rng.standard_normal((130, 4)).astype(np.float32)
     G = _gram(A)
     assert G.dtype == np.float64

@@ -151,13 +151,13 @@ def test_vendi_bounds_result(rng):
     assert isinstance(b, VendiBounds) and b.k == 30 and b.settings["ks"] == [20, 30]
     assert b.exact_orders == ("2", "inf")
     spec = compute_spectrum(X, kernel="rbf")
-    lo, hi = b.vendi(2)
+    lo, hi = b.interval(2)
     assert lo == pytest.approx(spec.vendi(2), rel=1e-8) and hi == pytest.approx(spec.vendi(2), rel=1e-8)
-    lo, hi = b.vendi("inf")
+    lo, hi = b.interval("inf")
     assert lo == pytest.approx(spec.vendi(np.inf), rel=1e-8) and hi == pytest.approx(spec.vendi(np.inf), rel=1e-8)
     assert b.low.flags.writeable is False
     with pytest.raises(DiversityInputError, match="was not computed"):
-        b.vendi(3.0)
+        b.interval(3.0)
     payload = json.loads(dumps(b.to_dict()))
     assert payload["qs"][-1] == "inf" and payload["k"] == 30
     assert payload["purity"] == pytest.approx(b.purity)  # what bounds_at needs besides the eigenvalues
@@ -179,7 +179,7 @@ def test_time_budget_stops_the_progression(rng):
     X = rng.normal(size=(400, 3))
     b = vendi_bounds(X, kernel="rbf", k=200, qs=[1.0], time_budget=1e-6, rng=0)
     assert b.k == 0 and "time budget" in b.settings["stopped"]
-    lo, hi = b.vendi(1.0)
+    lo, hi = b.interval(1.0)
     assert 1.0 <= lo <= hi <= 400
 
 
@@ -198,3 +198,30 @@ def test_vs_inf_exact_stays_exact_beyond_the_float32_matrix(rng):
     with config_context(memory_budget=200_000):
         assert bounds_method(X, "rbf") == "nystrom"
         assert vs_inf_exact(X, kernel="rbf", rng=0) == pytest.approx(exact, rel=1e-9)
+
+
+def test_interval_is_the_pair_and_vendi_is_deprecated(rng):
+    """``.interval(q)`` gives the bounds as a ConfidenceInterval; the old tuple-returning ``.vendi(q)`` warns."""
+    from diversity_core._stats import ConfidenceInterval
+    from diversity_core.compare import ConfidenceInterval as FromCompare
+
+    X = rng.normal(size=(80, 3))
+    b = vendi_bounds(X, kernel="rbf", k=5, qs=[1.0, 2.0], rng=0)
+    ci = b.interval(1.0)
+    assert isinstance(ci, ConfidenceInterval) and FromCompare is ConfidenceInterval
+    assert (ci.low, ci.high) == (float(b.low[0]), float(b.high[0]))
+    assert b.width(1.0) == ci.high / ci.low - 1.0 and b.contains(1.0, ci.low)
+    with pytest.warns(DeprecationWarning, match=r"VendiBounds\.vendi\(q\) is deprecated; use VendiBounds\.interval"):
+        assert b.vendi(1.0) == ci
+
+
+def test_support_rule_is_shared(rng):
+    """The bounds count VS_0 with the Spectrum's threshold m eps max (one function, entropy.support_tol)."""
+    from diversity_core.entropy import EPS64, support_tol
+
+    assert support_tol(7, 0.25, EPS64) == 7 * EPS64 * 0.25
+    X = rng.normal(size=(40, 2))  # rank 2 under the cosine kernel: VS_0 = 2
+    spec = compute_spectrum(X, kernel="cosine", method="dense")
+    assert spec.eps == EPS64 and spec.tol == pytest.approx(support_tol(40, spec.eigenvalues[0]), rel=1e-12)
+    lo, hi = bounds_from_eigenvalues(spec.eigenvalues, 40, [0.0])
+    assert lo[0] == hi[0] == spec.rank == 2

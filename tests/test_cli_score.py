@@ -76,6 +76,7 @@ def test_weights_from_file(embeddings, tmp_path, rng):
     assert got == pytest.approx(dc.vendi_score(X, weights=w), rel=1e-12)
 
 
+@pytest.mark.requires("pyarrow")
 def test_parquet_and_npz(tmp_path, rng):
     X = rng.standard_normal((40, 4))
     pd.DataFrame(X, columns=list("abcd")).to_parquet(tmp_path / "x.parquet")
@@ -169,3 +170,80 @@ def test_nystrom_estimate_prints_its_certain_range(embeddings):
                   "--replicates", "2", "--q", "1", "2")
     assert res.returncode == 0, res.stderr
     assert "certain low" in res.stdout and "guaranteed range" in res.stdout
+
+
+# ------------------------------------------------------------------------------------------
+# issue 23 item 5: every sketch sized to --memory-budget (the core's plan_scores)
+# ------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def n4000(tmp_path_factory):
+    X = np.random.default_rng(7).standard_normal((4000, 16))
+    path = tmp_path_factory.mktemp("n4000") / "X.npy"
+    np.save(path, X)
+    return X, path
+
+
+@pytest.mark.parametrize("budget, approx", [("20M", "nystrom"), ("40M", "nystrom"), ("60M", "nystrom"),
+                                            ("20M", "rff"), ("40M", "auto")])
+def test_sketches_are_sized_to_the_memory_budget_at_n_4000(n4000, budget, approx):
+    from diversity_core._config import parse_bytes
+
+    _, path = n4000
+    res = run_cli("--memory-budget", budget, "score", path, "--kernel", "rbf", "--approx", approx,
+                  "--replicates", "2", "--q", "1", "2", "--format", "json")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    plan = out["plan"]
+    assert plan["budget"] == parse_bytes(budget) and plan["n"] == 4000
+    if approx == "auto":
+        # beyond the dense path (244 MiB): the SLQ estimate (issue 23), Nystrom bounds planned beside it
+        assert plan["path"] == "slq" and out["method"] == "slq" and out["probes"] >= 2
+        assert plan["slq"]["peak_bytes"] <= plan["budget"] and plan["bounds"]["m"] < 2000
+        assert plan["bounds"]["peak_bytes"] <= plan["budget"]
+    else:
+        sketch = plan["sketch"]
+        assert out["settings"]["m" if approx == "nystrom" else "D"] == sketch["size"] <= 1024
+        assert sketch["peak_bytes"] <= plan["budget"] and sketch["sized"] in ("budget", "default")
+    assert (plan["sketch"] or plan["bounds"])["sized"] == ("default" if budget == "60M" and approx == "nystrom"
+                                                           else "budget")
+
+
+def test_the_table_says_the_sketch_was_sized_to_the_budget(n4000):
+    _, path = n4000
+    res = run_cli("score", path, "--kernel", "rbf", "--approx", "nystrom", "--replicates", "2", "--q", "1",
+                  "--memory-budget", "40M")
+    assert res.returncode == 0, res.stderr
+    assert "nystrom estimate (m = " in res.stdout and "the largest that fits the memory budget of 40 MiB" in res.stdout
+
+
+@pytest.mark.parametrize("approx", ["nystrom", "rff", "bounds", "auto"])
+def test_a_budget_too_small_for_any_sketch_names_the_knobs(n4000, approx):
+    _, path = n4000
+    res = run_cli("score", path, "--kernel", "rbf", "--approx", approx, "--memory-budget", "1M")
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    for knob in ("--m", "--D", "--memory-budget"):
+        assert knob in res.stderr
+
+
+def test_a_given_m_over_the_budget_is_refused_with_the_largest_that_fits(n4000):
+    import re
+
+    _, path = n4000
+    res = run_cli("score", path, "--kernel", "rbf", "--approx", "nystrom", "--m", "2000", "--memory-budget", "40M")
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    best = re.search(r"the largest m that fits is (\d+): use --m \1 or less", res.stderr)
+    assert best is not None, res.stderr
+    ok = run_cli("score", path, "--kernel", "rbf", "--approx", "nystrom", "--m", best.group(1), "--replicates", "2",
+                 "--q", "1", "--memory-budget", "40M", "--format", "json")
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["settings"]["m"] == int(best.group(1))
+
+
+def test_approx_auto_takes_the_exact_path_when_it_fits(embeddings):
+    X, path = embeddings
+    res = run_cli("score", path, "--kernel", "rbf", "--sigma", "2", "--approx", "auto", "--q", "1", "--format", "json")
+    assert res.returncode == 0, res.stderr
+    row = json.loads(res.stdout)["results"][0]
+    assert row["method"] == "dense"
+    assert row["vendi"]["1"] == pytest.approx(dc.vendi_score(X, kernel="rbf", sigma=2.0), rel=1e-12)

@@ -340,6 +340,7 @@ def test_dataset_weights_are_reported_as_ignored(rng):
     assert cmp.settings["sources"]["a"]["featurizer"] == "embeddings"
 
 
+@pytest.mark.requires("torch")
 def test_rnd_scores(rng):
     params = {"runs": 3, "epochs": 4, "average_last": 2, "train_size": 40, "batch_size": 10, "device": "cpu"}
     cmp = compare({"a": _population(rng, 80, d=6), "b": _population(rng, 80, d=6)}, rng=0, magnitude=False,
@@ -351,6 +352,7 @@ def test_rnd_scores(rng):
     assert cmp.pair("RND", "a", "b") is not None
 
 
+@pytest.mark.requires("PIL")
 def test_dataset_with_groups_and_sparse_features():
     from diversity_core.data import load_demo
 
@@ -384,7 +386,7 @@ def test_linear_kernel_warns_once_per_group(rng):
         ({"a": np.eye(20), "b": np.eye(20)[:, :10]}, {}, r"feature dimensions differ \(a: 20, b: 10\)"),
         ({"a": np.eye(20), "b": np.eye(20)}, {"reference": "c"}, "unknown reference group 'c'; choose one of: 'a', 'b'"),
         ({"a": np.eye(20), "b": np.eye(20)}, {"kernel": "precomputed"}, "compare needs features"),
-        ({"a": np.eye(20), "b": np.eye(20)}, {"level": 1.0}, r"level must be in \[0.5, 1\)"),
+        ({"a": np.eye(20), "b": np.eye(20)}, {"confidence_level": 1.0}, r"confidence_level must be in \[0.5, 1\)"),
         ({"a": np.eye(20), "b": np.eye(20)}, {"n": 5}, "n must be an integer >= 10; got 5"),
         ({"a": np.eye(20), "b": np.eye(20)}, {"metric": "hamming"}, "unknown metric 'hamming'"),
         ({"a": np.eye(20), "b": np.eye(20)}, {"n_resamples": 2}, "n_resamples must be an integer >= 3"),
@@ -550,6 +552,21 @@ def test_json_round_trip(small_comparison, tmp_path):
     assert again.pair("VS_1", "narrow", "wide") == cmp.pair("VS_1", "narrow", "wide")
 
 
+def test_confidence_level_vocabulary(small_comparison, rng):
+    """``confidence_level`` (SciPy's name) is the parameter and attribute; ``level`` warns; JSON keeps "level"."""
+    cmp = small_comparison
+    assert cmp.to_dict()["level"] == cmp.confidence_level == 0.95
+    with pytest.warns(DeprecationWarning, match=r"Comparison\.level is deprecated; use Comparison\.confidence_level"):
+        assert cmp.level == cmp.confidence_level
+    groups = {"a": rng.normal(size=(12, 3)), "b": rng.normal(size=(12, 3))}
+    kw = {"magnitude": False, "size_curve": False, "n_subsamples": 3, "rng": 0}
+    with pytest.warns(DeprecationWarning, match=r"level= is deprecated; use confidence_level="):
+        old = compare(groups, level=0.8, **kw)
+    assert old.confidence_level == 0.8 and old == compare(groups, confidence_level=0.8, **kw)
+    with pytest.warns(DeprecationWarning), pytest.raises(DiversityInputError, match="not both"):
+        compare(groups, level=0.8, confidence_level=0.9, **kw)
+
+
 def test_csv_round_trip(small_comparison, tmp_path):
     cmp = small_comparison
     for table, cls, rows in (("estimates", ScoreEstimate, cmp.estimates), ("pairwise", PairwiseDifference, cmp.pairwise),
@@ -593,6 +610,7 @@ def _cli(*args, cwd):
                           cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.requires("plotly", "jinja2")
 def test_cli_compares_files_and_writes_outputs(tmp_path):
     rng = np.random.default_rng(3)
     np.save(tmp_path / "model_a.npy", _population(rng, 80, d=5))
@@ -674,6 +692,7 @@ def _app_navigation(monkeypatch):
     monkeypatch.chdir(ROOT)
 
 
+@pytest.mark.requires("streamlit")
 def test_compare_page(_app_navigation):
     from streamlit.testing.v1 import AppTest
 
@@ -695,3 +714,46 @@ def test_compare_page(_app_navigation):
     at.toggle(key="cmp_presentation").set_value(True).run()
     assert not at.exception, [e.value for e in at.exception]
     assert len(at.table) == 2  # large-type HTML tables in the presentation layout
+
+
+def test_compare_reports_each_stage_as_soon_as_it_is_ready():
+    """Issue 22: the Vendi scores with intervals come first, then magnitude, then RND (the full result)."""
+    rng = np.random.default_rng(3)
+    groups = {"a": rng.normal(size=(60, 4)), "b": rng.normal(size=(70, 4)) * 2}
+    seen = []
+    full = compare(groups, magnitude=True, n_scales=8, magnitude_replicates=4, n_subsamples=6, n_resamples=4,
+                   size_curve=False, rng=0, on_stage=seen.append)
+    assert len(seen) == 1  # spectral done, magnitude pending (no RND asked for): one partial result
+    partial = seen[0]
+    assert partial.settings["stages_pending"] == ["magnitude"]
+    assert "MagArea" not in partial.scores and "VS_1" in partial.scores
+    assert "stages_pending" not in full.settings
+    for g in groups:  # the partial numbers are the final ones
+        assert partial.estimate(g, "VS_1") == full.estimate(g, "VS_1")
+    assert full.estimate("a", "MagArea").estimate is not None
+    # without magnitude there is one stage: nothing partial to report
+    seen.clear()
+    compare(groups, magnitude=False, n_subsamples=6, size_curve=False, rng=0, on_stage=seen.append)
+    assert seen == []
+
+
+def test_magnitude_of_sparse_text_rows_equals_the_dense_rows_without_densifying():
+    """Issue 22: n-gram rows stay sparse in the comparison's magnitude stage (exact, duplicates merged)."""
+    import scipy.sparse as sp
+
+    from diversity_core.compare._scores import _convergence_scale, _magnitude_curve, magnitude_rows
+
+    rng = np.random.default_rng(5)
+    d = 2**16
+    X = sp.random(60, d, density=30 / d, random_state=7, format="csr", dtype=np.float64)
+    X = sp.vstack([X, X[:6]]).tocsr()  # six exact duplicates
+    rows = magnitude_rows(X, np.arange(X.shape[0]), "euclidean")
+    assert sp.issparse(rows)
+    assert not sp.issparse(magnitude_rows(X, np.arange(5), "cosine"))  # other metrics densify
+    ts = np.linspace(0.05, 10.0, 12) * rng.uniform(0.9, 1.1)
+    sparse_mag, sparse_singular, sparse_merged = _magnitude_curve(rows, ts, "euclidean")
+    dense_mag, dense_singular, dense_merged = _magnitude_curve(X.toarray(), ts, "euclidean")
+    assert sparse_merged == dense_merged == 6
+    np.testing.assert_allclose(sparse_mag, dense_mag, rtol=1e-12)
+    assert _convergence_scale(rows, "euclidean") == pytest.approx(_convergence_scale(X.toarray(), "euclidean"),
+                                                                 rel=1e-9)

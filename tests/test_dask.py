@@ -8,8 +8,6 @@ import subprocess
 import sys
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 import diversity_core as dc
@@ -50,6 +48,8 @@ def test_dask_array_on_the_cluster_equals_in_memory(client, rng):
 
 
 def test_workers_read_the_files(client, rng, tmp_path):
+    pa = pytest.importorskip("pyarrow", reason="Parquet files need pyarrow (extra [parquet])")
+    pq = pytest.importorskip("pyarrow.parquet", reason="Parquet files need pyarrow (extra [parquet])")
     X = rng.standard_normal((1500, 6))
     np.save(tmp_path / "x.npy", X)
     pq.write_table(pa.table({"e": pa.array(list(X), type=pa.list_(pa.float64()))}), tmp_path / "x.parquet",

@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from PIL import Image
 
 from diversity_core.cli import main as cli_main
 from diversity_core.data import (
@@ -34,15 +33,20 @@ from diversity_core.exceptions import DiversityInputError, DiversityWarning
 # --------------------------------------------------------------------------------------------
 
 
+def pil_image():
+    """``PIL.Image``, or skip the test: image files need Pillow (extra [images])."""
+    return pytest.importorskip("PIL.Image", reason="image files need Pillow (extra [images])")
+
+
 def write_png(path: Path, colour=(200, 30, 30), size=(12, 10), fmt="PNG") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    Image.new("RGB", size, colour).save(path, format=fmt)
+    pil_image().new("RGB", size, colour).save(path, format=fmt)
     return path
 
 
 def png_bytes(colour=(0, 0, 255), size=(8, 8)) -> bytes:
     buf = io.BytesIO()
-    Image.new("RGB", size, colour).save(buf, format="PNG")
+    pil_image().new("RGB", size, colour).save(buf, format="PNG")
     return buf.getvalue()
 
 
@@ -115,6 +119,7 @@ class TestEmbeddingsRoundTrip:
         assert ds.summary()["groups"] == {"m1": 4, "m2": 4}
         np.testing.assert_array_equal(ds.weights, np.arange(1.0, 9.0))
 
+    @pytest.mark.requires("pyarrow")
     def test_parquet_numeric_columns_and_id(self, tmp_path, rng):
         X = rng.normal(size=(5, 4))
         df = pd.DataFrame(X, columns=list("abcd"))
@@ -124,6 +129,7 @@ class TestEmbeddingsRoundTrip:
         np.testing.assert_array_equal(ds.features, X)
         assert ds.ids == [f"f{i}.png" for i in range(5)]
 
+    @pytest.mark.requires("pyarrow")
     def test_parquet_list_column(self, tmp_path, rng):
         X = rng.normal(size=(5, 7))
         pd.DataFrame({"embedding": list(X), "model": list("aabbb")}).to_parquet(tmp_path / "e.parquet")
@@ -143,6 +149,7 @@ class TestEmbeddingsRoundTrip:
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.requires("PIL")
 class TestImagesRoundTrip:
     def test_folder_subfolders_are_groups(self, image_folder):
         calls = []
@@ -231,7 +238,7 @@ class TestTextRoundTrip:
         assert list(ds.groups) == ["A", "A", "B"]
         assert ds.skipped[0].where == "t.csv row 3 (line 4)"
 
-    @pytest.mark.parametrize("ext", [".tsv", ".jsonl", ".parquet"])
+    @pytest.mark.parametrize("ext", [".tsv", ".jsonl", pytest.param(".parquet", marks=pytest.mark.requires("pyarrow"))])
     def test_other_tables(self, tmp_path, ext):
         df = pd.DataFrame({"id": [1, 2, 3], "body": ["x y", "y z", "z w"], "w": [1.0, 0.5, 2.0]})
         path = tmp_path / f"t{ext}"
@@ -251,6 +258,7 @@ class TestTextRoundTrip:
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.requires("rdkit")
 class TestMoleculesRoundTrip:
     def test_smi_invalid_skipped_with_line_numbers(self, tmp_path):
         (tmp_path / "m.smi").write_text("OCC ethanol\nC1CC\nc1ccccc1 benzene\n\nnot_a_smiles x\nCC(=O)O\n")
@@ -308,7 +316,7 @@ class TestDetectModality:
     @pytest.mark.parametrize(
         "columns,expected",
         [
-            ({"SMILES": ["CCO", "CCN"]}, "molecules"),
+            pytest.param({"SMILES": ["CCO", "CCN"]}, "molecules", marks=pytest.mark.requires("rdkit")),
             ({"caption": ["a b", "c d"], "model": ["x", "y"]}, "text"),
             ({"review": ["good", "bad"]}, "text"),
             ({"f1": [1.0, 2.0], "f2": [3.0, 4.0], "file": ["a", "b"]}, "embeddings"),
@@ -375,6 +383,7 @@ class TestDetectionFromContent:
         np.testing.assert_allclose(ds.features, X, rtol=1e-12)
         assert "nested JSON objects flattened into 2 columns ('emb.x', 'emb.y')" in ds.detected
 
+    @pytest.mark.requires("rdkit")
     def test_tab_separated_txt_with_a_smiles_header(self, tmp_path):
         rows = ["CCO", "CCN", "c1ccccc1", "CC(=O)O"] * 25
         (tmp_path / "m.txt").write_text("smiles\tname\n" + "".join(f"{s}\tm{i}\n" for i, s in enumerate(rows)))
@@ -436,6 +445,7 @@ class TestBadInput:
         with pytest.raises(DiversityInputError, match=r"a single text item \(line 1\).*1 empty entries"):
             load_dataset(tmp_path / "t.txt")
 
+    @pytest.mark.requires("rdkit")
     def test_single_valid_molecule(self, tmp_path):
         (tmp_path / "m.smi").write_text("CCO\nC1CC\n")
         with pytest.raises(
@@ -460,6 +470,7 @@ class TestBadInput:
         with pytest.raises(DiversityInputError, match="ragged rows: line 3 has 3 fields"):
             load_dataset(tmp_path / "f.csv")
 
+    @pytest.mark.requires("pyarrow")
     def test_ragged_list_column(self, tmp_path):
         pd.DataFrame({"emb": [[1.0, 2.0], [3.0], [4.0, 5.0]]}).to_parquet(tmp_path / "e.parquet")
         with pytest.raises(
@@ -523,6 +534,7 @@ class TestBadInput:
         with pytest.raises(DiversityInputError, match=r"no array named 'model' \(the group array\)"):
             load_dataset(tmp_path / "e.npz", group_column="model")
 
+    @pytest.mark.requires("rdkit")
     def test_missing_sdf_property(self, tmp_path):
         from rdkit import Chem
 
@@ -736,7 +748,8 @@ class TestDemos:
         with pytest.raises(DiversityInputError, match="unknown demo 'mnist'; choose one of"):
             load_demo("mnist")
 
-    @pytest.mark.parametrize("name", ["digits", "shapes", "molecules", "text"])
+    @pytest.mark.parametrize("name", ["digits", pytest.param("shapes", marks=pytest.mark.requires("PIL")),
+                                      pytest.param("molecules", marks=pytest.mark.requires("rdkit")), "text"])
     def test_each_demo(self, name):
         ds = load_demo(name)
         assert ds is load_demo(name)  # cached
@@ -746,6 +759,25 @@ class TestDemos:
         if ds.modality == "images":
             assert ds.items.dtype == np.uint8 and max(ds.items.shape[1:3]) <= 64
         assert load_dataset(f"demo:{name}") is ds
+
+    def test_digits_are_read_without_importing_scikit_learn(self):
+        """The demo reads scikit-learn's digits file directly: the app's first page skips a 1.4 s import."""
+        import subprocess
+        import sys
+
+        code = ("import sys; from diversity_core.data.demos import _digits_arrays; images, target = "
+                "_digits_arrays(); assert images.shape == (1797, 8, 8) and target.shape == (1797,); "
+                "print('sklearn' in sys.modules)")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == "False"
+        from sklearn.datasets import load_digits
+
+        from diversity_core.data.demos import _digits_arrays
+
+        images, target = _digits_arrays()
+        bunch = load_digits()
+        np.testing.assert_array_equal(images, bunch.images)
+        np.testing.assert_array_equal(target, bunch.target)
 
     def test_digits_groups(self):
         ds = load_demo("digits")
@@ -759,6 +791,7 @@ class TestDemos:
         base = {i.split("+")[0] for i in np.asarray(ds.ids)[collapse]}
         assert len(base) == 5
 
+    @pytest.mark.requires("rdkit")
     def test_molecules_from_rdkit_files(self):
         from rdkit import Chem
 
@@ -779,6 +812,7 @@ class TestDemos:
 
 
 class TestInspectCLI:
+    @pytest.mark.requires("rdkit")
     def test_table(self, tmp_path, capsys):
         (tmp_path / "m.smi").write_text("CCO\nbad(\nCCN\nc1ccccc1\n")
         assert cli_main(["inspect", str(tmp_path / "m.smi")]) == 0
@@ -809,6 +843,7 @@ class TestInspectCLI:
         assert summary["weights"] == {"x": 1.0, "y": 3.0}
         assert summary["n_features"] == 2 and summary["modality"] == "embeddings"
 
+    @pytest.mark.requires("PIL")
     def test_demo_and_error_exit_code(self, tmp_path, capsys):
         assert cli_main(["inspect", "demo:shapes"]) == 0
         assert "4 shapes x 4 colours (balanced)" in capsys.readouterr().out
@@ -874,6 +909,7 @@ class TestGroupColumnDetection:
         assert ds.group_names() == ["m", "n"] and "detected: a string column" not in ds.detected
 
 
+@pytest.mark.requires("rdkit", "PIL")
 def test_items_file_for_each_modality():
     import io
     import zipfile
@@ -893,3 +929,17 @@ def test_items_file_for_each_modality():
         names = zf.namelist()
     assert ext == ".zip" and mime == "application/zip" and len(names) == 3
     assert names[0].startswith("00001_") and all("/" not in n for n in names)
+
+
+# --------------------------------------------------------------------------------------------
+# issue 26 item 6: a cell longer than the csv module's field limit (131,072 characters)
+# --------------------------------------------------------------------------------------------
+class TestLongCsvField:
+    def test_a_10_mb_cell_is_read(self, tmp_path, capsys):
+        path = tmp_path / "docs.csv"
+        path.write_text('id,text\n1,"' + "a" * 10_000_000 + '"\n2,hello world\n3,foo bar\n')
+        ds = load_dataset(path)
+        assert ds.modality == "text" and ds.n == 3 and len(ds.items[0]) == 10_000_000
+        assert ds.ids[1] == "row 2 (line 3)"
+        assert cli_main(["inspect", str(path)]) == 0
+        assert "items:     3" in capsys.readouterr().out

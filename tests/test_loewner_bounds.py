@@ -14,7 +14,7 @@ from test_bounds import QS, _contains, _thresholded_profile, datasets
 
 from diversity_core._config import config_context
 from diversity_core.approx import bounds_from_lower_eigenvalues, nystrom_bounds, vendi_bounds
-from diversity_core.approx.loewner import _water_fill
+from diversity_core.approx._band import _water_fill
 from diversity_core.exceptions import DiversityInputError
 from diversity_core.spectrum import compute_spectrum
 
@@ -78,7 +78,7 @@ def test_nystrom_bounds_with_weights_float32_and_exact_vs2(rng):
     exact = compute_spectrum(X.astype(np.float64), kernel="rbf", sigma=1.5, weights=w, method="dense").profile(QS)
     b = nystrom_bounds(X, kernel="rbf", sigma=1.5, weights=w, m=60, qs=QS, replicates=2, exact_vs2=True, rng=1)
     assert _contains(b.low, b.high, exact).all()
-    lo2, hi2 = b.vendi(2.0)
+    lo2, hi2 = b.interval(2.0)
     assert hi2 / lo2 - 1 < 1e-8 and b.exact_orders == ("2",)
 
 

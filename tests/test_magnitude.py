@@ -595,6 +595,33 @@ def test_private_computes_match_the_public_functions(rng):
     np.testing.assert_array_equal(rows, X[:10])
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("d", [1, 3, 384, 5000])
+def test_merge_duplicates_equals_np_unique(rng, dtype, d):
+    """Issue 22: the hash-and-compare dedup gives np.unique(X, axis=0)'s first occurrences."""
+    X = rng.integers(-2, 3, size=(60, d)).astype(dtype)  # few distinct values: chance repeats
+    X[40:50] = X[rng.integers(0, 40, 10)]
+    X[X == 0] = -0.0  # every zero as -0.0 ...
+    X[50] = X[3] + 0.0  # ... but here: equal to row 3 as numbers, not as bits
+    X[51] = 0.0
+    X[52] = -0.0
+    rows, n_merged, keep = _merge_duplicates(X)
+    _, first = np.unique(X + 0.0, axis=0, return_index=True)
+    np.testing.assert_array_equal(keep, np.sort(first))
+    assert n_merged == 60 - keep.size and rows.dtype == X.dtype
+    np.testing.assert_array_equal(rows, X[keep])
+    assert not np.signbit(rows[rows == 0]).any()  # -0.0 written as 0.0
+
+
+def test_merge_duplicates_survives_hash_collisions(rng, monkeypatch):
+    from diversity_core.magnitude import _metric
+
+    X = rng.integers(0, 2, size=(30, 4)).astype(np.float64)
+    _, first = np.unique(X, axis=0, return_index=True)
+    monkeypatch.setattr(_metric, "_row_hashes", lambda A: np.zeros(A.shape[0], dtype=np.uint64))
+    np.testing.assert_array_equal(_merge_duplicates(X)[2], np.sort(first))
+
+
 # ------------------------------------------------------------------------------------------
 # Memory budget
 # ------------------------------------------------------------------------------------------

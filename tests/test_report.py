@@ -84,6 +84,7 @@ def report_path(cmp, image_groups, tmp_path_factory):
     return path
 
 
+@pytest.mark.requires("plotly", "jinja2")
 def test_report_is_self_contained(report_path):
     text = report_path.read_text(encoding="utf-8")
     assert text.startswith("<!DOCTYPE html>")
@@ -98,6 +99,7 @@ def test_report_is_self_contained(report_path):
     assert len(re.findall(r"Plotly\.newPlot\(", text)) == len(FIGURE_TITLES)
 
 
+@pytest.mark.requires("plotly", "jinja2")
 def test_report_states_the_settings(cmp, report_path):
     text = report_path.read_text(encoding="utf-8")
     st = cmp.settings
@@ -109,6 +111,7 @@ def test_report_states_the_settings(cmp, report_path):
     assert "reference many shapes" in text
 
 
+@pytest.mark.requires("plotly", "jinja2")
 def test_report_tables_and_embedded_data(cmp, report_path):
     text = report_path.read_text(encoding="utf-8")
     e = cmp.estimate("many shapes", "VS_1")
@@ -118,12 +121,14 @@ def test_report_tables_and_embedded_data(cmp, report_path):
     assert Comparison.from_dict(json.loads(blob)) == cmp
 
 
+@pytest.mark.requires("plotly", "jinja2")
 def test_report_escapes_names(report_path):
     text = report_path.read_text(encoding="utf-8")
     assert NASTY not in text
     assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; co" in text  # markupsafe's entities
 
 
+@pytest.mark.requires("plotly", "jinja2")
 def test_galleries(cmp, report_path):
     text = report_path.read_text(encoding="utf-8")
     assert len(re.findall(r'<figure class="thumb"><img alt="[^"]*" src="data:image/png;base64,', text)) == 12
@@ -139,6 +144,7 @@ def test_galleries(cmp, report_path):
     assert "holds vectors only" in report_html(cmp, datasets={"many shapes": emb})
 
 
+@pytest.mark.requires("plotly", "jinja2")
 def test_figures_and_presentation(cmp):
     figs = comparison_figures(cmp)
     assert list(figs) == list(FIGURE_TITLES)
@@ -153,6 +159,7 @@ def test_figures_and_presentation(cmp):
     assert "magnitude" not in comparison_figures(no_mag)
 
 
+@pytest.mark.requires("plotly", "jinja2")
 def test_write_report_errors(cmp, tmp_path):
     with pytest.raises(DiversityInputError, match="is a folder"):
         write_report(cmp, tmp_path)
@@ -164,6 +171,7 @@ def test_write_report_errors(cmp, tmp_path):
         export_figure(comparison_figures(cmp)["scores"], tmp_path / "x.jpg")
 
 
+@pytest.mark.requires("plotly", "jinja2")
 def test_report_renders_every_figure_offline(report_path):
     """Headless Chromium, no network: every plotly figure of the report is drawn."""
     if not Path(CHROMIUM).exists():
@@ -215,6 +223,7 @@ def test_report_renders_every_figure_offline(report_path):
     assert blocked == []
 
 
+@pytest.mark.requires("plotly", "jinja2", "kaleido")
 def test_export_png_and_svg(cmp, tmp_path):
     """kaleido renders PNG and SVG offline (pointed at Debian's chromium when needed)."""
     if not Path(CHROMIUM).exists():
@@ -263,6 +272,7 @@ def hostile_cmp():
                    magnitude=False, size_curve=False)
 
 
+@pytest.mark.requires("plotly", "jinja2")
 def test_hostile_group_names_are_escaped_text(hostile_cmp):
     text = report_html(hostile_cmp, title=f"{IMG_TAG} report")
     assert IMG_TAG not in text and "<img src=x" not in text
@@ -273,6 +283,7 @@ def test_hostile_group_names_are_escaped_text(hostile_cmp):
     assert [tag for tag, _ in parser.tags].count("img") == 0
 
 
+@pytest.mark.requires("plotly", "jinja2")
 def test_script_close_in_a_group_name_stays_inside_the_json_block(hostile_cmp):
     text = report_html(hostile_cmp)
     assert "alert(2)</script>" not in text
@@ -320,7 +331,7 @@ def test_importing_the_core_does_not_import_optional_libraries():
     """plotly, jinja2, kaleido and torch load only when a figure, a report or an RND score is made."""
     code = (
         "import sys\n"
-        "import diversity_core, diversity_core.report, diversity_core.report.figures, diversity_core.figures\n"
+        "import diversity_core, diversity_core.report, diversity_core.report.figures\n"
         "import diversity_core.rnd\n"
         "heavy = ('plotly', 'jinja2', 'kaleido', 'torch')\n"
         "print(sorted({m.split('.')[0] for m in sys.modules if m.split('.')[0] in heavy}))\n"

@@ -21,7 +21,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from PIL import Image
 
 from diversity_core._atomic import atomic_output, atomic_write
 from diversity_core._config import config_context
@@ -57,15 +56,20 @@ def run_python(code: str, *, memory=2 << 30, timeout=60):
     )
 
 
+def pil_image():
+    """``PIL.Image``, or skip the test: image files need Pillow (extra [images])."""
+    return pytest.importorskip("PIL.Image", reason="image files need Pillow (extra [images])")
+
+
 def png(path: Path, colour=(200, 30, 30), size=(8, 8), fmt="PNG") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    Image.new("RGB", size, colour).save(path, format=fmt)
+    pil_image().new("RGB", size, colour).save(path, format=fmt)
     return path
 
 
 def png_bytes(colour, size=(4, 4)) -> bytes:
     buf = io.BytesIO()
-    Image.new("RGB", size, colour).save(buf, format="PNG")
+    pil_image().new("RGB", size, colour).save(buf, format="PNG")
     return buf.getvalue()
 
 
@@ -74,7 +78,7 @@ def data_dir(tmp_path) -> Path:
     """A served data folder with an image folder and a table; a private file beside it."""
     root = tmp_path / "served"
     for i in range(3):
-        png(root / "imgs" / f"{i}.png", (80 * i, 0, 0))
+        png(root / "imgs" / f"{i}.png", (40 + 80 * i, 0, 0))  # none all black: those are skipped (issue 26)
     (root / "x.csv").write_text("a,b\n1,2\n3,4\n5,7\n")
     (tmp_path / "private.txt").write_text(PASSWD)
     return root
@@ -156,6 +160,7 @@ class TestMessagesNeverQuoteFiles:
             fn()
         return str(info.value)
 
+    @pytest.mark.requires("rdkit")
     def test_passwd_as_smiles_lists_no_lines(self, tmp_path):
         path = tmp_path / "p.smi"
         path.write_text(PASSWD + "CCO\nCCN\n")
@@ -164,6 +169,7 @@ class TestMessagesNeverQuoteFiles:
         assert [s.reason for s in ds.skipped] == [f"invalid SMILES ({k} characters)" for k in lengths]
         assert SECRET not in json.dumps(ds.summary())
 
+    @pytest.mark.requires("rdkit")
     def test_passwd_as_smiles_with_too_few_molecules(self, tmp_path):
         path = tmp_path / "p.smi"
         path.write_text(PASSWD)
@@ -200,6 +206,7 @@ class TestMessagesNeverQuoteFiles:
         path.write_text(f'a,b\n1,"{SECRET}\n')
         assert SECRET not in self._message(lambda: load_dataset(path))
 
+    @pytest.mark.requires("rdkit")
     def test_sdf_weight_error_quotes_no_value(self, tmp_path):
         from rdkit import Chem
 
@@ -228,7 +235,9 @@ def two_groups(tmp_path_factory):
 
 
 class TestAtomicWrites:
-    @pytest.mark.parametrize("flag,name", [("--out", "report.html"), ("--json", "cmp.json"), ("--csv", "cmp.csv")])
+    @pytest.mark.parametrize("flag,name", [
+        pytest.param("--out", "report.html", marks=pytest.mark.requires("plotly", "jinja2")),
+        ("--json", "cmp.json"), ("--csv", "cmp.csv")])
     def test_file_size_limit_keeps_the_previous_file(self, two_groups, flag, name):
         """``ulimit -f`` cuts the write short: exit 2, the previous file whole, no temporary file left."""
         previous = "previous good result\n" * 50
@@ -294,6 +303,7 @@ class TestAtomicWrites:
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.requires("PIL")
 class TestImageFormats:
     def test_postscript_named_png_never_reaches_ghostscript(self, tmp_path, monkeypatch):
         from PIL import EpsImagePlugin
@@ -327,6 +337,7 @@ class TestImageFormats:
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.requires("rdkit")
 class TestMoleculeSize:
     def test_20000_atom_chain_is_skipped_not_a_segfault(self, tmp_path):
         """RDKit segfaulted (exit 139) on this 20 KB file."""
@@ -368,7 +379,7 @@ class TestMoleculeSize:
         data = draw_molecule_png("C" * 1000, size=(120, 80))
         assert time.perf_counter() - start < 5  # drawing it took 7 s (10,000 atoms: 5 minutes)
         assert "too large to draw" in svg and f"the limit is {MAX_DRAW_ATOMS}" in svg
-        assert Image.open(io.BytesIO(data)).size == (120, 80)
+        assert pil_image().open(io.BytesIO(data)).size == (120, 80)
         assert "too large" not in draw_molecule("c1ccccc1O")
 
     def test_fingerprints_refuse_oversized_smiles(self):
@@ -519,7 +530,7 @@ def test_magnitude_table_prints_infinite_values(extreme_inputs):
 class TestDecodedSize:
     def test_parquet_rows_checked_from_metadata(self, tmp_path, monkeypatch):
         """A few hundred KB of Parquet holding millions of rows is refused before it is decoded."""
-        import pyarrow as pa
+        pa = pytest.importorskip("pyarrow", reason="Parquet files need pyarrow (extra [parquet])")
         import pyarrow.parquet as pq
 
         path = tmp_path / "rows.parquet"
@@ -540,7 +551,7 @@ class TestDecodedSize:
     def test_image_pixels_checked_from_the_header(self, tmp_path):
         folder = tmp_path / "imgs"
         png(folder / "a.png")
-        Image.new("L", (6000, 6000)).save(folder / "big.png")
+        pil_image().new("L", (6000, 6000)).save(folder / "big.png")
         assert (folder / "big.png").stat().st_size < 1 << 20
         with config_context(memory_budget="40M"):
             with pytest.raises(MemoryBudgetError, match="decoding this 6000 x 6000 image"):
@@ -610,3 +621,102 @@ class TestMinor:
             np.save(fh, np.zeros((4, 3)))
         with pytest.raises(DiversityInputError, match="bytes follow the array the header announces"):
             load_dataset(path)
+
+
+# --------------------------------------------------------------------------------------------
+# issue 26 item 7: a Parquet file is sized from its metadata, with its ids and list cells
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.requires("pyarrow")
+class TestParquetDecodedWidth:
+    def test_millions_of_rows_count_their_ids(self, tmp_path, monkeypatch):
+        """A few hundred KB holding millions of rows: each row's id counts too (40 M rows peaked at 5 GB)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        path = tmp_path / "rows.parquet"
+        pq.write_table(pa.table({"x": np.zeros(4_000_000), "y": np.zeros(4_000_000)}), path, compression="zstd")
+        monkeypatch.setattr(pd, "read_parquet", lambda *a, **k: pytest.fail("the data was read"))
+        started = time.perf_counter()
+        with config_context(memory_budget="400M"):  # the former estimate, 183 MiB, fitted
+            with pytest.raises(MemoryBudgetError, match=r"4000000 rows x 2 columns of this Parquet file needs 42\d MiB"):
+                load_dataset(path)
+        assert time.perf_counter() - started < 1.0
+
+    def test_a_list_column_counts_every_value(self, tmp_path, monkeypatch):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        path = tmp_path / "vectors.parquet"
+        vectors = pa.array(list(np.zeros((4000, 512), dtype=np.float32)), type=pa.list_(pa.float32()))
+        pq.write_table(pa.table({"embedding": vectors}), path)
+        monkeypatch.setattr(pd, "read_parquet", lambda *a, **k: pytest.fail("the data was read"))
+        with config_context(memory_budget="20M"):  # the former estimate (4000 x 1 values) was 94 KiB
+            with pytest.raises(MemoryBudgetError, match=r"4000 rows x 1 columns \(2048000 values\)"):
+                load_dataset(path)
+
+
+# --------------------------------------------------------------------------------------------
+# issue 26 item 8: the default memory budget follows the limits the process really has
+# --------------------------------------------------------------------------------------------
+
+
+def _fake_cgroups(tmp_path) -> tuple:
+    """A v2 group ``/a/b`` limited to 2 GiB (its parent has no limit) and a v1 group ``/x`` limited to 3 GiB."""
+    root = tmp_path / "cgroup"
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "memory.max").write_text("max\n")
+    (root / "a" / "memory.max").write_text("max\n")
+    (root / "a" / "b" / "memory.max").write_text(f"{2 << 30}\n")
+    (root / "memory" / "x").mkdir(parents=True)
+    (root / "memory" / "memory.limit_in_bytes").write_text("9223372036854771712\n")  # v1's "no limit"
+    (root / "memory" / "x" / "memory.limit_in_bytes").write_text(f"{3 << 30}\n")
+    proc = tmp_path / "cgroup-of-self"
+    proc.write_text("4:memory:/x\n3:cpu,cpuacct:/x\n0::/a/b\n")
+    return root, proc
+
+
+class TestMemoryLimits:
+    def test_cgroup_limits_v1_and_v2(self, tmp_path):
+        from diversity_core._config import memory_limits
+
+        root, proc = _fake_cgroups(tmp_path)
+        limits = {lim.source: lim for lim in memory_limits(cgroup_root=str(root), proc_cgroup=str(proc))}
+        assert limits["cgroup v2 memory.max"].limit == 2 << 30
+        assert limits["cgroup v2 memory.max"].where.endswith("a/b/memory.max")
+        assert limits["cgroup v1 memory.limit_in_bytes"].limit == 3 << 30
+        (root / "a" / "b" / "memory.max").write_text("max\n")
+        (root / "memory" / "x" / "memory.limit_in_bytes").write_text("9223372036854771712\n")
+        sources = [lim.source for lim in memory_limits(cgroup_root=str(root), proc_cgroup=str(proc))]
+        assert not [s for s in sources if s.startswith("cgroup")]
+
+    def test_the_default_budget_is_half_the_tightest_limit(self, tmp_path, monkeypatch):
+        from diversity_core import _config
+
+        root, proc = _fake_cgroups(tmp_path)
+        monkeypatch.delenv("DIVERSITY_MEMORY_BUDGET", raising=False)
+        monkeypatch.setattr(_config, "CGROUP_ROOT", str(root))
+        monkeypatch.setattr(_config, "PROC_CGROUP", str(proc))
+        monkeypatch.setitem(_config._global, "memory_budget", None)
+        _config._derived_budget.cache_clear()
+        try:
+            tightest = min(lim.available for lim in _config.memory_limits())
+            assert _config.memory_budget() == tightest // 2 <= 1 << 30
+            if tightest == 2 << 30:
+                assert _config.budget_source().startswith("half of cgroup v2 memory.max 2 GiB, the tightest limit")
+        finally:
+            _config._derived_budget.cache_clear()
+
+    def test_rlimit_as_is_followed_and_inspect_says_so(self, tmp_path):
+        """Under ``prlimit --as=2.5G``: a budget within the limit, named by ``diversity inspect``."""
+        limit = 5 << 29  # 2.5 GiB
+        np.save(tmp_path / "x.npy", np.random.default_rng(0).normal(size=(18_000, 4)))
+        res = run_cli("inspect", "x.npy", "--format", "json", cwd=tmp_path, memory=limit, timeout=120)
+        assert res.returncode == 0, res.stderr
+        budget = json.loads(res.stdout)["memory_budget"]
+        assert budget["bytes"] < limit // 2 and budget["source"].startswith("half of RLIMIT_AS 2.5 GiB less ")
+        # the dense rbf spectrum of 18,000 items (a 2.4 GiB matrix) is refused with the options, not an allocation error
+        res = run_cli("score", "x.npy", "--kernel", "rbf", cwd=tmp_path, memory=limit, timeout=120)
+        assert res.returncode == 2
+        assert "over the memory budget" in res.stderr and "ran out of memory" not in res.stderr

@@ -59,6 +59,7 @@ def test_laplacian_uses_the_l1_median(rng):
     assert r.values[0] == pytest.approx(median_distance(X, metric="cityblock"))
 
 
+@pytest.mark.requires("rdkit")
 def test_radius_sweep_matches_morgan_tanimoto():
     from diversity_core.featurizers.molecules import morgan_fingerprints
 

@@ -162,3 +162,22 @@ def test_streamed_chunks_are_sized_by_the_sketch_width(blobs, tmp_path, monkeypa
         vendi_estimate(str(path), kernel="rbf", sigma=1.0, method="rff", D=512, replicates=1, rng=0)
         cap = chunk_rows(1024, 8)
     assert asked and all(rows == cap for rows in asked)  # the file's own 5 columns would allow far more
+
+
+def test_confidence_level_vocabulary(blobs):
+    """``confidence_level`` (SciPy's name) is the parameter and attribute; ``level`` warns and means the same."""
+    from diversity_core._stats import ConfidenceInterval
+
+    kw = {"kernel": "rbf", "method": "rff", "D": 32, "q": [1.0], "replicates": 3, "rng": 0}
+    est = vendi_estimate(blobs, confidence_level=0.8, **kw)
+    assert est.confidence_level == 0.8 and est.to_dict()["level"] == 0.8  # the JSON key is unchanged
+    assert isinstance(est.interval(1.0), ConfidenceInterval)
+    with pytest.warns(DeprecationWarning, match=r"level= is deprecated; use confidence_level="):
+        old = vendi_estimate(blobs, level=0.8, **kw)
+    assert old.interval(1.0) == est.interval(1.0)
+    with pytest.warns(DeprecationWarning, match=r"VendiEstimate\.level is deprecated"):
+        assert est.level == 0.8
+    with pytest.warns(DeprecationWarning), pytest.raises(DiversityInputError, match="not both"):
+        vendi_estimate(blobs, confidence_level=0.8, level=0.9, **kw)
+    with pytest.raises(DiversityInputError, match="confidence_level"):
+        vendi_estimate(blobs, confidence_level=1.5, **kw)

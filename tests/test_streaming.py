@@ -8,8 +8,6 @@ import sys
 import tracemalloc
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 import scipy.sparse as sp
 
@@ -164,12 +162,20 @@ def test_auto_takes_dense_within_the_budget(rng):
         dc.compute_spectrum(X)
 
 
+@pytest.fixture
+def pa():
+    """pyarrow, or skip the test."""
+    return pytest.importorskip("pyarrow", reason="Parquet files need pyarrow (extra [parquet])")
+
+
 def _write_parquet(path, table, row_group_size):
+    import pyarrow.parquet as pq
+
     pq.write_table(table, path, row_group_size=row_group_size)
 
 
 @pytest.mark.parametrize("layout", ["list", "fixed_size_list", "columns"])
-def test_parquet_row_groups(rng, tmp_path, layout):
+def test_parquet_row_groups(rng, tmp_path, layout, pa):
     X = rng.standard_normal((N, D))
     ids = pa.array([f"item{i}" for i in range(N)])
     if layout == "list":
@@ -189,7 +195,7 @@ def test_parquet_row_groups(rng, tmp_path, layout):
     assert_same_spectrum(spec, dc.compute_spectrum(X, weights=w))
 
 
-def test_parquet_float32_columns_stay_float32(rng, tmp_path):
+def test_parquet_float32_columns_stay_float32(rng, tmp_path, pa):
     X = rng.standard_normal((200, 3)).astype(np.float32)
     _write_parquet(tmp_path / "x.parquet", pa.table({f"c{j}": X[:, j] for j in range(3)}), 64)
     source = open_source(tmp_path / "x.parquet")
@@ -197,7 +203,7 @@ def test_parquet_float32_columns_stay_float32(rng, tmp_path):
     assert dc.compute_spectrum(source).vendi(1) == pytest.approx(dc.compute_spectrum(X).vendi(1), rel=1e-6)
 
 
-def test_parquet_errors(tmp_path):
+def test_parquet_errors(tmp_path, pa):
     table = pa.table({"emb": pa.array([[1.0, 2.0], [3.0], [4.0, 5.0]], type=pa.list_(pa.float64()))})
     _write_parquet(tmp_path / "ragged.parquet", table, 2)
     with pytest.raises(DiversityInputError, match="row 2 has a vector of length 1"):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import warnings
 
-import mpmath
 import numpy as np
 import pytest
 from hypothesis import given
@@ -147,29 +146,32 @@ def test_dual_equals_dense(params, weighted):
 
 
 # --- oracle: the vendi_score package ---------------------------------------------------------
-vendi_pkg = pytest.importorskip("vendi_score.vendi")
+@pytest.fixture(scope="module")
+def vendi_pkg():
+    """The ``vendi_score`` package (extra [test]): only the oracle tests skip without it."""
+    return pytest.importorskip("vendi_score.vendi", reason="the oracle tests compare with vendi_score (extra [test])")
 
 
 @pytest.mark.parametrize("q", [0.5, 1, 2, "inf", 5])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_oracle_score_K(rng, q, weighted):
+def test_oracle_score_K(rng, q, weighted, vendi_pkg):
     X = rng.standard_normal((60, 80))  # d > n: K is full rank, where the package is right for q < 1
     K = dc.kernel_matrix(X, kernel="rbf")
     p = None
     if weighted:
         p = rng.random(60)
         p /= p.sum()
-    assert dc.score_K(K, q=q, p=p) == pytest.approx(vendi_pkg.score_K(K, q=q, p=p), rel=1e-9)
+    assert dc.score_K(K, q=q, weights=p) == pytest.approx(vendi_pkg.score_K(K, q=q, p=p), rel=1e-9)
 
 
 @pytest.mark.parametrize("q", [0.5, 1, 2, "inf"])
-def test_oracle_score_dual(rng, q):
+def test_oracle_score_dual(rng, q, vendi_pkg):
     X = rng.standard_normal((500, 16))
     assert dc.score_dual(X, q=q) == pytest.approx(vendi_pkg.score_dual(X, q=q), rel=1e-9)
     assert dc.score_X(X, q=q) == pytest.approx(vendi_pkg.score_dual(X, q=q), rel=1e-9)
 
 
-def test_oracle_score_X_q1_and_package_bug(rng):
+def test_oracle_score_X_q1_and_package_bug(rng, vendi_pkg):
     """The package's score_X ignores q; ours agrees at q = 1 and honours q elsewhere."""
     X = rng.standard_normal((100, 8))
     assert dc.score_X(X, q=1) == pytest.approx(vendi_pkg.score_X(X, q=1), rel=1e-9)
@@ -178,7 +180,7 @@ def test_oracle_score_X_q1_and_package_bug(rng):
     assert dc.score_X(X, q=2) < dc.score_X(X, q=1)
 
 
-def test_oracle_score_with_similarity_function(rng):
+def test_oracle_score_with_similarity_function(rng, vendi_pkg):
     samples = list(rng.integers(0, 5, size=(30, 4)))
 
     def k(a, b):
@@ -188,7 +190,7 @@ def test_oracle_score_with_similarity_function(rng):
         assert dc.score(samples, k, q=q) == pytest.approx(vendi_pkg.score(samples, k, q=q), rel=1e-9)
 
 
-def test_package_inflates_q_below_one_on_rank_deficient_data(rng):
+def test_package_inflates_q_below_one_on_rank_deficient_data(rng, vendi_pkg):
     """With n > d the package keeps round-off eigenvalues, so its VS_0.1 is wrong; ours = exact rank."""
     X = rng.standard_normal((300, 5))
     K = dc.kernel_matrix(X, kernel="cosine")
@@ -223,6 +225,7 @@ def test_near_duplicates_are_continuous(rng):
 
 @pytest.mark.parametrize("delta", [1e-10, -1e-10, 1e-8, -1e-6, 1e-3])
 def test_q_near_one_matches_high_precision(rng, delta):
+    mpmath = pytest.importorskip("mpmath", reason="the high-precision reference needs mpmath (extra [test])")
     lam = rng.random(50) ** 3
     lam /= lam.sum()
     q = 1.0 + delta
@@ -327,3 +330,19 @@ def test_no_warning_for_clean_input(rng):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         dc.compute_spectrum(rng.standard_normal((100, 5)), kernel="rbf").vendi(0.5)
+
+
+@pytest.mark.parametrize("func", ["score_K", "score_X", "score"])
+def test_p_is_a_deprecated_alias_of_weights(rng, func):
+    """``weights`` is the one name for item probabilities; the package's ``p=`` warns and means the same."""
+    X = rng.standard_normal((12, 3))
+    w = rng.random(12)
+    args = {"score_K": (dc.kernel_matrix(X, kernel="rbf"),), "score_X": (X,),
+            "score": (list(X), lambda a, b: float(np.exp(-np.sum((a - b) ** 2))))}[func]
+    f = getattr(dc, func)
+    expected = f(*args, q=2, weights=w)
+    with pytest.warns(DeprecationWarning, match=r"p= is deprecated; use weights="):
+        assert f(*args, q=2, p=w) == expected
+    with pytest.warns(DeprecationWarning), pytest.raises(DiversityInputError, match=r"give weights= or .* p=, not both"):
+        f(*args, q=2, weights=w, p=w)
+    assert f(*args, 2, w) == expected  # the third positional argument is the weights, as in the package

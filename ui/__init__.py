@@ -5,8 +5,9 @@ What lives where
 state        session-state keys and defaults of the shared settings; the URL query string
              (read once per session, written on every run); :func:`state.settings`.
 sidebar      the sidebar every page shares (dataset, representation, kernel, q, subsample, groups).
-data         loading demos / uploads / local paths (the previous dataset stays on failure) and
-             the working :class:`data.View` (group filter + seeded subsample) with its cache key.
+data         a package: the server's data-folder policy (``folder``), ``uploads``, ``loading`` demos /
+             uploads / local paths (the previous dataset stays on failure), the sidebar's ``search``,
+             the linked ``selection`` and the working :class:`data.View` with its cache key (``view``).
 cache        byte-bounded caches shared by every session, one computation per key in flight
              (:func:`cache.shared_cache`; pools as shares of the memory budget).
 compute      cached wrappers around the core keyed by the view's key + parameters
@@ -14,6 +15,8 @@ compute      cached wrappers around the core keyed by the view's key + parameter
              the core's one feature cache.
 tasks        the one pattern of long tasks (magnitude, RND, UMAP, kernel sweeps, comparisons):
              start -> ``st.status`` with progress from the core's callback -> stored by inputs -> shown.
+fragments    O(n) controls redraw their ``st.fragment`` only; the sidebar's q reruns a page's q views
+             (:func:`fragments.q_view`) when the page reads q nowhere else (:func:`fragments.q_local`).
 feedback     progress bars fed by the core's callbacks; errors as ``st.error`` without traceback.
 page         the header every page starts with, returning its :class:`page.Context`.
 gallery      items on screen: image thumbnails, text snippets, molecule drawings.

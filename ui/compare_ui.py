@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from diversity_core._orders import format_q
-from diversity_core.compare import compare
+from diversity_core.compare import Comparison, compare
 from diversity_core.report import FIGURE_TITLES, comparison_figures, presentation_style, report_html
 from diversity_core.rnd import rnd_regime_warning
 from diversity_core.rnd._api import MIN_VALIDATION
@@ -154,26 +154,60 @@ def result_key(ctx, s: CompareSettings) -> tuple:
 
 
 def task(ctx, s: CompareSettings) -> Callable:
-    """``fn(progress)`` comparing every group of the view (for :func:`ui.tasks.run`)."""
+    """``fn(progress)`` comparing every group of the view (for :func:`ui.tasks.run`).
+
+    Each finished stage but the last travels as a progress payload (``stage``: the partial
+    comparison's JSON), which :class:`StageView` draws while the next stage runs.
+    """
     view, ds = ctx.view, ctx.view.data
 
     def fn(progress):
+        last = [0, 1, ""]
+
+        def report(done, total, message=""):
+            last[:] = [done, total, message]
+            progress(done, total, message)
+
         X = compute.features(view, ctx.featurizer, show_progress=False)
         groups = ds.group_names()
         data = {g: X[ds.group_indices(g)] for g in groups}
         sources = {g: {"dataset": ds.name, "source": ds.source, "dataset_hash": view.full.content_hash,
                        "featurizer": ctx.featurizer} for g in groups}
-        return compare(data, kernel=ctx.settings.kernel, qs=list(s.qs), reference=s.reference, n=s.n, level=s.level,
+        return compare(data, kernel=ctx.settings.kernel, qs=list(s.qs), reference=s.reference, n=s.n, confidence_level=s.level,
                        magnitude=s.magnitude, metric=s.metric, rnd=s.rnd, n_subsamples=s.n_subsamples,
                        n_resamples=s.n_resamples,
                        magnitude_replicates=s.magnitude_replicates,
                        # rnd_score's own batch size (full batch for the MLP): batches of 50 put the
                        # default training in the regime where noise outscores data (rnd_regime_warning)
                        rnd_params={"train_size": s.rnd_train} if s.rnd else None,
-                       sources=sources, rng=s.seed, progress=progress,
+                       sources=sources, rng=s.seed, progress=report,
+                       on_stage=lambda partial: progress(*last, stage=partial.to_json(indent=None)),
                        **ctx.settings.kernel_kwargs)
 
     return fn
+
+
+class StageView:
+    """Draws the comparison's finished stages while the next ones run (``on_data`` of :func:`ui.tasks.run`).
+
+    The Vendi scores with their intervals come first (``compare(on_stage=...)``), so a meeting
+    sees them before magnitude (and RND) have finished.
+    """
+
+    def __init__(self):
+        self.slot = None  # made at the first stage, inside the task's status box
+
+    def __call__(self, data: dict) -> None:
+        if "stage" not in data:
+            return
+        if self.slot is None:
+            self.slot = st.empty()
+        cmp = Comparison.from_json(data["stage"])
+        pending = ", ".join(cmp.settings.get("stages_pending", ()))
+        with self.slot.container():
+            st.caption(f"Ready so far; still computing: {literal(pending)}." if pending else "Ready.")
+            _headline(cmp)
+            _table(table_frame(cmp), False, hide_index=True)
 
 
 @shared_cache("results", spinner="Writing the report…")
@@ -276,7 +310,7 @@ def _headline(cmp) -> None:
     st.subheader(f"{score_label(score)} at n = {cmp.n}: most to least diverse")
     cols = st.columns(max(1, len(rows)))
     for col, (g, e) in zip(cols, rows):
-        ci = "" if e.ci_low is None else f"{cmp.level:.0%} interval [{e.ci_low:.2f}, {e.ci_high:.2f}]"
+        ci = "" if e.ci_low is None else f"{cmp.confidence_level:.0%} interval [{e.ci_low:.2f}, {e.ci_high:.2f}]"
         # markdown, not st.metric: long group names wrap instead of being cut, and the number is large
         col.markdown(f"**{literal(g)}**")
         col.markdown(f"## {e.estimate:.2f}")
@@ -284,7 +318,7 @@ def _headline(cmp) -> None:
             col.caption(ci)
     pairs = [p for p in cmp.pairwise if p.score == score]
     resolved = [p for p in pairs if p.resolved]
-    st.markdown(f"**{len(resolved)} of {len(pairs)}** pairs of groups differ at the {cmp.level:.0%} level on "
+    st.markdown(f"**{len(resolved)} of {len(pairs)}** pairs of groups differ at the {cmp.confidence_level:.0%} level on "
                 f"{score_label(score)}" + (": " + "; ".join(f"{literal(p.higher)} > {literal(p.group_b if p.higher == p.group_a else p.group_a)}"
                                                for p in resolved) if resolved else "."))
 
@@ -299,6 +333,21 @@ def _large(fig, size: int = 22):
     return fig
 
 
+def _figures(cmp, presentation: bool) -> None:
+    """The comparison's figures (drawn in a fragment: their download format redraws only them)."""
+    fmt = st.radio("Figure download format (camera button of each chart)", ["png", "svg"], horizontal=True,
+                   key="cmp_figfmt", **KEEP)
+    figs = comparison_figures(cmp, presentation=presentation)
+    config = {"displaylogo": False, "toImageButtonOptions": {"format": fmt, "scale": 2}}
+    if presentation:
+        for name, fig in figs.items():
+            st.subheader(FIGURE_TITLES[name])
+            st.plotly_chart(_large(fig), key=f"cmp_fig_{name}", config=config)
+    else:
+        for tab, (name, fig) in zip(st.tabs([FIGURE_TITLES[k] for k in figs]), figs.items()):
+            tab.plotly_chart(fig, key=f"cmp_fig_{name}", config=config)
+
+
 def show(out: Outcome, ctx, key: tuple, presentation: bool) -> None:
     """The settings line, the tables, the figures (with their download format) and the downloads.
 
@@ -308,7 +357,7 @@ def show(out: Outcome, ctx, key: tuple, presentation: bool) -> None:
     cmp = out.value
     # the core's rules may quote a group name: literal text
     st.caption(f"n = **{cmp.n}** items per group ({literal(cmp.settings['n_rule'])}) · kernel "
-               f"{literal(cmp.settings['kernel_description'])} · {cmp.level:.0%} intervals · seed {cmp.settings['seed']}"
+               f"{literal(cmp.settings['kernel_description'])} · {cmp.confidence_level:.0%} intervals · seed {cmp.settings['seed']}"
                + (f" · MagDiff reference **{literal(cmp.reference)}**" if cmp.reference else "") + magnitude_line(cmp))
     show_notes(out)
     show_rnd_warnings(cmp)
@@ -334,17 +383,7 @@ def show(out: Outcome, ctx, key: tuple, presentation: bool) -> None:
     with st.expander("How the intervals are made"):
         st.write(plain(cmp.settings["interval_description"]))
 
-    fmt = st.radio("Figure download format (camera button of each chart)", ["png", "svg"], horizontal=True,
-                   key="cmp_figfmt", **KEEP)
-    figs = comparison_figures(cmp, presentation=presentation)
-    config = {"displaylogo": False, "toImageButtonOptions": {"format": fmt, "scale": 2}}
-    if presentation:
-        for name, fig in figs.items():
-            st.subheader(FIGURE_TITLES[name])
-            st.plotly_chart(_large(fig), key=f"cmp_fig_{name}", config=config)
-    else:
-        for tab, (name, fig) in zip(st.tabs([FIGURE_TITLES[k] for k in figs]), figs.items()):
-            tab.plotly_chart(fig, key=f"cmp_fig_{name}", config=config)
+    st.fragment(_figures)(cmp, presentation)
 
     st.subheader("Take it to the meeting")
     report = _report(cmp, ctx.view.data, key, presentation)

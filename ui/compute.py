@@ -22,8 +22,15 @@ import scipy.sparse as sp
 import streamlit as st
 
 import diversity_core as dc
+from diversity_core import store
 from diversity_core._orders import format_q
-from diversity_core.featurizers import cached_features, featurize, list_featurizers, resolve_featurizer
+from diversity_core.featurizers import (
+    cached_features,
+    featurize,
+    featurizer_version,
+    list_featurizers,
+    resolve_featurizer,
+)
 from diversity_core.kernels import row_norms
 
 from .cache import shared_cache
@@ -114,6 +121,11 @@ def time_estimate(name: str, n: int) -> str:
             "(Cancel stops it)")
 
 
+def density(X) -> Optional[float]:
+    """Share of stored entries of sparse features (None for dense ones): what the large-data plan reads."""
+    return X.nnz / max(1, X.shape[0] * X.shape[1]) if sp.issparse(X) else None
+
+
 def dense(X) -> np.ndarray:
     """A dense float array view of features (sparse n-gram features are densified)."""
     return X.toarray() if sp.issparse(X) else np.asarray(X)
@@ -124,14 +136,29 @@ def dense(X) -> np.ndarray:
 # ------------------------------------------------------------------------------------------
 @shared_cache("results", spinner="Computing the eigenvalue spectrum…", hash_funcs=HASH)
 def _spectrum_and_notes(view: View, featurizer: str, kernel: str, kernel_params: tuple) -> tuple:
-    X = features(view, featurizer, show_progress=False)
+    # kept on disk too (diversity_core.store): a restarted server, or another worker, reads the
+    # finished spectrum instead of decomposing the matrix again; the key names the view's content
+    name = resolve_featurizer(view.data, featurizer)
     k = min(MAX_EIGENVECTORS, view.n)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        spec = dc.compute_spectrum(X, kernel=kernel, weights=view.data.weights, n_eigenvectors=k,
-                                   **dict(kernel_params))
-    notes = list(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, dc.DiversityWarning)))
-    return spec, notes
+    key = {"result": "app-spectrum", "view": view.key, "featurizer": name,
+           "featurizer_version": featurizer_version(name), "kernel": kernel,
+           "params": [[p, repr(v)] for p, v in kernel_params], "eigenvectors": k}
+    found = {}
+
+    def compute_spectrum():
+        X = features(view, featurizer, show_progress=False)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            spec = dc.compute_spectrum(X, kernel=kernel, weights=view.data.weights, n_eigenvectors=k,
+                                       **dict(kernel_params))
+        found["notes"] = list(dict.fromkeys(str(w.message) for w in caught
+                                            if issubclass(w.category, dc.DiversityWarning)))
+        return spec
+
+    spec = store.get_or_compute(key, compute_spectrum, label="spectrum")
+    notes = store.get_or_compute({**key, "part": "notes"}, lambda: {"notes": found.get("notes", [])},
+                                 label="spectrum notes")
+    return spec, list(notes["notes"])
 
 
 def spectrum(view: View, featurizer: str, kernel: str, kernel_params: tuple) -> dc.Spectrum:
@@ -149,24 +176,27 @@ def resolved_kernel_params(spec: dc.Spectrum) -> dict:
     return {k: v for k, v in spec.kernel.items() if k != "name" and v is not None}
 
 
-def _group_parts(view: View, featurizer: str):
-    """(group, features, weights) of every group with at least 2 items (none without groups)."""
+@shared_cache("results", spinner="Computing the spectrum of each group…", hash_funcs=HASH)
+def group_scores(view: View, featurizer: str, kernel: str, kernel_params: tuple) -> dict:
+    """Spectrum and IntDiv of each group of at least 2 items, by the core's per-group scoring (cached).
+
+    :func:`diversity_core.scoring.score_groups`, as the CLI's ``diversity score``: the kernel fixed
+    on the whole view (the same bandwidth for every group), each group on its exact path.
+    """
+    from diversity_core.scoring import score_groups
+
     ds = view.data
     if ds.groups is None:
-        return
+        return {}
     X = features(view, featurizer, show_progress=False)
-    for g in ds.group_names():
-        idx = ds.group_indices(g)
-        if idx.size >= 2:
-            yield g, X[idx], None if ds.weights is None else ds.weights[idx]
+    scores = score_groups(X, ds.groups, kernel=kernel, weights=ds.weights, include_all=False, small_groups="skip",
+                          **dict(kernel_params))
+    return {s.group: s for s in scores}
 
 
-@shared_cache("results", spinner="Computing the spectrum of each group…", hash_funcs=HASH)
 def group_spectra(view: View, featurizer: str, kernel: str, kernel_params: tuple) -> dict:
-    """Spectrum of each group, with the kernel resolved on the whole view (same bandwidth)."""
-    params = resolved_kernel_params(spectrum(view, featurizer, kernel, kernel_params))
-    return {g: dc.compute_spectrum(Xg, kernel=kernel, weights=w, **params)
-            for g, Xg, w in _group_parts(view, featurizer)}
+    """Spectrum of each group (from :func:`group_scores`)."""
+    return {g: s.spectrum for g, s in group_scores(view, featurizer, kernel, kernel_params).items()}
 
 
 @shared_cache("results", spinner="Computing the baseline scores…", hash_funcs=HASH)
@@ -188,11 +218,9 @@ def baselines(view: View, featurizer: str, kernel: str, kernel_params: tuple) ->
     return out
 
 
-@shared_cache("results", hash_funcs=HASH)
 def group_baselines(view: View, featurizer: str, kernel: str, kernel_params: tuple) -> dict:
-    """IntDiv of each group (same kernel as the whole view)."""
-    params = resolved_kernel_params(spectrum(view, featurizer, kernel, kernel_params))
-    return {g: dc.intdiv(Xg, kernel=kernel, weights=w, **params) for g, Xg, w in _group_parts(view, featurizer)}
+    """IntDiv of each group (same kernel as the whole view; from :func:`group_scores`)."""
+    return {g: s.intdiv for g, s in group_scores(view, featurizer, kernel, kernel_params).items()}
 
 
 def score_rows(spec: dc.Spectrum, groups: dict, group_intdiv: dict, q: float) -> list:
@@ -292,7 +320,7 @@ def scale_note(view: View, featurizer: str) -> Optional[str]:
         return None
     message = scale_warning(X)
     return None if message is None else message.replace("(preprocessing 'standardize')",
-                                                        "(sidebar: **Preprocess features → standardise**)")
+                                                        "(in the sidebar: Preprocess features, standardise)")  # shown as literal text
 
 
 def norms(X) -> np.ndarray:
@@ -382,7 +410,7 @@ def mark_selected(fig, selected: list):
 
 
 def selected_items(event) -> list:
-    """Item indices of the points selected in a :func:`~diversity_core.figures.projection_figure`.
+    """Item indices of the points selected in a :func:`~diversity_core.report.figures.projection_figure`.
 
     Every point carries its item index as ``customdata`` (the point index within a trace is not
     the item index when each group is its own trace).

@@ -39,12 +39,25 @@ PLAIN_WORDS = (
 
 #: Characters that start Markdown syntax anywhere in a line in Streamlit (CommonMark emphasis,
 #: code, links and images (``[``/``]``: a ``(`` alone links nothing), raw HTML, GFM tables,
-#: strikethrough and e-mail autolinks, ``$`` maths, ``:red[...]`` directives). Each is escaped
-#: with a backslash; ordinary punctuation of names and messages (``.``, ``'``, ``-``, ``/``,
-#: ``(``, ``)``, ``:``) is kept, so the raw message stays readable.
+#: strikethrough and e-mail autolinks, ``$`` maths). Each is escaped with a backslash; ordinary
+#: punctuation of names and messages (``.``, ``'``, ``-``, ``/``, ``(``, ``)``, a ``:`` between
+#: spaces) is kept, so the raw message stays readable.
 _INLINE = re.compile(r"([\\`*_{}\[\]<>#!|~$@])")
-#: ``http://`` autolinks and ``:material/...:`` icons: a ``:`` before ``/`` is escaped.
-_COLON = re.compile(r":(?=/|material/)")
+#: Streamlit's own syntax starts with a colon touching a word: colour and badge directives
+#: (``:red[x]``, ``:blue-background[x]``, ``:small[x]``; a bare ``:red`` is a directive too, and
+#: vanishes), emoji shortcodes (``:smile:``, ``:+1:``, whose plugin loads only when the source holds
+#: an unescaped ``:word:``) and ``http://`` autolinks. Such a colon is escaped.
+_COLON = re.compile(r"(?<=[\w+-]):|:(?=[\w+/-])")
+#: ``:material/name:`` icons: Streamlit rewrites ``:material/`` in the raw source, before Markdown
+#: reads escapes, so the ``/`` after it is escaped.
+_MATERIAL = re.compile(r"(?<=:material)/")
+#: Patterns Streamlit replaces in the text after Markdown has decoded every escape, so no
+#: backslash can stop them: ``:streamlit:`` (the logo), ``:material_name:`` (an icon), the
+#: arrows and signs ``->``, ``<-``, ``<->``, ``--``, ``>=``, ``<=``, ``~=`` between spaces, and
+#: GFM's autolinks (``http://``, ``https://``, ``www.``, ``name@host.org``). An invisible word joiner
+#: (U+2060) after their first character keeps each as typed.
+_DECODED = re.compile(r":(?=streamlit:|material_)|(?:(?<=\s)|^)(?:<->|->|<-|--|>=|<=|~=)(?=\s|$)"
+                      r"|(?i:h(?=ttps?://)|w(?=ww\.))|@(?=[-\w])")
 #: ``www.`` autolinks: the dot after ``www`` is escaped.
 _WWW = re.compile(r"(?i)(?<=www)\.")
 #: Block syntax at the start of the text: a list item (``-``, ``+``, ``1.``, ``1)``), a setext rule.
@@ -53,9 +66,16 @@ _BLOCK = re.compile(r"^(\s*)([-+=]|\d+(?=[.)]))")
 
 def literal(text) -> str:
     """``text`` escaped so that Markdown shows it character for character (links, images,
-    emphasis and directives become plain text; line breaks become spaces)."""
-    flat = " ".join(str(text).splitlines())
+    emphasis, Streamlit's directives, icons, emoji shortcodes and maths become plain text; line
+    breaks become spaces).
+
+    Shown in Streamlit, the result reads as ``text`` (with word joiners, U+2060, inside the few
+    patterns Streamlit replaces after decoding escapes, see :data:`_DECODED`); checked in a
+    browser by ``tests/e2e/test_no_external_requests.py``.
+    """
+    flat = _DECODED.sub(lambda m: m[0][0] + "\u2060" + m[0][1:], " ".join(str(text).splitlines()))
     out = _COLON.sub(r"\\:", _WWW.sub(r"\\.", _INLINE.sub(r"\\\1", flat)))
+    out = _MATERIAL.sub(r"\\/", out)
     match = _BLOCK.match(out)
     if match:
         lead, mark = match.groups()

@@ -10,7 +10,6 @@ import pandas as pd
 import streamlit as st
 
 from diversity_core.featurizers import default_kernel
-from diversity_core.figures import mag_diff_heatmap, magnitude_dimension_figure, magnitude_figure
 from diversity_core.magnitude import (
     MagDiffMatrix,
     compare_magnitude,
@@ -18,6 +17,7 @@ from diversity_core.magnitude import (
     magnitude_dimension,
     magnitude_method,
 )
+from diversity_core.report.figures import mag_diff_heatmap, magnitude_dimension_figure, magnitude_figure
 
 from . import compute
 from .feedback import literal
@@ -168,7 +168,14 @@ def show(out: Outcome) -> None:
 
 
 def show_pairs(m: MagDiffMatrix) -> None:
-    """The all-pairs MagDiff heatmap (magnipy's Diversipy), signed or absolute, raw or divided by t_cut."""
+    """The all-pairs MagDiff heatmap (magnipy's Diversipy), signed or absolute, raw or divided by t_cut.
+
+    Drawn in a fragment: its two display options redraw only the heatmap and its table.
+    """
+    st.fragment(_pairs)(m)
+
+
+def _pairs(m: MagDiffMatrix) -> None:
     st.subheader("MagDiff between every pair of groups")
     c1, c2 = st.columns(2)
     kind = c1.radio("Value", ["signed", "absolute"], horizontal=True, key="mag_pairs_kind", **KEEP,

@@ -9,6 +9,7 @@ import streamlit as st
 from . import compute
 from .data import View, current_view
 from .feedback import literal, require, show_warning
+from .fragments import current_q_label, q_local, q_view
 from .state import Settings, settings
 
 #: Above this many items, pages mention that a kernel without a feature map is slow.
@@ -45,8 +46,8 @@ class Context:
 def header(title: str, explanation: str, *, features: bool = True, uses_kernel: bool = True) -> Context:
     """Draw the page's title and explanation; return its context (features computed if asked).
 
-    The settings line shows only what the page uses (no kernel or q where none is involved);
-    raw features whose scales differ by orders of magnitude get a warning with the fix.
+    The settings line shows only what the page uses (no kernel or q where none is involved; q
+    in a q view of :mod:`ui.fragments`, so moving q redraws it alone); raw features whose scales differ by orders of magnitude get a warning with the fix.
     """
     st.title(title)
     st.markdown(explanation)
@@ -58,9 +59,17 @@ def header(title: str, explanation: str, *, features: bool = True, uses_kernel: 
     if view.preprocess:
         steps, k = view.preprocess
         prep = " · preprocessed: " + " → ".join(f"PCA to {k}" if st_ == "pca" else st_ for st_ in steps)
-    kernel_part = f" · kernel **{kernel}** · q = {s.q_label}" if uses_kernel else ""
     # the description names the file (a visitor's upload): literal text, like every user string
-    st.caption(f"{literal(view.description)} · representation **{literal(featurizer)}**{prep}{kernel_part}")
+    line = f"{literal(view.description)} · representation **{literal(featurizer)}**{prep}"
+    if uses_kernel:
+        @q_view("settings_line")
+        def settings_line() -> None:
+            st.caption(f"{line} · kernel **{kernel}** · q = {current_q_label()}")
+
+        settings_line()
+    else:
+        st.caption(line)
+        q_local()  # nothing on a page without a kernel reads q
     if features:
         require(lambda: compute.features(view, featurizer), f"Computing {featurizer} features")
         if not view.preprocess:

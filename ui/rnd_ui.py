@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from diversity_core.figures import bar_figure, rnd_figure
+from diversity_core.report.figures import bar_figure, rnd_figure
 from diversity_core.rnd import rnd_regime_warning, rnd_score
 
 from . import compute
@@ -122,65 +122,68 @@ def result_key(view, featurizer: str, s: RNDSettings) -> tuple:
     return (view.key, featurizer, s)
 
 
-class _LiveCurves:
-    """Draws the RND_i curves into one placeholder as they grow (at most every LIVE_INTERVAL s).
+class LiveCurves:
+    """Draws the RND_i curves into one placeholder as they grow (``on_data`` of :func:`ui.tasks.run`).
 
-    Every frame gets a key of its own: a frame may hold exactly the figure of an earlier one (or
-    of the finished chart), and Streamlit identifies unkeyed charts by their content.
+    The training runs on a worker process; each set's curves arrive as progress payloads
+    (``{"live": name, "curves": runs x epochs}``, at most every LIVE_INTERVAL s, and once more
+    when the set is finished) and are drawn here. Every frame gets a key of its own: a frame may
+    hold exactly the figure of an earlier one (or of the finished chart), and Streamlit
+    identifies unkeyed charts by their content.
     """
 
     def __init__(self, s: RNDSettings):
         self.s = s
         self._frames = itertools.count()
-        self.slot = st.empty()
-        self.finished: dict = {}
-        self.last = 0.0
+        self.slot = None  # made at the first payload, inside the task's status box
+        self.curves: dict = {}
 
-    def draw(self, curves: dict) -> None:
-        """Show ``curves`` (name -> runs x epochs RND_i, NaN where not trained yet)."""
-        self.slot.plotly_chart(rnd_figure(curves, average_last=self.s.average_last, total_epochs=self.s.epochs),
+    def __call__(self, data: dict) -> None:
+        if "live" not in data:
+            return
+        if self.slot is None:
+            self.slot = st.empty()
+        self.curves[data["live"]] = np.asarray(data["curves"], dtype=float)
+        self.slot.plotly_chart(rnd_figure(self.curves, average_last=self.s.average_last,
+                                          total_epochs=self.s.epochs),
                                key=f"rnd_live_{next(self._frames)}")
-
-    def on_epoch(self, name: str) -> Callable:
-        """The ``on_epoch`` callback of the set ``name``."""
-
-        def callback(curves) -> None:
-            now = time.monotonic()
-            if now - self.last >= LIVE_INTERVAL:
-                self.last = now
-                self.draw({**self.finished, name: curves})
-
-        return callback
 
 
 def task(view, featurizer: str, s: RNDSettings) -> Callable:
-    """``fn(progress)`` training every set in turn, the live curves drawn where it runs.
+    """``fn(progress)`` training every set in turn; the growing curves travel as progress payloads.
 
     Returns ``{"results": {set: RNDResult}, "architecture": arch, "errors": [...]}``; a set that
     fails is listed in ``errors`` while the others still run (all failing raises the first error).
+    ``fn`` draws nothing (it may run on a worker process): :class:`LiveCurves` draws the payloads.
     """
     ds = view.data
     sets = {g: ds.group_indices(g) for g in ds.group_names()} if s.per_group else {ALL: np.arange(ds.n)}
 
     def fn(progress):
         X, arch = _input(view, featurizer, s.architecture)
-        live = _LiveCurves(s)
         results: dict = {}
         failures: list = []
+        last = {"report": (0, 1, ""), "sent": 0.0}
         for i, (name, idx) in enumerate(sets.items()):
             def report(done, total, message="", i=i, name=name):
                 # one bar for all sets: set i covers the i-th share of it
-                progress(i * total + done, len(sets) * total, f"{name} ({i + 1} of {len(sets)}): {message}")
+                last["report"] = (i * total + done, len(sets) * total, f"{name} ({i + 1} of {len(sets)}): {message}")
+                progress(*last["report"])
+
+            def on_epoch(curves, name=name):
+                now = time.monotonic()
+                if now - last["sent"] >= LIVE_INTERVAL:
+                    last["sent"] = now
+                    progress(*last["report"], live=name, curves=np.asarray(curves).tolist())
 
             try:
-                results[name] = rnd_score(X[idx], progress=report, on_epoch=live.on_epoch(name), **s.kwargs(arch))
+                results[name] = rnd_score(X[idx], progress=report, on_epoch=on_epoch, **s.kwargs(arch))
             except Exception as exc:  # noqa: BLE001 - reported with the result, the other sets still run
                 if len(sets) == 1:
                     raise
                 failures.append((name, exc))
                 continue
-            live.finished[name] = results[name].curves
-            live.draw(live.finished)
+            progress(*last["report"], live=name, curves=np.asarray(results[name].curves).tolist())
         if not results:
             raise failures[0][1]
         errors = [error_message(f"RND on {name}", exc) for name, exc in failures]

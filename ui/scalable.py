@@ -1,20 +1,24 @@
 """Beyond the dense limit: the scalable path of the Scores and Spectrum pages (issue 12).
 
-When the exact spectrum does not fit the memory budget (the core's own rule,
-:func:`diversity_core.approx.exact_plan`), the pages switch to the scalable path and say so in a
-badge:
+When the exact spectrum does not fit the memory budget (the core's one large-data policy,
+:func:`diversity_core.approx.plan_scores`, which the CLI follows too), the pages switch to the
+scalable path and say so in a badge; the same plan names the sketch and the bounds and sizes them
+to the budget:
 
 1. **First look** (:func:`first_look`, cached, well under 2 s at n = 100k): the exact spectrum of
    a seeded random subsample of :data:`SUBSAMPLE` items, labelled as such. Its measured time
    also gives the approximate time of the forced exact path (scaled as n^3).
 2. **Refinement** in a background thread (:class:`Job`), never blocking the page or a page change:
-   sketch estimates with error bars for q >= 1 (:func:`~diversity_core.approx.vendi_estimate`),
-   then guaranteed bounds for every q from the top k = 20, 50, ... eigenvalues by Lanczos
-   (:func:`~diversity_core.approx.iter_vendi_bounds`, with the top eigenvectors for the
-   galleries). Each result replaces the previous one as it arrives; a **Stop** button ends the
-   refinement at the core's next progress report and keeps what has arrived.
-3. Moving q reads the stored bounds (:meth:`~diversity_core.approx.VendiBounds.bounds_at`) and
-   estimates: nothing is recomputed.
+   by default the estimate of the full-sample VS_q for every q > 0 of the q control by stochastic
+   Lanczos quadrature (:func:`~diversity_core.approx.iter_vendi_slq`: batches of probes, the
+   interval shrinking as they come), then guaranteed bounds for every q from the top
+   k = 20, 50, ... eigenvalues by Lanczos (:func:`~diversity_core.approx.iter_vendi_bounds`, with
+   the top eigenvectors for the galleries). Where SLQ does not fit the budget, a sketch estimate
+   for q >= 1 (:func:`~diversity_core.approx.vendi_estimate`) stands in. Each result replaces the
+   previous one as it arrives; a **Stop** button ends the refinement at the core's next progress
+   report and keeps what has arrived.
+3. Moving q reads the stored estimate and bounds
+   (:meth:`~diversity_core.approx.VendiBounds.bounds_at`): nothing is recomputed.
 
 Jobs live in the process-wide store of :mod:`ui.tasks` (kind ``"scalable"``), keyed by content
 (the view's key, the featurizer, the kernel), so a page change or another session finds the
@@ -32,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
+import scipy.sparse as sp
 import streamlit as st
 
 import diversity_core as dc
@@ -39,13 +44,15 @@ from diversity_core._config import config_context, format_bytes, memory_budget
 from diversity_core._orders import format_q
 from diversity_core._validation import check_weights
 from diversity_core.approx import (
-    ExactPlan,
-    bounds_method,
+    ScorePlan,
     exact_plan,
     iter_vendi_bounds,
+    iter_vendi_slq,
     nystrom_bounds,
+    plan_scores,
     vendi_estimate,
 )
+from diversity_core.approx.plan import MIN_SKETCH
 from diversity_core.featurizers import resolve_featurizer
 
 from . import compute, tasks
@@ -64,9 +71,16 @@ KS = (20, 50, 100, 200, 500)
 NYSTROM_MS = (500, 1000, 2000)
 #: Seconds the bounds progression may take: no Lanczos step starts that the core predicts would overrun it.
 TIME_BUDGET = 600.0
-#: Sketch size (random Fourier features D, or Nystrom landmarks m) and its replicates.
+#: How the bounds see the top of the spectrum (the core's rule by default: Nystrom past the float32 matrix).
+BOUNDS_METHOD = "auto"
+#: Preferred sketch size (random Fourier features D, or Nystrom landmarks m), at most n / 4: a sketch
+#: of rank near n costs as much as the exact path it stands in for; the plan shrinks it to the
+#: budget. And the estimate's replicates.
 SKETCH_SIZE = 1024
 REPLICATES = 3
+#: Seconds the SLQ estimate may take (no batch of probes starts that would end after it); the
+#: bounds follow it.
+SLQ_SECONDS = 120.0
 #: Seconds between two redraws of the live panels while a job runs.
 POLL_SECONDS = 1.0
 #: Session-state keys: views whose exact path the user forced; the job this session started last.
@@ -77,11 +91,23 @@ _LAST_JOB = "_scalable_last_job"
 # ------------------------------------------------------------------------------------------
 # the decision
 # ------------------------------------------------------------------------------------------
-def plan(ctx) -> ExactPlan:
-    """The core's decision for the page's view (dual, dense, or None beyond the memory budget)."""
+def plan(ctx) -> ScorePlan:
+    """The core's plan for the page's view: an exact path, or the sized sketch and bounds beyond the budget."""
     X = compute.features(ctx.view, ctx.featurizer, show_progress=False)
-    return exact_plan(ctx.view.n, max(1, X.shape[1]), kernel=ctx.settings.kernel,
-                      n_eigenvectors=min(compute.MAX_EIGENVECTORS, ctx.view.n), **ctx.settings.kernel_kwargs)
+    n, d = ctx.view.n, max(1, X.shape[1])
+    s = ctx.settings
+    kern = dc.get_kernel(s.kernel, **s.kernel_kwargs)
+    return plan_scores(n, d, kernel=kern, weighted=ctx.view.data.weights is not None, approx="auto",
+                       bounds_method=BOUNDS_METHOD, k=KS, sketch_size=min(SKETCH_SIZE, max(MIN_SKETCH, n // 4)),
+                       n_eigenvectors=min(compute.MAX_EIGENVECTORS, n), density=compute.density(X),
+                       binary=_binary(ctx.view, ctx.featurizer) if kern.name == "tanimoto" else None)
+
+
+@shared_cache("results", hash_funcs=compute.HASH)
+def _binary(view: View, featurizer: str) -> bool:
+    """Whether the view's features are 0/1 bits (MinHash features need them)."""
+    X = compute.features(view, featurizer, show_progress=False)
+    return bool(np.isin(X.data if sp.issparse(X) else np.asarray(X), (0, 1)).all())
 
 
 def job_key(ctx) -> tuple:
@@ -95,19 +121,19 @@ def forced(ctx) -> bool:
     return job_key(ctx) in st.session_state.get(FORCED, set())
 
 
-def active(ctx, p: ExactPlan) -> bool:
+def active(ctx, p: ScorePlan) -> bool:
     """Whether the page takes the scalable path: beyond the budget and not forced exact."""
-    return not p.fits and not forced(ctx)
+    return not p.exact and not forced(ctx)
 
 
-def exact_budget(ctx, p: ExactPlan):
+def exact_budget(ctx, p: ScorePlan):
     """A context in which the exact path runs: the budget raised to what it needs when the user forced it."""
-    if p.fits or not forced(ctx):
+    if p.exact or not forced(ctx):
         return contextlib.nullcontext()
     return config_context(memory_budget=int(max(memory_budget(), p.dense_bytes * 1.05)))
 
 
-def exact_spectrum(ctx, p: ExactPlan):
+def exact_spectrum(ctx, p: ScorePlan):
     """The exact spectrum of the page: a note and the raised budget when the user forced it past the limit."""
     forced_note(ctx, p)
     with exact_budget(ctx, p):
@@ -238,42 +264,47 @@ class Job:
         return report
 
 
-def _sketch(kern, n: int) -> dict:
-    """The estimate's sketch: random Fourier features for rbf/laplacian, Nystrom for other kernels.
-
-    Its size is :data:`SKETCH_SIZE`, at most n / 4: a sketch of rank near n costs as much as the
-    exact path it stands in for (a few thousand items under a small budget).
-    """
-    size = min(SKETCH_SIZE, max(64, n // 4))
-    if kern.name in ("rbf", "laplacian"):
-        return {"method": "rff", "D": size}
-    return {"method": "nystrom", "m": size}
+def slq_orders() -> np.ndarray:
+    """Orders of the SLQ estimate: the q control's values above 0 (q = 0, a rank, is left to the bounds)."""
+    return np.array([q for q in Q_GRID if q > 0], dtype=np.float64)
 
 
-def _work(job: Job, X, kern, weights, budget: int) -> None:
-    """The job's thread: an estimate with error bars (q >= 1), then the bounds progression."""
+def _work(job: Job, X, kern, weights, p: ScorePlan) -> None:
+    """The job's thread: the SLQ estimate (else a sketch's, q >= 1), then the bounds progression, as the plan sizes them."""
     qs = q_orders()
     try:
-        with config_context(memory_budget=budget):
-            estimate = vendi_estimate(X, kernel=kern, q=qs[qs >= 1], replicates=REPLICATES, weights=weights, rng=0,
-                                      progress=job.progress("estimate", (0.0, 0.3)), **_sketch(kern, X.shape[0]))
+        if p.slq is not None:
+            with p.context():
+                for estimate in iter_vendi_slq(X, kernel=kern, q=slq_orders(), weights=weights, rng=0,
+                                               max_seconds=SLQ_SECONDS, progress=job.progress("slq", (0.0, 0.5)),
+                                               **p.slq.kwargs()):
+                    job.update(estimate=estimate)
+        elif p.sketch is not None:
+            with p.context("sketch"):
+                estimate = vendi_estimate(X, kernel=kern, q=qs[qs >= 1], replicates=REPLICATES, weights=weights,
+                                          rng=0, progress=job.progress("estimate", (0.0, 0.3)), **p.sketch.kwargs())
             job.update(estimate=estimate)
-            if bounds_method(X, kern) == "nystrom":
-                # past the float32 matrix each Lanczos product is a pass over K (minutes at
-                # n = 100,000): the guaranteed bounds come from Nystrom sketches of growing m
-                ms = [m for m in NYSTROM_MS if m < X.shape[0]]
-                for i, m in enumerate(ms):
-                    share = (0.3 + 0.7 * i / len(ms), 0.3 + 0.7 * (i + 1) / len(ms))
-                    b = nystrom_bounds(X, kernel=kern, m=m, qs=qs, weights=weights, rng=0,
-                                       progress=job.progress("bounds", share))
-                    job.update(bounds=b)
-                    if job.stop.is_set():
-                        raise _Stopped
-            else:
-                for b in iter_vendi_bounds(X, kernel=kern, ks=KS, qs=qs, weights=weights, rng=0,
-                                           time_budget=TIME_BUDGET, n_eigenvectors=compute.MAX_EIGENVECTORS,
-                                           progress=job.progress("bounds", (0.3, 1.0))):
-                    job.update(bounds=b)
+        b = p.bounds
+        start = 0.5 if p.slq is not None else 0.3
+        if b is not None and b.method == "nystrom":
+            # past the float32 matrix each Lanczos product is a pass over K (minutes at
+            # n = 100,000): the guaranteed bounds come from Nystrom sketches of growing m, up
+            # to the largest the budget holds
+            ms = [m for m in NYSTROM_MS if m < X.shape[0] and m <= b.m] or [b.m]
+            for i, m in enumerate(ms):
+                share = (start + (1 - start) * i / len(ms), start + (1 - start) * (i + 1) / len(ms))
+                with p.context("bounds"):
+                    bounds = nystrom_bounds(X, kernel=kern, m=m, qs=qs, weights=weights, rng=0,
+                                            progress=job.progress("bounds", share))
+                job.update(bounds=bounds)
+                if job.stop.is_set():
+                    raise _Stopped
+        elif b is not None:
+            with p.context("bounds"):
+                for bounds in iter_vendi_bounds(X, kernel=kern, ks=b.ks, qs=qs, weights=weights, rng=0,
+                                                time_budget=TIME_BUDGET, n_eigenvectors=compute.MAX_EIGENVECTORS,
+                                                progress=job.progress("bounds", (start, 1.0))):
+                    job.update(bounds=bounds)
                     if job.stop.is_set():
                         raise _Stopped
     except _Stopped:
@@ -304,7 +335,7 @@ def _start(ctx, key: tuple) -> Job:
     X = compute.features(ctx.view, ctx.featurizer, show_progress=False)
     kern = resolved_kernel(*ctx.kernel_args)
     job = Job(key)
-    job.thread = threading.Thread(target=_work, args=(job, X, kern, ctx.view.data.weights, memory_budget()),
+    job.thread = threading.Thread(target=_work, args=(job, X, kern, ctx.view.data.weights, plan(ctx)),
                                   name=f"scalable-{ctx.view.n}", daemon=True)
     tasks.store(KIND).put(key, job)
     ss[_LAST_JOB] = key
@@ -340,6 +371,26 @@ def interval_text(lo: float, hi: float) -> str:
     return f"{lo:.2f} – {hi:.2f}"
 
 
+def is_slq(estimate) -> bool:
+    """Whether an estimate is the SLQ estimate of the full-sample value (else a sketch's)."""
+    return getattr(estimate, "method", "") == "slq"
+
+
+def estimate_label(estimate) -> str:
+    """How an estimate is named: ``SLQ, estimate of the full-sample value (64 probes, k = 512)`` or the sketch's label."""
+    if is_slq(estimate):
+        return f"SLQ, estimate of the full-sample value ({estimate.probes} probes, k = {estimate.k})"
+    return sketch_label(estimate)
+
+
+def estimate_note(estimate) -> str:
+    """What an estimate's interval means, in one line."""
+    if is_slq(estimate):
+        return ("estimate of the full-sample value; its 95% interval adds bounds on the quadrature and rounding "
+                "errors to the probes' spread")
+    return "sketch estimate: its error bar shows the sketch's spread, not its bias"
+
+
 def sketch_label(estimate) -> str:
     """``Nyström m = 1024, 3 replicates`` or ``RFF D = 1024, 3 replicates``."""
     st_ = estimate.settings
@@ -362,7 +413,11 @@ def bounds_source(b) -> str:
 def badge_text(snap: Snapshot, first: FirstLook, q: float) -> str:
     """The one line that says which numbers are shown and where they come from."""
     label = format_q(q)
-    if snap.bounds is not None:
+    if is_slq(snap.estimate) and estimate_at(snap.estimate, q) is not None:
+        v, lo, hi = estimate_at(snap.estimate, q)
+        line = (f"SLQ, estimate of the full-sample value: VS_{label} ≈ {v:.2f} "
+                f"(95% interval [{lo:.2f}, {hi:.2f}], {snap.estimate.probes} probes)")
+    elif snap.bounds is not None:
         lo, hi = bounds_at(snap.bounds, q)
         source = bounds_source(snap.bounds)
         line = f"Bounds from {source}: VS_{label} in [{lo:.2f}, {hi:.2f}]"
@@ -377,14 +432,14 @@ def badge_text(snap: Snapshot, first: FirstLook, q: float) -> str:
 # ------------------------------------------------------------------------------------------
 # drawing
 # ------------------------------------------------------------------------------------------
-def draw_badge(p: ExactPlan) -> None:
+def draw_badge(p: ScorePlan) -> None:
     """The visible switch: why the page is on the scalable path."""
     st.badge(f"Scalable path: n = {p.n} is beyond the dense limit", icon=":material/speed:", color="orange")
     st.caption(f"The exact spectrum would need {format_bytes(p.dense_bytes)}, over the memory budget of "
                f"{format_bytes(p.budget)}; the page shows guaranteed bounds and estimates with error bars instead.")
 
 
-def force_exact_control(ctx, p: ExactPlan, first: FirstLook) -> None:
+def force_exact_control(ctx, p: ScorePlan, first: FirstLook) -> None:
     """The button that forces the exact path, with its memory and approximate time shown first."""
     seconds = p.dense_seconds(first.seconds, first.size)  # the app's exact path keeps eigenvectors
     when = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
@@ -400,9 +455,9 @@ def force_exact_control(ctx, p: ExactPlan, first: FirstLook) -> None:
         st.rerun()
 
 
-def forced_note(ctx, p: ExactPlan) -> None:
+def forced_note(ctx, p: ScorePlan) -> None:
     """On the forced exact path: say so, with the way back."""
-    if p.fits or not forced(ctx):
+    if p.exact or not forced(ctx):
         return
     st.badge(f"Exact path forced beyond the memory budget ({format_bytes(p.dense_bytes)})",
              icon=":material/memory:", color="violet")
@@ -418,7 +473,8 @@ def status_panel(job: Job, snap: Snapshot) -> None:
         with c1.container(border=True):
             # a progress bar, not st.status: a status box shows "complete" once each script run ends,
             # while this work goes on in its thread between runs
-            what = "estimates with error bars" if snap.stage == "estimate" else "guaranteed bounds"
+            what = {"slq": "SLQ estimate of the full-sample value",
+                    "estimate": "estimates with error bars"}.get(snap.stage, "guaranteed bounds")
             st.progress(snap.fraction, text=f":material/progress_activity: Refining in the background: {what} — "
                                             f"{literal(snap.message or snap.stage)} · {snap.seconds:.0f} s")
         c2.button("Stop", key="scalable_stop", icon=":material/stop_circle:", on_click=job.stop.set,
@@ -438,11 +494,11 @@ def status_panel(job: Job, snap: Snapshot) -> None:
 
 def band_figure(snap: Snapshot, first: FirstLook, q: float, n: int):
     """The q-profile: the subsample's curve, the guaranteed band, the estimates with their error bars."""
-    from diversity_core.figures import vendi_bounds_figure
+    from diversity_core.report.figures import vendi_bounds_figure
 
     return vendi_bounds_figure((f"subsample of {first.size} (first look)", first.qs, first.values), snap.bounds,
                                snap.estimate, q=q, n=n, estimate_qs=Q_GRID,
-                               estimate_label=sketch_label(snap.estimate) if snap.estimate is not None else "")
+                               estimate_label=estimate_label(snap.estimate) if snap.estimate is not None else "")
 
 
 def _restart_button(job: Job, label: str, key: str) -> None:
@@ -450,6 +506,18 @@ def _restart_button(job: Job, label: str, key: str) -> None:
     if st.button(label, key=key, help="Start the refinement over."):
         tasks.store(KIND).put(job.key, None)
         st.rerun()
+
+
+def headline_text(snap: Snapshot, first: FirstLook, q: float, n: int) -> tuple[str, str]:
+    """``(value, source)`` of the headline at q: the SLQ estimate, else the band, else a sketch's estimate, else the subsample."""
+    est = estimate_at(snap.estimate, q)
+    if is_slq(snap.estimate) and est is not None:
+        return f"≈ {estimate_text(*est)}", f"{estimate_label(snap.estimate)}: {estimate_note(snap.estimate)}"
+    if snap.bounds is not None:
+        return interval_text(*bounds_at(snap.bounds, q)), f"guaranteed bounds, {bounds_source(snap.bounds)}"
+    if est is not None:
+        return f"≈ {estimate_text(*est)}", "estimate with a 95% error bar"
+    return f"≈ {first.vendi(q):.2f}", f"subsample estimate, {first.size} of {n} items"
 
 
 def scores_panel(ctx, job: Job, first: FirstLook) -> None:
@@ -464,23 +532,25 @@ def scores_panel(ctx, job: Job, first: FirstLook) -> None:
         q, label, n = ctx.settings.q, ctx.settings.q_label, ctx.view.n
         st.markdown(f"**{literal(badge_text(snap, first, q))}**")
         c1, c2, c3, c4 = st.columns([1.4, 1.2, 1, 1])
-        if snap.bounds is not None:
-            head, src = interval_text(*bounds_at(snap.bounds, q)), f"guaranteed bounds, {bounds_source(snap.bounds)}"
-        elif estimate_at(snap.estimate, q) is not None:
-            v, lo, hi = estimate_at(snap.estimate, q)
-            head, src = f"≈ {estimate_text(v, lo, hi)}", "estimate with a 95% error bar"
-        else:
-            head, src = f"≈ {first.vendi(q):.2f}", f"subsample estimate, {first.size} of {n} items"
+        head, src = headline_text(snap, first, q, n)
         c1.metric(f"Vendi score (q = {label})", head, help=f"Out of n = {n} items; {src}.")
         c1.caption(f"{src}, out of **n = {n}**")
         est = estimate_at(snap.estimate, q)
-        if est is not None:
+        if is_slq(snap.estimate) and est is not None:
+            # the SLQ estimate is the headline; the guaranteed band sits beside it
+            if snap.bounds is not None:
+                c2.metric(f"Guaranteed band (q = {label})", interval_text(*bounds_at(snap.bounds, q)),
+                          help="Certain to contain the full-sample value; wide where the spectrum is flat.")
+                c2.caption(f"Bounds from {bounds_source(snap.bounds)}")
+        elif est is not None:
             c2.metric(f"Estimate (q = {label})", estimate_text(*est),
-                      help=f"{sketch_label(snap.estimate)}; 95% t-interval over the replicates. "
+                      help=f"{estimate_label(snap.estimate)}; 95% t-interval over the replicates. "
                            f"Target: {snap.estimate.target}.")
-            c2.caption("sketch estimate: its error bar shows the sketch's spread, not its bias")
+            c2.caption(estimate_note(snap.estimate))
         elif snap.estimate is not None:
-            c2.metric(f"Estimate (q = {label})", "—", help="Sketch estimates cover q ≥ 1 only; below, see the bounds.")
+            why = ("SLQ estimates every q > 0; q = 0 is a rank" if is_slq(snap.estimate)
+                   else "Sketch estimates cover q ≥ 1 only")
+            c2.metric(f"Estimate (q = {label})", "—", help=f"{why}; below, see the bounds.")
         if snap.bounds is not None:
             if "2" in snap.bounds.exact_orders:
                 c3.metric("VS₂ (exact)", interval_text(*bounds_at(snap.bounds, 2.0)), help="By one pass over K in blocks.")
@@ -511,7 +581,7 @@ def spectrum_panel(job: Job, n: int):
     Returns the bounds of this run (their Ritz vectors feed the galleries); a later Lanczos step
     redraws the whole page so the galleries follow.
     """
-    from diversity_core.figures import spectrum_figure
+    from diversity_core.report.figures import spectrum_figure
 
     start = job.snapshot()
     shown_k = None if start.bounds is None else start.bounds.k

@@ -13,9 +13,10 @@ from pathlib import Path
 import streamlit as st
 
 from diversity_core._orders import format_q
-from diversity_core.featurizers import FEATURIZERS, default_kernel, resolve_featurizer
+from diversity_core.featurizers import FEATURIZERS, default_kernel, kernel_support, resolve_featurizer
 
 from . import data as uidata
+from . import fragments
 from .feedback import literal
 from .state import BANDWIDTH_KERNELS, KEEP, KERNEL_CHOICES, LINK_MAX_ROWS, PREP_KEY, q_options
 
@@ -164,10 +165,14 @@ def _representation_section() -> None:
         "Representation", options, key="featurizer", on_change=_featurizer_changed,
         help="How items become vectors: " + "; ".join(f"{n}: {FEATURIZERS[n].description}" for n in options),
     )
-    if ss.get("kernel") not in KERNEL_CHOICES:
+    # only the kernels defined on this representation's features; the others are named with the reason
+    hidden = {k: kernel_support(ss["featurizer"], k) for k in KERNEL_CHOICES}
+    kernels = [k for k in KERNEL_CHOICES if hidden[k] is None]
+    if ss.get("kernel") not in kernels:
         ss["kernel"] = default_kernel(ss["featurizer"])
-    st.sidebar.selectbox("Kernel", KERNEL_CHOICES, key="kernel",
-                         help="The similarity k(x, y) between two items (unit diagonal).")
+    why = " ".join(f"Not offered: {k}, as {reason}." for k, reason in hidden.items() if reason)
+    st.sidebar.selectbox("Kernel", kernels, key="kernel",
+                         help="The similarity k(x, y) between two items (unit diagonal). " + why)
     if ss["kernel"] in BANDWIDTH_KERNELS:
         st.sidebar.checkbox("Bandwidth: median distance", key="sigma_auto", on_change=_sigma_auto_changed,
                             help="The median pairwise distance, the usual default for sigma. Unticked, sigma "
@@ -220,17 +225,24 @@ def _featurizer_changed() -> None:
     ss["kernel"] = default_kernel(ss["featurizer"])
 
 
-def _q_section() -> None:
+def _q_control() -> None:
+    """The order q, drawn in a fragment of its own: moving it reruns the page's q views, not the
+    page (:mod:`ui.fragments`)."""
     ss = st.session_state
     q = float(ss["q"])
     options = q_options(q)
     if q not in options:
         ss["q"] = 1.0
-    st.sidebar.select_slider(
-        "Order q", options=options, key="q", format_func=format_q,
+    st.select_slider(
+        "Order q", options=options, key="q", format_func=format_q, on_change=fragments.q_changed,
         help="q = 0 counts the eigenvalues in the support; q = 1 is the Vendi score (Shannon); larger q "
              "weighs the dominant modes more; q = ∞ is 1 / the largest eigenvalue.",
     )
+
+
+def _q_section() -> None:
+    with st.sidebar:
+        st.fragment(_q_control, key="q_control")()
 
 
 def _subsample_section() -> None:

@@ -2,7 +2,8 @@
 
 Every setting of the sidebar lives under one session-state key (the sidebar widgets use the
 same keys), so it survives page changes. The settings are mirrored in the query string on
-every run (:func:`write_query_params`), and read back from it once, on a session's first
+every run (:func:`write_query_params`; for q also by the slider's callback, since moving q reruns
+only fragments, see :mod:`ui.fragments`), and read back from it once, on a session's first
 run (:func:`init_state`), so a copied link reopens the same dataset, representation, kernel,
 order q, subsample and groups (the page is the URL's path).
 

@@ -34,6 +34,7 @@ import streamlit as st
 
 from diversity_core import DiversityWarning
 
+from . import workers
 from .cache import POOL_SHARES, SharedCache
 from .feedback import ProgressBar, error_message, literal, plain, show_error
 
@@ -190,12 +191,15 @@ def run(
     *,
     max_entries: int = MAX_ENTRIES,
     expanded: bool = False,
+    on_data: Optional[Callable[[dict], None]] = None,
 ) -> Optional[Outcome]:
     """Compute ``fn(progress)`` under ``st.status``; keep and return its :class:`Outcome`.
 
-    ``fn`` may draw into the status box (e.g. a live chart; ``expanded=True`` opens it). An
-    error is shown as ``st.error`` (the core's message, no traceback) and gives None; nothing
-    is stored then. Warnings of the core (:class:`~diversity_core.DiversityWarning`) become the
+    ``fn`` runs on a worker process when the server has them (:mod:`ui.workers`), so it must not
+    draw: it reports through ``progress(done, total, message, **data)``, and ``on_data(data)``
+    draws the payloads here, inside the status box (e.g. a live chart; ``expanded=True`` opens
+    it). An error is shown as ``st.error`` (the core's message, no traceback) and gives None;
+    nothing is stored then. Warnings of the core (:class:`~diversity_core.DiversityWarning`) become the
     outcome's ``notes``. When another session is computing the same task (same ``kind`` and
     ``key``), this one waits for its outcome instead of computing it again.
     """
@@ -216,15 +220,16 @@ def run(
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
                     try:
-                        value = fn(bar)
+                        # on a worker process when the server has them (ui.workers), else here
+                        value, remote_notes = workers.run_job(fn, bar, label, on_data)
                     except Exception as exc:  # noqa: BLE001 - every failure reaches the user as a message
                         failure = error_message(label, exc)
                         value = None
                     else:
                         failure = None
                 if failure is None:
-                    notes = tuple(dict.fromkeys(str(w.message) for w in caught
-                                                if issubclass(w.category, DiversityWarning)))
+                    notes = tuple(dict.fromkeys([*remote_notes, *(str(w.message) for w in caught
+                                                                  if issubclass(w.category, DiversityWarning))]))
                     shared = Outcome(value=value, notes=notes)
                     store(kind, max_entries).put(key, shared)
             finally:

@@ -7,8 +7,12 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .._deprecation import warn_renamed
 from .._orders import check_q, q_key
+from .._stats import ConfidenceInterval
 from ..exceptions import DiversityInputError
+from ..spectrum import _eigenvector_ends
+from ._band import bounds_from_eigenvalues, bounds_from_lower_eigenvalues
 
 __all__ = ["VendiBounds", "VendiEstimate", "ExactPlan"]
 
@@ -89,6 +93,16 @@ class VendiBounds:
     exact = False
     kind = "bounds"
 
+    def interval(self, q) -> ConfidenceInterval:
+        """``ConfidenceInterval(low, high)`` certain to contain VS_q, for order ``q`` (one of :attr:`qs`).
+
+        The counterpart of :meth:`VendiEstimate.interval` (a t-interval there, a guaranteed range
+        here); bounds have no point value, so there is no float ``.vendi(q)`` as on
+        :class:`~diversity_core.spectrum.Spectrum` and :class:`VendiEstimate`.
+        """
+        j = _index(self.qs, q, "bounds")
+        return ConfidenceInterval(float(self.low[j]), float(self.high[j]))
+
     def bounds_at(self, qs) -> tuple[np.ndarray, np.ndarray]:
         """``(low, high)`` at any orders, from the stored eigenvalues, tolerance and purity (O(k) each).
 
@@ -97,38 +111,37 @@ class VendiBounds:
         no new Lanczos run or sketch.
         """
         if self.settings.get("method") == "nystrom":
-            from .loewner import bounds_from_lower_eigenvalues
-
             # the stored values are lower bounds already lowered by the tolerance
             return bounds_from_lower_eigenvalues(self.top_eigenvalues, self.n, qs, purity=self.purity,
                                                  tolerance=0.0)
-        from .bounds import bounds_from_eigenvalues
-
         return bounds_from_eigenvalues(self.top_eigenvalues, self.n, qs, purity=self.purity,
                                        tolerance=self.tolerance)
 
     def eigenvector_ends(self, j: int, m: int) -> tuple[np.ndarray, np.ndarray]:
         """Items at both ends of Ritz vector ``j``: the rule of :meth:`Spectrum.eigenvector_ends`."""
-        from ..spectrum import _eigenvector_ends
-
         kept = 0 if self.eigenvectors is None else self.eigenvectors.shape[1]
         if not 0 <= j < kept:
             raise DiversityInputError(f"Ritz vector {j} was not kept ({kept} kept); ask for n_eigenvectors > {j}.")
         return _eigenvector_ends(self.eigenvectors, j, m)
 
-    def vendi(self, q) -> tuple[float, float]:
-        """``(low, high)`` for order ``q`` (one of :attr:`qs`)."""
-        j = _index(self.qs, q, "bounds")
-        return float(self.low[j]), float(self.high[j])
+    def vendi(self, q) -> ConfidenceInterval:
+        """Deprecated: ``(low, high)`` for order ``q``; use :meth:`interval`.
+
+        ``.vendi(q)`` is a float on :class:`~diversity_core.spectrum.Spectrum` and
+        :class:`VendiEstimate`; bounds have no point value, so the pair is :meth:`interval`.
+        """
+        warn_renamed("VendiBounds.vendi(q)", "VendiBounds.interval(q)",
+                     why="the same (low, high); .vendi(q) is a float wherever there is a point value")
+        return self.interval(q)
 
     def width(self, q) -> float:
         """Relative width ``high / low - 1`` at order ``q``."""
-        lo, hi = self.vendi(q)
+        lo, hi = self.interval(q)
         return hi / lo - 1.0
 
     def contains(self, q, value: float, *, rtol: float = 0.0) -> bool:
         """Whether ``value`` lies in the band at order ``q`` (widened by ``rtol`` relative)."""
-        lo, hi = self.vendi(q)
+        lo, hi = self.interval(q)
         return lo * (1 - rtol) <= value <= hi * (1 + rtol)
 
     def to_dict(self) -> dict[str, Any]:
@@ -164,7 +177,7 @@ class VendiEstimate:
     stderr : ndarray of shape (m,)
         Standard error of the mean over replicates (``sd / sqrt(r)``).
     low, high : ndarray of shape (m,)
-        Student-t interval at ``level`` over the replicates.
+        Student-t interval at ``confidence_level`` over the replicates.
     replicates : ndarray of shape (r, m)
         Each replicate's VS_q.
     target : str
@@ -172,7 +185,9 @@ class VendiEstimate:
         :func:`~diversity_core.approx.vendi_estimate`).
     method : {"nystrom", "rff", "tanimoto_rf"}
     n : int
-    level : float
+    confidence_level : float
+        Two-sided level of ``low``/``high`` (``level`` is its deprecated name; the JSON key
+        of :meth:`to_dict` stays ``"level"``).
     kernel : dict
     settings : dict
         ``m`` / ``D``, ``replicates``, ``landmarks``, ``tail``, mean ``captured_trace``, ``seconds``.
@@ -192,7 +207,7 @@ class VendiEstimate:
     target: str
     method: str
     n: int
-    level: float = 0.95
+    confidence_level: float = 0.95
     kernel: dict = field(default_factory=dict)
     settings: dict = field(default_factory=dict)
     guaranteed_low: Optional[np.ndarray] = None
@@ -201,21 +216,27 @@ class VendiEstimate:
     exact = False
     kind = "estimate"
 
-    def guaranteed(self, q) -> Optional[tuple[float, float]]:
-        """``(low, high)`` certain to contain the full-sample VS_q, or None (see the attribute)."""
+    @property
+    def level(self) -> float:
+        """Deprecated name of :attr:`confidence_level`."""
+        warn_renamed("VendiEstimate.level", "VendiEstimate.confidence_level")
+        return self.confidence_level
+
+    def guaranteed(self, q) -> Optional[ConfidenceInterval]:
+        """``ConfidenceInterval(low, high)`` certain to contain the full-sample VS_q, or None (see the attribute)."""
         if self.guaranteed_low is None:
             return None
         j = _index(self.qs, q, "estimates")
-        return float(self.guaranteed_low[j]), float(self.guaranteed_high[j])
+        return ConfidenceInterval(float(self.guaranteed_low[j]), float(self.guaranteed_high[j]))
 
     def vendi(self, q) -> float:
         """The point estimate at order ``q`` (one of :attr:`qs`)."""
         return float(self.value[_index(self.qs, q, "estimates")])
 
-    def interval(self, q) -> tuple[float, float]:
-        """``(low, high)``: the replicate t-interval at order ``q``."""
+    def interval(self, q) -> ConfidenceInterval:
+        """``ConfidenceInterval(low, high)``: the replicate t-interval at order ``q``."""
         j = _index(self.qs, q, "estimates")
-        return float(self.low[j]), float(self.high[j])
+        return ConfidenceInterval(float(self.low[j]), float(self.high[j]))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (orders as :func:`q_key` strings)."""
@@ -233,7 +254,7 @@ class VendiEstimate:
             "guaranteed_high": None if self.guaranteed_high is None else self.guaranteed_high.tolist(),
             "method": self.method,
             "n": self.n,
-            "level": self.level,
+            "level": self.confidence_level,
             "kernel": self.kernel,
             "settings": self.settings,
         }

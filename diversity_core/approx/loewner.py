@@ -24,6 +24,9 @@ n - m unseen eigenvalues dominates VS_q for q < 1, while for q >= 1 a small r le
 band. With the exact VS_2 (:func:`~diversity_core.blocked.vendi_2_exact`) the band is also
 intersected with the bounds that the trace and VS_2 alone give. Cost: one sketch, O(n m d +
 n m^2) time and O(chunk m + m^2) memory; no pass over K.
+
+The bounds as functions of the eigenvalues (:func:`bounds_from_lower_eigenvalues`, re-exported
+here) are the pure maths of :mod:`~diversity_core.approx._band`; this module draws the sketches.
 """
 
 from __future__ import annotations
@@ -37,110 +40,16 @@ import scipy.sparse as sp
 from .._orders import check_q
 from .._progress import ProgressCallback, report
 from .._validation import check_option, check_random_state, check_scalar, check_weights
-from ..entropy import vendi_from_eigenvalues
+from ..blocked import vendi_2_exact
+from ..entropy import default_q_grid
 from ..exceptions import DiversityInputError
 from ..kernels import get_kernel
 from ..sources import RowSource, as_source
+from ._band import _EIG_TOL, _lower_eigenvalue_bounds, bounds_from_lower_eigenvalues
 from ._results import VendiBounds
-from .bounds import _ROUNDOFF, _bounds, _finish_band
-from .sketches import LANDMARKS, _pooled_nystrom, _sketch_eigenvalues
+from .sketches import _RCOND, LANDMARKS, _pooled_nystrom, _sketch_eigenvalues
 
 __all__ = ["nystrom_bounds", "bounds_from_lower_eigenvalues"]
-
-#: Absolute error allowed on each sketch eigenvalue of the trace-1 density (the round-off of
-#: k(X, Z) W^{-1/2} with W's eigenvalues kept above ``_RCOND`` times its largest, and of the
-#: m x m eigensolver): measured below 1e-12; the margin costs nothing visible.
-_EIG_TOL = 1e-9
-
-#: W's eigenvalues below this fraction of the largest are left out of the sketch's map (a
-#: smaller projection is still below K; it bounds the round-off amplification by 1e5).
-_RCOND = 1e-10
-
-
-def bounds_from_lower_eigenvalues(mu, n: int, qs, *, purity: Optional[float] = None,
-                                  tolerance: float = _EIG_TOL) -> tuple[np.ndarray, np.ndarray]:
-    r"""Bounds on VS_q from eigenvalue lower bounds :math:`\mu_i \le \lambda_i` of a trace-1 density.
-
-    .. math:: \mathrm{VS}_q(\mu + r e_1) \le \mathrm{VS}_q(\lambda) \le
-              \mathrm{VS}_q(\max(\mu, c)), \qquad r = 1 - \textstyle\sum_i \mu_i
-
-    Parameters
-    ----------
-    mu : array-like of shape (k,)
-        Lower bounds on the k largest eigenvalues, in the sense of Weyl's inequality (the
-        eigenvalues of a matrix below rho in the PSD order, e.g. a Nystrom sketch's), k <= n.
-    n : int
-        Number of items (the size of rho).
-    qs : float or sequence
-        Orders in [0, inf].
-    purity : float, optional
-        The exact :math:`\sum_i \lambda_i^2` (``1 / VS_2``): the band is intersected with the
-        bounds from the trace and VS_2 alone.
-    tolerance : float, default 1e-9
-        Absolute error allowed on each of ``mu``; they are lowered by it first.
-
-    Returns
-    -------
-    low, high : ndarray
-        ``low <= VS_q <= high`` for each order, non-increasing in q.
-
-    Examples
-    --------
-    >>> lo, hi = bounds_from_lower_eigenvalues([0.5, 0.5], 2, [1.0], tolerance=0.0)
-    >>> round(float(lo[0]), 6), round(float(hi[0]), 6)    # the band is widened by 1e-10 for round-off
-    (2.0, 2.0)
-    """
-    mu = np.sort(np.asarray(mu, dtype=np.float64).ravel())[::-1]
-    n = check_scalar(n, "n", int, min_val=1)
-    if mu.size > n or (mu.size and (not np.isfinite(mu).all() or mu[-1] < 0 or mu.sum() > 1 + 1e-6)):
-        raise DiversityInputError(
-            f"mu must hold at most n = {n} finite non-negative values summing to at most 1."
-        )
-    qs_arr = check_q(qs).ravel()
-    order = np.argsort(qs_arr, kind="stable")
-    low, high = _lower_eigenvalue_bounds(mu, n, qs_arr[order], purity, float(tolerance))
-    out_lo, out_hi = np.empty_like(low), np.empty_like(high)
-    out_lo[order], out_hi[order] = low, high
-    return out_lo, out_hi
-
-
-def _water_fill(mu: np.ndarray, n: int) -> np.ndarray:
-    """``max(mu_i, c)`` over n entries (mu padded with zeros) with c making the sum 1."""
-    a = np.zeros(n)
-    a[n - mu.size:] = np.sort(mu)              # ascending
-    above = np.cumsum(a[::-1])[::-1]            # above[j] = sum of a[j:]
-    j = np.arange(1, n + 1)
-    # raise the j smallest entries to c_j = (1 - sum of the rest) / j; the first j whose c_j
-    # does not exceed the next entry is the water level (c_j >= a[j-1] then holds as well)
-    rest = np.append(above[1:], 0.0)
-    c = (1.0 - rest) / j
-    nxt = np.append(a[1:], np.inf)
-    level = float(c[int(np.argmax(c <= nxt))])
-    return np.maximum(a, level)
-
-
-def _lower_eigenvalue_bounds(mu, n, qs, purity, tol):
-    """Bounds for sorted orders; see :func:`bounds_from_lower_eigenvalues`."""
-    eps = float(np.finfo(np.float64).eps)
-    mu = np.maximum(mu - tol, 0.0)
-    mu = mu[mu > 0]
-    # 1 - sum(mu) cancels: allow the summation's round-off on r
-    r = min(1.0, max(0.0, 1.0 - float(mu.sum())) + (mu.size + 4) * eps)
-    concentrated = mu.copy() if mu.size else np.zeros(1)
-    concentrated[0] += r
-    # the spectrum's support threshold (n eps lambda_max, the rule of Spectrum) only removes
-    # mass from the truth: drop the concentrated vector's entries below its own threshold,
-    # which is at least the true one (lambda_1 <= mu_1 + r)
-    concentrated = concentrated[concentrated > n * eps * concentrated[0]]
-    flat = _water_fill(mu, n)
-    low = vendi_from_eigenvalues(concentrated / concentrated.sum(), qs, normalized=True)
-    high = vendi_from_eigenvalues(flat / flat.sum(), qs, normalized=True)
-    low, high = np.atleast_1d(low).astype(np.float64), np.atleast_1d(high).astype(np.float64)
-    if purity is not None:
-        # the trace-and-VS_2 bounds of :func:`bounds_from_eigenvalues` with k = 0
-        lo2, hi2 = _bounds(np.empty(0), n, qs, purity, 0.0, eps)
-        low, high = np.maximum(low, lo2), np.minimum(high, hi2)
-    return _finish_band(low, high, qs, n, _ROUNDOFF)
 
 
 def nystrom_bounds(
@@ -217,12 +126,10 @@ def nystrom_bounds(
     >>> import numpy as np
     >>> X = np.random.default_rng(0).normal(size=(300, 2))
     >>> b = nystrom_bounds(X, kernel="rbf", sigma=1.0, m=100, qs=[1.0, 2.0], rng=0)
-    >>> lo, hi = b.vendi(1.0)
+    >>> lo, hi = b.interval(1.0)
     >>> bool(1.0 <= lo <= hi <= 300)
     True
     """
-    from ..vendi import default_q_grid
-
     start = time.perf_counter()
     kern = get_kernel(kernel, **kernel_params)
     if kern.name == "precomputed":
@@ -250,8 +157,6 @@ def nystrom_bounds(
     steps = replicates + int(exact_vs2)
     purity = None
     if exact_vs2:  # first, so that every replicate's bounds use it
-        from ..blocked import vendi_2_exact
-
         report(progress, 0, steps, "exact VS_2 (a blocked pass over K)")
         purity = vendi_2_exact(X, kernel=kern, weights=p, method="blocked").purity
     low = np.ones(qs.size)

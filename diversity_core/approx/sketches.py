@@ -37,24 +37,31 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._config import chunk_rows
+from .._deprecation import UNSET, renamed_argument
 from .._orders import check_q, q_key
 from .._progress import ProgressCallback, report
 from .._stats import t_interval
 from .._validation import check_option, check_random_state, check_scalar, check_weights
-from ..entropy import vendi_from_eigenvalues
+from ..entropy import support_tol, vendi_from_eigenvalues
 from ..exceptions import DiversityInputError, NumericalError
 from ..kernels import Kernel, LaplacianKernel, RBFKernel, TanimotoKernel, get_kernel
 from ..sources import DaskSource, RowSource, as_source
+from ..spectrum import _resolve_from_source
 from ..streaming import _array_chunks, _dask_moments, _dual_moments
+from ._band import _EIG_TOL, _lower_eigenvalue_bounds
 from ._results import VendiEstimate
 
-__all__ = ["vendi_estimate", "vs_inf_exact", "ESTIMATORS", "LANDMARKS"]
+__all__ = ["vendi_estimate", "ESTIMATORS", "LANDMARKS"]
 
 ESTIMATORS = ("auto", "nystrom", "rff", "tanimoto_rf")
 LANDMARKS = ("rpcholesky", "greedy", "uniform")
 
 #: Default sketch sizes: 2D = 1024 Fourier features, 1024 MinHash signs, 1024 landmarks.
 DEFAULT_SIZE = 1024
+
+#: W's eigenvalues below this fraction of the largest are left out of a guaranteed sketch's map
+#: (a smaller projection is still below K; it bounds the round-off amplification by 1e5).
+_RCOND = 1e-10
 
 
 # ---------------------------------------------------------------------------------------
@@ -201,7 +208,7 @@ def _pivoted_cholesky(kern, P, m: int, rule: str, rng) -> np.ndarray:
         # the residual kernel on S may be rank-deficient (near-duplicate pivots): orthonormalise
         # through its eigenvalues above round-off instead of a plain Cholesky factor
         w, U = np.linalg.eigh(G[S])
-        keep = w > max(S.size * np.finfo(np.float64).eps * max(float(w[-1]), 0.0), 1e-12)
+        keep = w > max(support_tol(S.size, max(float(w[-1]), 0.0)), 1e-12)
         C = G @ (U[:, keep] / np.sqrt(w[keep]))
         F[:, j : j + C.shape[1]] = C
         j += C.shape[1]
@@ -225,10 +232,9 @@ def _nystrom(kern, pool, m: int, rule: str, rng, *, rcond: Optional[float] = Non
     W = kern.gram(Z, check_input=False)
     w, U = np.linalg.eigh(W)
     # the pseudo-inverse keeps K_nys below K in the PSD order (a projection); eigenvalues below
-    # round-off (m eps max w) would amplify noise, so they are left out
-    if rcond is None:
-        rcond = Z.shape[0] * np.finfo(np.float64).eps
-    keep = w > rcond * max(float(w[-1]), 1e-300)
+    # round-off (the support threshold m eps max w) would amplify noise, so they are left out
+    w_max = max(float(w[-1]), 1e-300)
+    keep = w > (support_tol(Z.shape[0], w_max) if rcond is None else rcond * w_max)
     T = U[:, keep] / np.sqrt(w[keep])[None, :]
     return _NystromKernel(base=kern, Z=Z, T=T)
 
@@ -248,9 +254,10 @@ def vendi_estimate(
     landmarks: str = "rpcholesky",
     pool: Optional[int] = None,
     weights=None,
-    level: float = 0.95,
+    confidence_level: float = 0.95,
     rng=None,
     progress: Optional[ProgressCallback] = None,
+    level=UNSET,
     **kernel_params,
 ) -> VendiEstimate:
     r"""Estimate VS_q (q >= 1) beyond the dense limit, with error bars from independent sketches.
@@ -283,8 +290,9 @@ def vendi_estimate(
         Rows the landmarks are chosen among (a fresh random subset per replicate), default
         ``min(n, max(4000, 8 m))``.
     weights : array-like of shape (n,), optional
-    level : float, default 0.95
-        Confidence level of the t-interval.
+    confidence_level : float, default 0.95
+        Confidence level of the t-interval (``level=`` is its deprecated name:
+        DeprecationWarning).
     rng : int or Generator, optional
     progress : callable, optional
         ``progress(done, total, message)`` per replicate.
@@ -345,7 +353,8 @@ def vendi_estimate(
             "(guaranteed bounds for every q) or the exact dense path."
         )
     replicates = check_scalar(replicates, "replicates", int, min_val=1)
-    level = check_scalar(level, "level", float, min_val=0.0, max_val=1.0, include_boundaries="neither")
+    level = renamed_argument(confidence_level, level, new="confidence_level", old="level", default=0.95)
+    level = check_scalar(level, "confidence_level", float, min_val=0.0, max_val=1.0, include_boundaries="neither")
     generator = check_random_state(rng)
     source = as_source(X)
     in_memory = source is None or (isinstance(source, RowSource) and source.in_memory)
@@ -355,8 +364,6 @@ def vendi_estimate(
         kern = kern.resolve(X)
         source = None
     else:
-        from ..spectrum import _resolve_from_source
-
         n, d = source.n, source.d
         kern = _resolve_from_source(kern, source)
     p = check_weights(weights, n)
@@ -373,8 +380,6 @@ def vendi_estimate(
     # Nystrom sketches of in-memory float64 (or sparse) data also give guaranteed bounds
     # (Loewner order); float32 kernel entries, amplified by W^-1/2, would void the guarantee
     guarantee = method == "nystrom" and source is None and (sp.issparse(X) or X.dtype == np.float64)
-    if guarantee:
-        from .loewner import _EIG_TOL, _RCOND, _lower_eigenvalue_bounds  # loewner builds on this module
     g_low, g_high = np.ones(qs.size), np.full(qs.size, float(n))
     for rep in range(replicates):
         report(progress, rep, replicates, f"{method} sketch {rep + 1} of {replicates}")
@@ -415,7 +420,7 @@ def vendi_estimate(
         if a is not None:
             a.setflags(write=False)
     return VendiEstimate(qs=qs, value=mean, stderr=stderr, low=low, high=high, replicates=values, target=target,
-                         method=method, n=n, level=level, kernel=kern.to_dict(), settings=settings,
+                         method=method, n=n, confidence_level=level, kernel=kern.to_dict(), settings=settings,
                          guaranteed_low=g_low, guaranteed_high=g_high)
 
 
@@ -499,7 +504,7 @@ def _score_with_tail(lam: np.ndarray, n: int, qs: np.ndarray, *, tail: bool) -> 
     total = float(lam.sum())
     if not total > 0:
         raise NumericalError("the sketch captured no trace; the kernel is degenerate on these items.")
-    lam = lam[lam > lam[0] * lam.size * np.finfo(np.float64).eps]
+    lam = lam[lam > support_tol(lam.size, lam[0])]
     if not tail:
         return vendi_from_eigenvalues(lam / total, qs, normalized=True), total
     missing = max(0.0, 1.0 - total)
@@ -507,32 +512,3 @@ def _score_with_tail(lam: np.ndarray, n: int, qs: np.ndarray, *, tail: bool) -> 
     if missing > 0 and rest > 0:
         lam = np.concatenate([lam, np.full(rest, missing / rest)])
     return vendi_from_eigenvalues(lam / lam.sum(), qs, normalized=True), total
-
-
-def vs_inf_exact(X, *, kernel="rbf", weights=None, storage: str = "auto", rng=None,
-                 progress: Optional[ProgressCallback] = None, **kernel_params) -> float:
-    """Exact VS_inf = 1 / lambda_max for any kernel, by Lanczos on the kernel operator.
-
-    The operator is the n x n matrix when it fits the memory budget (float64, else float32),
-    otherwise blocks of K recomputed at each product (O(n^2 d) per product; about 20-60 products).
-    Returns the Ritz value's score; its tolerance is in ``vendi_bounds(..., k=1)``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> round(vs_inf_exact(np.eye(4), kernel="rbf", sigma=0.01), 9)
-    4.0
-    """
-    from .bounds import vendi_bounds
-
-    # always Lanczos: method="auto" would take Nystrom lower bounds past the float32 matrix,
-    # whose 1 / mu_1 only bounds VS_inf from above
-    b = vendi_bounds(X, kernel=kernel, k=[1], qs=[np.inf], weights=weights, storage=storage, method="lanczos",
-                     rng=rng, progress=progress, **kernel_params)
-    if b.k < 1:
-        # two items: Lanczos needs k < n - 1; the dense path is trivial here
-        from ..spectrum import compute_spectrum
-
-        return compute_spectrum(X, kernel=kernel, weights=weights, method="dense", **kernel_params).vendi(np.inf)
-    return 1.0 / float(b.top_eigenvalues[0])
-

@@ -1,11 +1,15 @@
-"""The ``diversity`` command line: ``score | inspect | magnitude | rnd | compare | curate | app``.
+"""The ``diversity`` command line: ``score | inspect | magnitude | rnd | compare | curate | evaluate | app | cache``.
 
 Each sub-command lives in its own module ``_<name>.py`` exposing ``add_parser(subparsers)``
-and ``run(args) -> int``. Results go to stdout (a table, or ``--format json`` with stable keys);
-progress and warnings go to stderr. Exit codes: 0 success, 2 bad input or usage (one line, no
-traceback unless ``--debug``; every error of ours), 1 unexpected failure. ``--memory-budget SIZE``
+and ``run(args) -> int``, and is listed with its help line in :data:`COMMANDS`; only the module of
+the sub-command that runs is imported (``diversity --help`` imports none). Results go to stdout (a
+table, or ``--format json`` with stable keys); progress and warnings go to stderr. Exit codes: 0
+success, 2 bad input or usage (one line, no traceback unless ``--debug``; every error of ours), 1
+unexpected failure. ``--memory-budget SIZE``
 (before or after the command) sets :func:`diversity_core.set_config`'s budget for the run; an
 allocation over it is refused with exit 2 and a message naming the size, the budget and the options.
+``--cache-dir DIR`` and ``--no-cache`` (before or after the command) move or turn off the on-disk
+result store (:mod:`diversity_core.store`) for the run; ``diversity cache info|clear`` shows or empties it.
 """
 
 from __future__ import annotations
@@ -17,13 +21,26 @@ import signal
 import sys
 import traceback
 import warnings
-from typing import Optional, Sequence
+from typing import Iterable, Optional, Sequence
 
 from .._config import parse_bytes, set_config
 from ..exceptions import DiversityError, MemoryBudgetError
+from ._progress import warn_skipped  # noqa: F401 - kept importable here; sub-commands import it from _progress
 
-#: Sub-command modules, in the order ``--help`` lists them.
-COMMANDS = ("score", "inspect", "magnitude", "rnd", "compare", "curate", "app")
+#: Sub-commands, in the order ``--help`` lists them, with their one-line help. Each lives in module
+#: ``_<name>.py`` (``add_parser(subparsers)`` and ``run(args)``), imported only when it is the one that
+#: runs, so ``diversity --help`` loads none of them. A new sub-command is one line here and its module.
+COMMANDS: dict[str, str] = {
+    "score": "Vendi scores of chosen orders q, and IntDiv",
+    "inspect": "show what a data file holds, per group, and what was skipped",
+    "magnitude": "magnitude function, convergence scale, MagArea and MagDiff",
+    "rnd": "RND score: diversity by random network distillation",
+    "compare": "compare groups (models, datasets) at one n, with intervals and a report",
+    "curate": "near-duplicates, per-item contributions, rare items, and a most-diverse subset",
+    "evaluate": "evaluate generated items against real ones: PRDC, FD, KD, Vendi ratio, copies, per prompt",
+    "app": "serve the browser app (server files readable only inside --data-dir)",
+    "cache": "show (info) or empty (clear) the result store kept between runs",
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -45,36 +62,79 @@ _BUDGET_HELP = ("memory budget: the largest n x n matrix the core may allocate, 
                 "(default: DIVERSITY_MEMORY_BUDGET, else half the physical memory)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the ``diversity`` argument parser with every available sub-command."""
+def _command_module(name: str):
+    """The module of sub-command ``name``, or None when this installation lacks it."""
+    try:
+        return importlib.import_module(f"{__name__}._{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__name__}._{name}":
+            raise
+        return None
+
+
+_CACHE_DIR_HELP = ("folder of the result store that keeps model features and spectra between runs "
+                   "(default: DIVERSITY_CACHE_DIR, else the user cache folder; see `diversity cache info`)")
+_NO_CACHE_HELP = "neither read nor write the result store for this run (also DIVERSITY_NO_CACHE=1)"
+
+
+def _store_settings(args: argparse.Namespace):
+    """A context applying ``--cache-dir`` / ``--no-cache`` to the result store for the run."""
+    import contextlib
+
+    if args.cache_dir is None and not args.no_cache:
+        return contextlib.nullcontext()
+    from ..store import configured
+
+    if args.cache_dir is not None and os.path.exists(args.cache_dir) and not os.path.isdir(args.cache_dir):
+        raise DiversityError(f"--cache-dir {args.cache_dir!r} is a file; give a folder (it is created if missing).")
+    return configured(folder=args.cache_dir, enabled=False if args.no_cache else None)
+
+
+def build_parser(commands: Optional[Iterable[str]] = None) -> argparse.ArgumentParser:
+    """Return the ``diversity`` argument parser.
+
+    Parameters
+    ----------
+    commands : iterable of str, optional
+        The sub-commands whose own parsers (flags, help) are built; each of the others is listed by
+        name and help line only, without importing its module. Default: all of them.
+    """
+    full = set(COMMANDS if commands is None else commands)
     parser = _Parser(prog="diversity", description="Measure the diversity of a dataset.")
     parser.add_argument("--debug", action="store_true", help="show a traceback on errors")
     parser.add_argument("--memory-budget", type=_memory_size, default=None, metavar="SIZE", help=_BUDGET_HELP)
+    parser.add_argument("--cache-dir", default=None, metavar="DIR", help=_CACHE_DIR_HELP)
+    parser.add_argument("--no-cache", action="store_true", help=_NO_CACHE_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"{__name__}._{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}._{name}":
-                raise
+    for name, help_line in COMMANDS.items():
+        if name not in full:
+            # listed by ``--help``; without -h of its own, so that a first parse (``_chosen_command``)
+            # leaves ``diversity NAME --help`` to the sub-command's real parser
+            sub.add_parser(name, help=help_line, add_help=False)
+            continue
+        module = _command_module(name)
+        if module is None:
             continue
         sub_parser = module.add_parser(sub)
         sub_parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                                 help="show a traceback on errors")
         sub_parser.add_argument("--memory-budget", type=_memory_size, default=argparse.SUPPRESS, metavar="SIZE",
                                 help=_BUDGET_HELP)
+        sub_parser.add_argument("--cache-dir", default=argparse.SUPPRESS, metavar="DIR", help=_CACHE_DIR_HELP)
+        sub_parser.add_argument("--no-cache", action="store_true", default=argparse.SUPPRESS, help=_NO_CACHE_HELP)
         sub_parser.set_defaults(_run=module.run)
     return parser
 
 
-def warn_skipped(dataset) -> None:
-    """On stderr: the first entries the loader skipped, and how many in all."""
-    for item in dataset.skipped[:5]:
-        print(f"warning: skipped {item.where}: {item.reason}", file=sys.stderr)
-    if len(dataset.skipped) > 5:
-        print(f"warning: {dataset.name}: skipped {len(dataset.skipped)} entries in all (see `diversity inspect`)",
-              file=sys.stderr)
+def _chosen_command(argv: Sequence[str]) -> tuple:
+    """The sub-command ``argv`` names, as a 1-tuple, from a first parse that imports no sub-command.
+
+    The parser itself tells an option's value (``--cache-dir cache``) from the command. Usage errors
+    of the global options, ``diversity``, ``diversity --help`` and unknown commands end here.
+    """
+    args, _ = build_parser(()).parse_known_args(argv)
+    return (args.command,)
 
 
 def _format_warning(message, category, filename, lineno, line=None) -> str:
@@ -91,7 +151,8 @@ def _main_thread() -> bool:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``diversity`` command; returns the exit code."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_chosen_command(argv))
     args = parser.parse_args(argv)
     warnings.formatwarning = _format_warning
     if args.memory_budget is not None:
@@ -101,7 +162,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # writers report (exit 2, previous file kept), instead of the signal killing the process
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     try:
-        return int(args._run(args) or 0)
+        with _store_settings(args):
+            return int(args._run(args) or 0)
     except MemoryBudgetError as exc:
         if args.debug:
             traceback.print_exc()

@@ -8,6 +8,12 @@ The command runs ``python -m streamlit run app.py`` with
   in every session, needs no secrets file, and cannot be set by a visitor;
 - ``--server.address`` (default 127.0.0.1: only this machine; ``--address 0.0.0.0`` serves
   every interface, on purpose) and ``--server.port``;
+- the result store's folder and use: ``--cache-dir DIR`` becomes ``DIVERSITY_CACHE_DIR`` and
+  ``--no-cache`` ``DIVERSITY_NO_CACHE=1`` in the app's environment (otherwise the app inherits
+  them), so the app reads the features the command line kept, and the other way round;
+- ``DIVERSITY_WORKERS`` (``--workers``) and ``DIVERSITY_SCHEDULER`` (``--scheduler``): where the
+  heavy jobs run (``ui.workers``: local worker processes by default, or a Dask cluster, which
+  must answer at start);
 - ``--server.maxUploadSize`` equal to the loaders' ``DEFAULT_MAX_BYTES`` in MiB, so an upload
   Streamlit accepts is one the loader accepts (the same 1024 as ``.streamlit/config.toml``).
 
@@ -28,6 +34,8 @@ from ..exceptions import DiversityInputError
 
 #: The environment variable the app reads its data folder from (``ui.data.DATA_DIR_ENV``).
 DATA_DIR_ENV = "DIVERSITY_DATA_DIR"
+#: The app's worker processes and Dask scheduler (``ui.workers.WORKERS_ENV``, ``SCHEDULER_ENV``).
+WORKERS_ENV, SCHEDULER_ENV = "DIVERSITY_WORKERS", "DIVERSITY_SCHEDULER"
 DEFAULT_ADDRESS = "127.0.0.1"
 DEFAULT_PORT = 8501
 
@@ -57,7 +65,25 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
     parser.add_argument("--address", default=DEFAULT_ADDRESS,
                         help=f"address to listen on (default {DEFAULT_ADDRESS}; 0.0.0.0 for every interface)")
+    parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                        help="run the heavy jobs on the Dask cluster at ADDRESS (tcp://host:8786) instead of "
+                             "local worker processes; checked at start")
+    parser.add_argument("--workers", default="auto", metavar="N",
+                        help="local worker processes for heavy jobs: auto (one per core, the default), a "
+                             "number, or 0 to run jobs in the server's own process")
     return parser
+
+
+def store_environment(args: argparse.Namespace) -> dict:
+    """The result store's environment variables for ``--cache-dir`` / ``--no-cache`` (empty without them)."""
+    from ..store import ENV_DIR, ENV_DISABLED
+
+    env = {}
+    if getattr(args, "cache_dir", None) is not None:
+        env[ENV_DIR] = str(Path(args.cache_dir).expanduser().resolve())
+    if getattr(args, "no_cache", False):
+        env[ENV_DISABLED] = "1"
+    return env
 
 
 def streamlit_command(args: argparse.Namespace) -> tuple:
@@ -68,11 +94,19 @@ def streamlit_command(args: argparse.Namespace) -> tuple:
         raise DiversityInputError("--address is empty; give 127.0.0.1 (this machine) or 0.0.0.0 (every interface).")
     env = dict(os.environ)
     env.pop(DATA_DIR_ENV, None)  # only --data-dir turns reading on, never an inherited variable
+    workers = str(getattr(args, "workers", "auto")).strip().lower()
+    if workers != "auto" and not (workers.isdigit()):
+        raise DiversityInputError(f"--workers must be auto, 0 or a number of worker processes; got {workers!r}.")
+    env[WORKERS_ENV] = workers
+    env.pop(SCHEDULER_ENV, None)
+    if getattr(args, "scheduler", None):
+        env[SCHEDULER_ENV] = args.scheduler.strip()
     if args.data_dir is not None:
         folder = Path(args.data_dir)
         if not folder.is_dir():
             raise DiversityInputError(f"--data-dir {args.data_dir!r} is not a folder.")
         env[DATA_DIR_ENV] = str(folder.resolve())
+    env.update(store_environment(args))
     script = app_script()
     if not script.is_file():
         raise DiversityInputError(f"the app's files are not installed next to this package ({script} is "
@@ -89,6 +123,11 @@ def run(args: argparse.Namespace) -> int:
 
     require("streamlit", purpose="the browser app (diversity app)")
     argv, env = streamlit_command(args)
+    if env.get(SCHEDULER_ENV):
+        # an unreachable scheduler is an error now, not on the first job of the first visitor
+        from ..workers import start_pool
+
+        start_pool(env[SCHEDULER_ENV], timeout=10).close()
     folder = env.get(DATA_DIR_ENV)
     print(f"diversity app: http://{args.address.strip()}:{args.port} · "
           + (f"files readable inside {folder}" if folder else "reading server files is turned off (no --data-dir)"),

@@ -5,6 +5,11 @@ Each FILE is a group named after the file (its stem), or one FILE holds every gr
 estimates with intervals and the pairwise verdicts go to stdout (``--format json`` prints the
 saved comparison instead); ``--json``, ``--csv``, ``--out report.html`` and ``--figures DIR``
 write files. Exit 2 on bad input.
+
+The output paths are checked before any work (:func:`~._guards.check_outputs`: none may be empty,
+a folder, or one of the input files), and every output of a run is written in one
+:func:`~diversity_core._atomic.output_transaction`: all files are replaced together at the end, or,
+when one cannot be written, none is.
 """
 
 from __future__ import annotations
@@ -16,9 +21,8 @@ from pathlib import Path
 
 from .._table import format_table
 from ..exceptions import DiversityInputError
-from . import warn_skipped
-from ._guards import check_feature_scale, check_kernel_params, check_n_scales
-from ._progress import TqdmProgress
+from ._guards import check_feature_scale, check_kernel_params, check_n_scales, check_outputs
+from ._progress import TqdmProgress, warn_skipped
 from ._score import _q_value, add_kernel_arguments, add_modality_argument, kernel_params
 
 DEFAULT_QS = (0.5, 1.0, 2.0, math.inf)
@@ -45,7 +49,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="orders q of the Vendi scores (default 0.5 1 2 inf)")
     p.add_argument("--n", type=int, default=None, help="items per group (default: the smallest group's size)")
     p.add_argument("--reference", default=None, help="reference group of MagDiff (default: none)")
-    p.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
+    p.add_argument("--confidence-level", "--level", dest="confidence_level", type=float, default=0.95,
+                   help="confidence level of every interval (default 0.95; --level is its old name)")
     p.add_argument("--n-subsamples", type=int, default=100,
                    help="n-subsets averaged per group larger than n (default 100)")
     p.add_argument("--n-resamples", type=int, default=50, help="subsets per size of the sample-size curve (default 50)")
@@ -146,6 +151,38 @@ def _names_for(files) -> list:
     return [f"{name} ({i + 1})" for i, name in enumerate(names)]
 
 
+def _check_output_paths(args) -> None:
+    """Refuse unusable output paths before any work (empty, a folder, an input file, one file twice)."""
+    folders = {}
+    if args.figures is not None:
+        from ..report import FIGURE_TITLES
+
+        folders["--figures"] = (args.figures, [f"{name}.{args.figure_format}" for name in FIGURE_TITLES])
+    check_outputs({"--json": args.json, "--csv": args.csv, "--out": args.out}, inputs=args.files, folders=folders)
+
+
+def _write_outputs(args, cmp, datasets) -> list:
+    """Write every requested output in one transaction; returns the paths written."""
+    from .._atomic import output_transaction
+
+    # each output goes to a temporary file first; all are moved into place together at the end, so a
+    # failed write (a full disk, ulimit -f) exits 2 and leaves every previous output unchanged
+    with output_transaction() as tx:
+        if args.json is not None:
+            cmp.to_json(args.json)
+        if args.csv is not None:
+            cmp.to_csv(args.csv)
+        if args.out is not None:
+            from ..report import write_report
+
+            write_report(cmp, args.out, datasets=datasets)
+        if args.figures is not None:
+            from ..report import export_figures
+
+            export_figures(cmp, args.figures, format=args.figure_format)
+    return tx.written
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``diversity compare``."""
     from ..compare import compare
@@ -157,6 +194,7 @@ def run(args: argparse.Namespace) -> int:
     check_n_scales(args.n_scales, "--n-scales", 3)
     if args.rng < 0:
         raise DiversityInputError(f"--rng must be a non-negative seed; got {args.rng}.")
+    _check_output_paths(args)
     groups, datasets, featurizer_kernel = _load_groups(args)
     if args.kernel is None:
         args.kernel = featurizer_kernel
@@ -174,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
             n=args.n,
             n_subsamples=args.n_subsamples,
             n_resamples=args.n_resamples,
-            level=args.level,
+            confidence_level=args.confidence_level,
             magnitude=args.magnitude,
             metric=args.metric,
             n_scales=args.n_scales,
@@ -188,37 +226,20 @@ def run(args: argparse.Namespace) -> int:
             progress=progress,
             **kernel_params(args),
         )
-    # every file is written to a temporary file and moved into place (diversity_core._atomic):
-    # a failed write exits 2 and leaves the previous file whole
-    written = []
-    if args.json:
-        cmp.to_json(args.json)
-        written.append(args.json)
-    if args.csv:
-        cmp.to_csv(args.csv)
-        written.append(args.csv)
-    if args.out:
-        from ..report import write_report
-
-        write_report(cmp, args.out, datasets=datasets)
-        written.append(args.out)
-    if args.figures:
-        from ..report import export_figures
-
-        written += [str(p) for p in export_figures(cmp, args.figures, format=args.figure_format)]
+    written = _write_outputs(args, cmp, datasets)
     if args.format == "json":
         print(cmp.to_json())
     else:
         kernel = cmp.settings.get("kernel_description", "")
         print(f"# {len(cmp.groups)} groups compared at n = {cmp.n} items each ({cmp.settings.get('n_rule')}); "
-              f"kernel {kernel}; {cmp.level:.0%} intervals; seed {cmp.settings.get('seed')}")
+              f"kernel {kernel}; {cmp.confidence_level:.0%} intervals; seed {cmp.settings.get('seed')}")
         if cmp.reference:
             print(f"# MagDiff reference: {cmp.reference}; candidates: "
                   f"{', '.join(g for g in cmp.groups if g != cmp.reference)}")
         estimates = cmp.table_rows()
         print(format_table(cmp.table_header(), [[r["score"], *(r[g] for g in cmp.groups)] for r in estimates]))
         print()
-        print(f"# pairwise differences (resolved: the {cmp.level:.0%} interval excludes 0)")
+        print(f"# pairwise differences (resolved: the {cmp.confidence_level:.0%} interval excludes 0)")
         header = cmp.pairwise_header()
         print(format_table(header, [[r[h] for h in header] for r in cmp.pairwise_rows()]))
     for path in written:

@@ -7,26 +7,26 @@ items. ``--out`` writes the selected items as CSV (``rank``, ``index``, ``id``; 
 ``set`` column first); ``--duplicates-out`` the members of every near-duplicate group;
 ``--items-out`` every item's scores. ``index`` is the item's 0-based position among the loaded
 items (the Python API's index); ``id`` the dataset's label of it: the file name of an image,
-``row N`` / ``line N`` of a table (1-based, as the file's own numbering). CSV files are written
-atomically (a temporary file in the same folder, then renamed).
+``row N`` / ``line N`` of a table (1-based, as the file's own numbering). The output paths are
+checked before any work (none may be empty, a folder, or the input), and the CSV files of a run are
+written in one :func:`~diversity_core._atomic.output_transaction`: each to a temporary file in its
+folder, all renamed into place together at the end, or none when one cannot be written.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
-from pathlib import Path
 
 import numpy as np
 
+from .._atomic import atomic_write, output_transaction
 from .._json import dumps
 from .._orders import format_q, q_key
 from ..exceptions import DiversityInputError, MemoryBudgetError
-from . import warn_skipped
+from ._guards import check_outputs
 from ._inspect import add_data_arguments, dataset_from_args
-from ._progress import TqdmProgress
+from ._progress import TqdmProgress, warn_skipped
 from ._score import _q_value, add_kernel_arguments, kernel_params
 
 FORMATS = ("table", "json")
@@ -74,20 +74,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def write_csv_atomic(frame, path) -> None:
-    """Write a DataFrame as CSV through a temporary file in the same folder, then rename it."""
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise DiversityInputError(f"cannot write {path}: the folder {folder} does not exist.")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", newline="") as fh:
-            frame.to_csv(fh, index=False)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write a DataFrame as CSV atomically (:func:`~diversity_core._atomic.atomic_write`).
+
+    Inside an :func:`~diversity_core._atomic.output_transaction` the file is moved into place when
+    the transaction ends.
+    """
+    atomic_write(path, frame.to_csv(index=False, lineterminator="\n"))
 
 
 def _check_args(args) -> None:
@@ -104,6 +96,8 @@ def _check_args(args) -> None:
         raise DiversityInputError("give either --duplicates THRESHOLD or --eps EPS, not both.")
     if args.rng < 0:
         raise DiversityInputError(f"--rng must be a non-negative seed; got {args.rng}.")
+    check_outputs({"--out": args.out, "--duplicates-out": args.duplicates_out, "--items-out": args.items_out},
+                  inputs=(args.file, args.embeddings))
 
 
 def _curate_set(name, idx, X, weights, kern, args, ids, progress) -> dict:
@@ -328,16 +322,14 @@ def run(args: argparse.Namespace) -> int:
     with TqdmProgress("curate") as progress:
         for name, idx in sets:
             results.append(_curate_set(name, idx, X, dataset.weights, kern, args, dataset.ids, progress))
-    written = []
-    if args.out:
-        write_csv_atomic(_selected_frame(results, grouped), args.out)
-        written.append(args.out)
-    if args.duplicates_out:
-        write_csv_atomic(_duplicates_frame(results, grouped), args.duplicates_out)
-        written.append(args.duplicates_out)
-    if args.items_out:
-        write_csv_atomic(_items_frame(results, grouped), args.items_out)
-        written.append(args.items_out)
+    with output_transaction() as tx:  # all CSV files replaced together at the end, or none
+        if args.out is not None:
+            write_csv_atomic(_selected_frame(results, grouped), args.out)
+        if args.duplicates_out is not None:
+            write_csv_atomic(_duplicates_frame(results, grouped), args.duplicates_out)
+        if args.items_out is not None:
+            write_csv_atomic(_items_frame(results, grouped), args.items_out)
+    written = tx.written
     if args.format == "json":
         out = {
             "file": str(args.file),

@@ -1,4 +1,4 @@
-"""Bounds on the CLI's numeric options and on the scale of the data, checked before any work.
+"""Bounds on the CLI's numeric options, the scale of the data and the output paths, checked before any work.
 
 Extreme values (``--n-scales 1000000000``, ``--lr 1e308``, ``--sigma 1e-300``, ``--degree 1000``,
 data of order 1e200) used to crash deep inside a computation (an exhausted memory, a torch
@@ -6,15 +6,23 @@ overflow, a ``ZeroDivisionError``, a failed eigensolver) or silently give nonsen
 here raises :class:`~diversity_core.exceptions.DiversityInputError` (exit 2) with the bound and
 what to do. The bounds are generous: they only exclude values no computation can carry out in
 float64.
+
+:func:`check_outputs` checks every output path of a sub-command before it loads anything: an
+empty path, a folder, a block device, a missing or read-only folder, an output that is one of the
+inputs (the same file, also through a link), and two outputs naming one file are refused.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import sys
+from pathlib import Path
+from typing import Iterable, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .._atomic import Destination, check_output_folder, check_output_path
 from ..exceptions import DiversityInputError
 
 #: Most scales of a magnitude function (each costs one n x n Cholesky factorisation).
@@ -141,3 +149,68 @@ def check_kernel_params(X, kernel: str, params: dict) -> None:
             f"e^{log_low:.0f} (degree {degree}, gamma {gamma:g}, coef0 {coef0:g}). Raise --gamma or --coef0, or "
             "lower --degree."
         )
+
+
+def _same_file(dest: Destination, path: str) -> bool:
+    """Whether the output ``dest`` is the existing file ``path`` (hard links and symbolic links included)."""
+    if dest.kind == "descriptor" or not dest.exists:
+        return False
+    try:
+        return os.path.samefile(dest.path, path)
+    except (OSError, ValueError):
+        return False
+
+
+def check_outputs(
+    outputs: Mapping[str, Optional[str]],
+    *,
+    inputs: Iterable[Optional[str]] = (),
+    folders: Optional[Mapping[str, Tuple[Optional[str], Sequence[str]]]] = None,
+) -> None:
+    """Refuse, before any work, output paths that cannot be written or would destroy an input.
+
+    Parameters
+    ----------
+    outputs : mapping of str to str or None
+        Flag (``"--out"``) to the path given, None when the flag is absent. An empty path is
+        refused (it used to write nothing and exit 0).
+    inputs : iterable of str or None
+        The files read (``demo:`` names and None are skipped).
+    folders : mapping of str to (str or None, sequence of str), optional
+        Flag (``"--figures"``) to ``(folder, names)``: a folder written into, and the file names
+        that may be written there.
+
+    Raises
+    ------
+    DiversityInputError
+        For the first problem, naming the flag and the path: see
+        :func:`~diversity_core._atomic.check_output_path` and
+        :func:`~diversity_core._atomic.check_output_folder`; an output that is one of the inputs;
+        two outputs that name one file.
+    """
+    sources = [str(p) for p in inputs if p is not None and not str(p).startswith("demo:")]
+    named: list = []
+    for flag, value in outputs.items():
+        if value is not None:
+            named.append((flag, check_output_path(value, what=flag)))
+    for flag, (folder, names) in (folders or {}).items():
+        if folder is None:
+            continue
+        root = check_output_folder(folder, what=flag)
+        for name in names:
+            candidate = Path(root) / name
+            if os.path.lexists(candidate):
+                named.append((flag, check_output_path(candidate, what=flag)))
+    for i, (flag, dest) in enumerate(named):
+        for source in sources:
+            if _same_file(dest, source):
+                raise DiversityInputError(
+                    f"{flag} {dest.given} is the input {source}: writing it would destroy the data. "
+                    "Choose another output path."
+                )
+        for other_flag, other in named[:i]:
+            if dest.same_as(other):
+                raise DiversityInputError(
+                    f"{other_flag} {other.given} and {flag} {dest.given} name the same file; give each output "
+                    "its own path."
+                )

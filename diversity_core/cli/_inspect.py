@@ -1,6 +1,8 @@
 """``diversity inspect FILE``: what was loaded, per group, and what was skipped and why.
 
-``FILE`` may also be ``demo:<name>`` (``demo:digits``, ``demo:molecules``, ...). The data flags
+``FILE`` may also be ``demo:<name>`` (``demo:digits``, ``demo:molecules``, ...). The report ends
+with the memory budget and the limit it was derived from (physical memory, the cgroup's limit,
+``RLIMIT_AS``/``RLIMIT_DATA``, ``DIVERSITY_MEMORY_BUDGET`` or ``--memory-budget``). The data flags
 here (:func:`add_data_arguments`, :func:`dataset_from_args`, and :func:`preprocess_from_args`
 for ``--preprocess``/``--n-components``) are shared by the other sub-commands that read a
 dataset.
@@ -12,6 +14,7 @@ import argparse
 import json
 import warnings
 
+from .._config import budget_source, format_bytes, memory_budget
 from .._table import format_table
 from ..data import DEFAULT_MAX_BYTES, Dataset, load_dataset
 from ..exceptions import DiversityWarning
@@ -148,8 +151,11 @@ def run(args: argparse.Namespace) -> int:
     if dataset.features is not None:
         preprocess_from_args(args, dataset.features)
     summary = dataset.summary(max_examples=max(0, args.max_examples))
+    budget = memory_budget()
     if args.format == "json":
+        summary["memory_budget"] = {"bytes": budget, "source": budget_source()}
         print(json.dumps(summary, indent=2, sort_keys=True))
     else:
         print(format_summary(summary))
+        print(f"\nbudget:    {format_bytes(budget)} of memory per allocation: {budget_source()}")
     return 0

@@ -11,8 +11,8 @@ import numpy as np
 from .._config import memory_budget
 from .._json import to_jsonable
 from ..exceptions import DiversityInputError
-from . import warn_skipped
 from ._guards import check_feature_scale
+from ._progress import warn_skipped
 from ._score import add_modality_argument
 
 

@@ -2,9 +2,12 @@
 
 The core reports progress as ``progress(done, total, message)`` calls
 (:mod:`diversity_core._progress`); :class:`TqdmProgress` draws them as tqdm bars on stderr.
-With ``stages=True`` (the default) each new message starts a new bar, for work that runs in
-named stages; with ``stages=False`` one bar covers the whole job and the message is its
-postfix, for work whose message changes at every step (RND's run and epoch). On a terminal the
+With ``stages=True`` (the default) each new stage starts a new bar, for work that runs in
+named stages: a message ``"<stage> · <detail>"`` (:func:`~diversity_core._progress.split_message`)
+keeps the stage's bar and shows the detail beside it (e.g. a featurizer's measured time left,
+``"embedding images on the CPU (2 threads) · about 40 s left"``). With ``stages=False`` one bar
+covers the whole job and the message is its postfix, for work whose message changes at every
+step (RND's run and epoch). On a terminal the
 bar redraws in place. ``disable=None`` (the default) draws nothing when stderr is not a terminal,
 so logs and pipes get only results and one-line errors; ``disable=False`` always draws.
 """
@@ -14,7 +17,18 @@ from __future__ import annotations
 import sys
 from typing import Optional
 
-__all__ = ["TqdmProgress"]
+from .._progress import split_message
+
+__all__ = ["TqdmProgress", "warn_skipped"]
+
+
+def warn_skipped(dataset) -> None:
+    """On stderr: the first entries the loader skipped, and how many in all."""
+    for item in dataset.skipped[:5]:
+        print(f"warning: skipped {item.where}: {item.reason}", file=sys.stderr)
+    if len(dataset.skipped) > 5:
+        print(f"warning: {dataset.name}: skipped {len(dataset.skipped)} entries in all (see `diversity inspect`)",
+              file=sys.stderr)
 
 
 class TqdmProgress:
@@ -31,18 +45,19 @@ class TqdmProgress:
     def __call__(self, done: int, total: int, message: str = "") -> None:
         if total <= 0:
             return
-        new_stage = self.stages and message != self._message
+        stage, detail = split_message(message) if self.stages else (message, "")
+        new_stage = self.stages and stage != self._message
         if self._bar is None or new_stage or total != self._bar.total:
             self.close()
-            self._open(total, message)
-        if not self.stages:
-            self._bar.set_postfix_str(message, refresh=False)
+            self._open(total, stage)
+        if not self.stages or detail:
+            self._bar.set_postfix_str(detail or message, refresh=False)
         self._bar.update(min(int(done), self._bar.total) - self._bar.n)
         if done >= total:
             self.close()
 
     def _open(self, total: int, message: str) -> None:
-        """Start a bar of ``total`` steps."""
+        """Start a bar of ``total`` steps for the stage ``message``."""
         from tqdm.auto import tqdm
 
         if self.stages and message:

@@ -10,9 +10,8 @@ import time
 from .._config import configure_environment
 from .._json import dumps
 from ..exceptions import DiversityInputError
-from . import warn_skipped
 from ._guards import check_feature_scale, check_lr
-from ._progress import TqdmProgress
+from ._progress import TqdmProgress, warn_skipped
 from ._score import add_modality_argument
 
 

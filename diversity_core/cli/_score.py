@@ -6,6 +6,14 @@ column is asked for (feature kernels take the streamed dual path; others read th
 they fit). ``--dask local[:N]`` starts a ``distributed.LocalCluster`` of N worker processes and
 ``--scheduler ADDRESS`` connects to a running ``dask scheduler``; the rows are then read by the
 workers (which must see FILE at the same path) and only d x d sums travel back.
+
+Which path runs, and the sizes of every sketch, come from the core's one policy
+(:func:`diversity_core.approx.plan_scores`, the app's too); each group is scored by
+:func:`diversity_core.scoring.score_groups`. ``--approx auto`` takes the exact path while it fits
+``--memory-budget`` and beyond it the SLQ estimate of the full-sample value for q > 0
+(``--approx slq``, :func:`diversity_core.approx.vendi_slq`) with guaranteed bounds for q = 0; a
+sketch's ``--m``/``--D`` default to the largest that fits, and a size that does not fit is refused
+with the largest that does.
 """
 
 from __future__ import annotations
@@ -21,15 +29,15 @@ from pathlib import Path
 
 import numpy as np
 
+from .._config import format_bytes
 from .._orders import parse_q, q_key
 from .._table import format_table
 from ..exceptions import DiversityInputError
 from ..kernels import KERNELS
 from ..spectrum import DEVICES, METHODS
-from . import warn_skipped
 from ._guards import check_feature_scale, check_kernel_params
 from ._inspect import add_preprocess_arguments, preprocess_from_args
-from ._progress import TqdmProgress
+from ._progress import TqdmProgress, warn_skipped
 
 #: The values of ``--modality`` (what FILE holds; ``auto`` detects it from the content).
 MODALITY_CHOICES = ("auto", "embeddings", "images", "text", "molecules")
@@ -150,19 +158,36 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--method", choices=METHODS, default="auto", help="spectrum path (default auto)")
     p.add_argument("--device", choices=DEVICES, default="cpu", help="cpu, cuda, or auto")
     approx = p.add_argument_group("beyond the dense limit (kernels without a feature map)")
-    approx.add_argument("--approx", choices=("bounds", "nystrom", "rff", "tanimoto_rf"), default=None,
-                        help="guaranteed bounds on every VS_q (Lanczos top-k, or a Nystrom sketch beyond the "
-                             "float32 matrix), or a sketch estimate with error bars for q >= 1 (diversity_core.approx)")
+    approx.add_argument("--approx", choices=("auto", "slq", "bounds", "nystrom", "rff", "tanimoto_rf"), default=None,
+                        help="auto: the exact path when it fits the memory budget, else the SLQ estimate of the "
+                             "full-sample VS_q for q > 0 (and guaranteed bounds for q = 0); slq: stochastic Lanczos "
+                             "quadrature, an estimate of the full-sample value with an interval, any q > 0; bounds: "
+                             "guaranteed bounds (Lanczos top-k, or a Nystrom sketch beyond the float32 matrix); "
+                             "nystrom|rff|tanimoto_rf: a sketch estimate with error bars for q >= 1 "
+                             "(diversity_core.approx). Sizes follow --memory-budget")
     approx.add_argument("--bounds-method", choices=("auto", "lanczos", "nystrom"), default="auto",
                         help="bounds: exact top-k eigenvalues (lanczos) or a Nystrom sketch's lower bounds in the "
                              "PSD order (nystrom: no pass over K); auto picks nystrom when not even the float32 "
                              "n x n matrix fits the memory budget")
-    approx.add_argument("--k", type=int, default=200, help="bounds: top eigenvalues, reached progressively (200)")
+    approx.add_argument("--k", type=int, default=None,
+                        help="bounds: top eigenvalues, reached progressively (default 200, the steps that fit); "
+                             "slq: dimension of the deflated head (default 512)")
     approx.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
-                        help="bounds: stop the progression of k before this many seconds")
+                        help="bounds: stop the progression of k before this many seconds; slq: start no batch of "
+                             "probes predicted to end after it")
+    approx.add_argument("--probes", type=int, default=None,
+                        help="slq: most Rademacher probes (default 64; fewer when --rtol is reached)")
+    approx.add_argument("--steps", type=int, default=None, help="slq: most Lanczos steps per probe (default 30)")
+    approx.add_argument("--rtol", type=float, default=0.01,
+                        help="slq: stop adding probes once every relative half-width is below this (default 0.01)")
+    approx.add_argument("--precision", choices=("auto", "float32", "float64"), default="auto",
+                        help="slq: precision of the tiles of K (auto: float64 when an order below 1 is asked)")
     approx.add_argument("--m", type=int, default=None,
-                        help="nystrom: landmarks (default 1024 for estimates, 2000 for bounds)")
-    approx.add_argument("--D", type=int, default=None, help="rff: frequencies (2D features); tanimoto_rf: hashes")
+                        help="nystrom: landmarks (default: the largest that fits the memory budget, up to 1024 for "
+                             "estimates and 2000 for bounds)")
+    approx.add_argument("--D", type=int, default=None,
+                        help="rff: frequencies (2D features); tanimoto_rf: hashes (default: the largest that fits "
+                             "the memory budget, up to 1024)")
     approx.add_argument("--replicates", type=int, default=5, help="estimates: independent sketches (default 5)")
     approx.add_argument("--landmarks", choices=("rpcholesky", "greedy", "uniform"), default="rpcholesky",
                         help="nystrom: landmark rule (default rpcholesky)")
@@ -198,17 +223,19 @@ def dask_client(scheduler, n_local):
             client = distributed.Client(scheduler, timeout=require("dask").config.get(
                 "distributed.comm.timeouts.connect"))
         else:
+            from ..workers import thread_environment, threads_per_job
+
+            # each worker's BLAS/OpenMP pools sized to its share of the cores (never oversubscribed)
             cluster = distributed.LocalCluster(n_workers=n_local, threads_per_worker=1, processes=True,
-                                               dashboard_address=None)
+                                               dashboard_address=None,
+                                               env=thread_environment(threads_per_job(n_local)))
             client = distributed.Client(cluster)
     except (OSError, TimeoutError, ValueError) as exc:
+        from ..workers import unreachable
+
         if cluster is not None:
             cluster.close()
-        where = f"the Dask scheduler at {scheduler}" if scheduler else "a local Dask cluster"
-        raise DiversityInputError(
-            f"cannot reach {where} ({type(exc).__name__}: {exc}); start one with `dask scheduler` and "
-            "`dask worker ADDRESS`, or use --dask local."
-        ) from None
+        raise unreachable(scheduler, exc, "or use --dask local") from None
     workers = len(client.scheduler_info().get("workers", {}))
     print(f"dask: {workers} worker(s) at {client.scheduler.address}", file=sys.stderr)
     try:
@@ -275,134 +302,32 @@ def _source_weights(args: argparse.Namespace, source):
     return w.astype(np.float64)
 
 
-def _blocked_vs2_only(kern, n: int, qs, method: str) -> bool:
-    """Whether only VS_2 is asked for a kernel without features whose dense matrices do not fit."""
-    from .._config import fits_memory
-    from ..spectrum import _dense_bytes
-
-    return (method == "auto" and not kern.has_feature_map and all(q == 2.0 for q in qs)
-            and not fits_memory(_dense_bytes(n, 0)))
-
-
-def _blocked_row(name, X, weights, kern, qs) -> dict:
-    """A result row from the exact blocked VS_2 (no spectrum, so no rank), with the VS_inf bounds."""
-    from ..blocked import vendi_2_exact
-
-    res = vendi_2_exact(X, kernel=kern, weights=weights, method="blocked", progress=TqdmProgress("score"))
-    return {
-        "group": name,
-        "n": res.n,
-        "method": "blocked",
-        "execution": res.execution,
-        "rank": None,
-        "vendi": {q_key(q): res.vs2 for q in qs},
-        "vs_inf_bounds": [res.vs_inf_lower, res.vs_inf_upper],
-        "intdiv": res.intdiv,
-        "kernel": res.kernel,
-    }
-
-
-def score_rows(X, weights, groups, group_names, *, kernel, params, qs, method, device) -> list[dict]:
-    """One result row for all items and one per group.
-
-    The kernel is resolved once on all items (e.g. the median-distance bandwidth), and every
-    group and IntDiv use that same kernel, so the groups' scores compare. X may be a Dask
-    array (no groups then): its spectrum is reduced on the current Dask client.
-    """
-    from ..baselines import intdiv
-    from ..kernels import get_kernel
-    from ..sources import is_dask_array
-    from ..spectrum import _compute_spectrum, compute_spectrum
-
-    kern = get_kernel(kernel, **params)
-    if is_dask_array(X):
-        return [_source_row("all", X, weights, kern, qs, method, device)]
-    kern = kern.resolve(kern.validate(X))
-    subsets = [("all", np.arange(X.shape[0]))]
-    subsets += [(g, np.flatnonzero(groups == g)) for g in group_names]
-    rows = []
-    for name, idx in subsets:
-        if idx.size < 2:
-            raise DiversityInputError(f"group {name!r} has {idx.size} item(s); each group needs at least 2.")
-        Xg = X[idx]
-        wg = None if weights is None else weights[idx]
-        if _blocked_vs2_only(kern, idx.size, qs, method):
-            rows.append(_blocked_row(name, Xg, wg, kern, qs))
-            continue
-        if kern.has_feature_map:
-            # IntDiv = 1 - ||Phi^T p||^2 comes out of the dual pass itself
-            spec, moments = _compute_spectrum(Xg, kernel=kern, weights=wg, method=method, n_eigenvectors=0,
-                                              device=device, progress=None, kernel_params={}, mean=True)
-        else:
-            spec, moments = compute_spectrum(Xg, kernel=kern, weights=wg, method=method, device=device), None
-        rows.append({
-            "group": name,
-            "n": int(idx.size),
-            "method": spec.method,
-            "execution": spec.execution,
-            "rank": spec.rank,
-            "vendi": {q_key(q): spec.vendi(q) for q in qs},
-            "intdiv": (1.0 - float(moments.mean @ moments.mean)) if moments is not None
-            else intdiv(Xg, kernel=kern, weights=wg),
-            "kernel": spec.kernel,
-        })
-    return rows
-
-
-def _source_row(name, X, weights, kern, qs, method, device) -> dict:
-    """The result row of streamed or Dask data: one pass gives the spectrum and IntDiv."""
-    from ..sources import as_source
-    from ..spectrum import _compute_spectrum
-
-    source = as_source(X)
-    if _blocked_vs2_only(kern, source.n, qs, method):
-        return _blocked_row(name, source, weights, kern, qs)
-    spec, moments = _compute_spectrum(X, kernel=kern, weights=weights, method=method, n_eigenvectors=0,
-                                      device=device, progress=TqdmProgress("score"), kernel_params={}, mean=True)
-    if moments is None or moments.mean is None:
-        from ..blocked import vendi_2_exact
-
-        value = vendi_2_exact(source, kernel=kern, weights=weights, method="blocked").intdiv
-    else:
-        value = 1.0 - float(moments.mean @ moments.mean)
-    return {
-        "group": name,
-        "n": spec.n,
-        "method": spec.method,
-        "execution": spec.execution,
-        "rank": spec.rank,
-        "vendi": {q_key(q): spec.vendi(q) for q in qs},
-        "intdiv": value,
-        "kernel": spec.kernel,
-    }
-
-
 def run(args: argparse.Namespace) -> int:
-    """Run ``diversity score``."""
-    qs = list(dict.fromkeys(args.q))
-    if args.approx is not None:
-        return _run_approx(args, qs)
-    source = streamed_source(args)
-    with dask_client(args.scheduler, args.dask) as client:
-        if source is not None:
-            from ..kernels import get_kernel
+    """Run ``diversity score``: the path of :func:`~diversity_core.approx.plan_scores`, per group."""
+    from ..scoring import score_groups
 
-            if args.kernel is None:
-                args.kernel = "cosine"
+    qs = list(dict.fromkeys(args.q))
+    source = streamed_source(args)
+    if args.approx not in (None, "auto"):
+        return _run_approx(args, qs, source)
+    with dask_client(args.scheduler, args.dask) as client:
+        groups = None
+        if source is not None:
+            args.kernel = args.kernel or "cosine"
             weights = _source_weights(args, source)
+            if client is not None:
+                from ..sources import check_workers_see
+
+                check_workers_see(client, source)  # a path a worker cannot see: exit 2 naming the worker
             X = source.to_dask() if client is not None else source
-            rows = [_source_row("all", X, weights, get_kernel(args.kernel, **kernel_params(args)), qs,
-                                args.method, args.device)]
-            n = source.n
+            n, d = source.n, source.d
         else:
             dataset, X, weights, default_kernel = load_for_cli(args)
-            if args.kernel is None:
-                args.kernel = default_kernel
+            args.kernel = args.kernel or default_kernel
             check_kernel_params(X, args.kernel, kernel_params(args))
-            n = int(X.shape[0])
-            groups, names = dataset.groups, dataset.group_names()
+            (n, d), groups = X.shape, dataset.groups
             if client is not None:
-                if names:
+                if dataset.group_names():
                     raise DiversityInputError(
                         "--scheduler/--dask score all items together; drop --group-column, or run without Dask."
                     )
@@ -410,10 +335,32 @@ def run(args: argparse.Namespace) -> int:
 
                 from .._config import chunk_rows
 
-                X = da.from_array(np.asarray(X), chunks=(chunk_rows(X.shape[1], X.dtype.itemsize), -1))
-            rows = score_rows(X, weights, groups, names, kernel=args.kernel, params=kernel_params(args),
-                              qs=qs, method=args.method, device=args.device)
-    return _print_rows(args, rows, n, weights, qs)
+                X, groups = da.from_array(np.asarray(X), chunks=(chunk_rows(X.shape[1], X.dtype.itemsize), -1)), None
+        if args.approx == "auto":
+            plan = _plan(args, X, n, d, qs, weights, streamed=source is not None or client is not None)
+            if not plan.exact:
+                if groups is not None:
+                    raise DiversityInputError(
+                        f"n = {n} is beyond the exact paths ({plan.reason}), where --approx scores all items "
+                        "together; drop --group-column, or raise --memory-budget."
+                    )
+                return _run_planned(args, plan, X, weights, qs, n)
+        rows = score_groups(X, groups, kernel=args.kernel, qs=qs, weights=weights, method=args.method,
+                            device=args.device, progress=TqdmProgress("score"), **kernel_params(args))
+    return _print_rows(args, [r.to_dict(qs) for r in rows], n, weights, qs)
+
+
+def _plan(args: argparse.Namespace, X, n: int, d: int, qs: list, weights, *, streamed: bool):
+    """The core's policy for these data and flags, its messages naming the flags."""
+    import scipy.sparse as sp
+
+    from ..approx.plan import CLI_NAMES, plan_scores
+
+    density = X.nnz / max(1, n * d) if sp.issparse(X) else None
+    return plan_scores(n, d, kernel=args.kernel, qs=qs, weighted=weights is not None, method=args.method,
+                       approx=args.approx, bounds_method=args.bounds_method, m=args.m, D=args.D, k=args.k,
+                       probes=args.probes, steps=args.steps, streamed=streamed, density=density, names=CLI_NAMES,
+                       **kernel_params(args))
 
 
 def _print_rows(args: argparse.Namespace, rows: list, n: int, weights, qs) -> int:
@@ -443,30 +390,94 @@ def _print_rows(args: argparse.Namespace, rows: list, n: int, weights, qs) -> in
     return 0
 
 
-def _run_approx(args: argparse.Namespace, qs: list) -> int:
-    """``--approx``: guaranteed bounds or sketch estimates of every requested order, all items together."""
-    from ..approx import vendi_bounds, vendi_estimate
-
-    source = streamed_source(args)
+def _run_approx(args: argparse.Namespace, qs: list, source) -> int:
+    """``--approx slq|bounds|nystrom|rff|tanimoto_rf``: that path, all items together, sized by the core's policy."""
+    if args.approx == "slq" and (args.scheduler is not None or args.dask is not None):
+        return _run_slq_on_dask(args, qs, source)
     if source is not None:
         X, weights = source, _source_weights(args, source)
-        n = source.n
+        n, d = source.n, source.d
         args.kernel = args.kernel or "cosine"
     else:
         dataset, X, weights, default_kernel = load_for_cli(args)
         if dataset.group_names():
             raise DiversityInputError("--approx scores all items together; drop --group-column.")
         args.kernel = args.kernel or default_kernel
-        n = int(X.shape[0])
+        n, d = X.shape
+    plan = _plan(args, X, n, d, qs, weights, streamed=source is not None)
+    return _run_planned(args, plan, X, weights, qs, n)
+
+
+def _run_slq_on_dask(args: argparse.Namespace, qs: list, source) -> int:
+    """``--approx slq --dask/--scheduler``: the tiles of K formed on the workers where the row blocks are."""
+    with dask_client(args.scheduler, args.dask):
+        if source is not None:
+            X, weights = source.to_dask(), _source_weights(args, source)
+            n, d = source.n, source.d
+            args.kernel = args.kernel or "cosine"
+        else:
+            import dask.array as da
+
+            from .._config import chunk_rows
+
+            dataset, X, weights, default_kernel = load_for_cli(args)
+            if dataset.group_names():
+                raise DiversityInputError("--approx scores all items together; drop --group-column.")
+            args.kernel = args.kernel or default_kernel
+            n, d = X.shape
+            X = da.from_array(np.asarray(X.toarray() if hasattr(X, "toarray") else X),
+                              chunks=(max(2048, chunk_rows(d)), -1))
+        plan = _plan(args, X, n, d, qs, weights, streamed=True)
+        return _run_planned(args, plan, X, weights, qs, n)
+
+
+def _run_slq(args: argparse.Namespace, plan, X, weights, qs: list):
+    """SLQ for the orders q > 0 (q = 0 named on stderr); returns the result and the note of the table."""
+    from ..approx import vendi_slq
+
+    kept = [q for q in qs if q > 0]
+    if len(kept) < len(qs):
+        print("note: q = 0 left out: SLQ estimates no rank (VS_0 counts eigenvalues above a threshold); use "
+              "--approx bounds for guaranteed bounds on it", file=sys.stderr)
+    if not kept:
+        raise DiversityInputError("--approx slq needs an order q > 0; for q = 0 use --approx bounds.")
+    device = {"cpu": "cpu", "cuda": "cuda", "auto": "auto"}[args.device]
+    with plan.context():
+        res = vendi_slq(X, kernel=args.kernel, q=kept, weights=weights, rtol=args.rtol,
+                        max_seconds=args.time_budget, precision=args.precision, device=device,
+                        progress=TqdmProgress("score"), **plan.slq.kwargs(), **kernel_params(args))
+    s = res.settings
+    note = (f"SLQ, {res.probes} probes x up to {res.steps} Lanczos steps, deflated head k = {res.k}, "
+            f"{s['precision']} tiles, {s['passes']} passes over K, {s['seconds']:.1f} s; interval: 95% t-interval "
+            f"over the probes + quadrature and rounding bounds; stopped: {s['stopped']}; target: {res.target}")
+    return res, kept, note
+
+
+def _run_planned(args: argparse.Namespace, plan, X, weights, qs: list, n: int) -> int:
+    """SLQ, guaranteed bounds or a sketch estimate as the plan sizes them, printed as a table or JSON."""
+    from ..approx import vendi_bounds, vendi_estimate
+
     params = kernel_params(args)
-    if args.approx == "bounds":
-        extra = {} if args.m is None else {"m": args.m}
-        res = vendi_bounds(X, kernel=args.kernel, k=args.k, qs=qs, weights=weights, time_budget=args.time_budget,
-                           method=args.bounds_method, progress=TqdmProgress("score"), **extra, **params)
-        rows = [(q, res.vendi(q)) for q in qs]
+    budget = f", the largest that fits the memory budget of {format_bytes(plan.budget)}"
+    extra = None
+    if plan.path == "slq":
+        res, kept, note = _run_slq(args, plan, X, weights, qs)
+        rows = [(q, res.interval(q)) for q in kept]
+        if plan.bounds is not None and any(q == 0 for q in qs):
+            # auto: the guaranteed bounds give the order SLQ leaves out
+            with plan.context("bounds"):
+                extra = vendi_bounds(X, kernel=args.kernel, qs=[q for q in qs if q == 0], weights=weights,
+                                     time_budget=args.time_budget, progress=TqdmProgress("bounds"),
+                                     **plan.bounds.kwargs(), **params)
+    elif plan.path == "bounds":
+        with plan.context("bounds"):
+            res = vendi_bounds(X, kernel=args.kernel, qs=qs, weights=weights, time_budget=args.time_budget,
+                               progress=TqdmProgress("score"), **plan.bounds.kwargs(), **params)
+        rows = [(q, res.interval(q)) for q in qs]
         s = res.settings
         if s["method"] == "nystrom":
-            note = (f"guaranteed bounds from a Nystrom sketch (m = {s['m']} landmarks, {s['captured_trace']:.4g} of "
+            note = (f"guaranteed bounds from a Nystrom sketch (m = {s['m']} landmarks"
+                    + (budget if plan.bounds.sized == "budget" else "") + f", {s['captured_trace']:.4g} of "
                     "the trace captured; its eigenvalues bound the true ones from below"
                     + ("; VS_2 exact" if s["exact_vs2"] else "") + ")")
         else:
@@ -480,19 +491,33 @@ def _run_approx(args: argparse.Namespace, qs: list) -> int:
                   "q = 1 (use --approx bounds)", file=sys.stderr)
         if not kept:
             raise DiversityInputError("--approx estimates need an order q >= 1; below 1 use --approx bounds.")
-        res = vendi_estimate(X, kernel=args.kernel, method=args.approx, q=kept, m=args.m, D=args.D,
-                             replicates=args.replicates, landmarks=args.landmarks, weights=weights,
-                             progress=TqdmProgress("score"), **params)
+        sketch = plan.sketch
+        with plan.context("sketch"):
+            res = vendi_estimate(X, kernel=args.kernel, q=kept, replicates=args.replicates, landmarks=args.landmarks,
+                                 weights=weights, progress=TqdmProgress("score"), **sketch.kwargs(), **params)
         rows = [(q, res.interval(q)) for q in kept]
-        note = f"{args.approx} estimate, {args.replicates} replicates, 95% t-interval; target: {res.target}"
+        size = f" ({'m' if sketch.method == 'nystrom' else 'D'} = {sketch.size}{budget})" if sketch.sized == "budget" \
+            else ""
+        note = (f"{sketch.method} estimate{size}, {args.replicates} replicates, 95% t-interval; "
+                f"target: {res.target}")
     if args.format == "json":
-        out = {"file": str(args.file), "n": n, "weighted": weights is not None, **res.to_dict()}
+        out = {"file": str(args.file), "n": n, "weighted": weights is not None, **res.to_dict(),
+               "plan": plan.to_dict()}
+        if extra is not None:
+            out["bounds"] = extra.to_dict()
         from .._json import dumps
 
         print(dumps(out, indent=2))
         return 0
     print(f"# {args.file}: kernel {res.kernel}, n = {n}; {note}")
-    if args.approx == "bounds":
+    if plan.path == "slq":
+        table = [[q_key(q), f"{res.vendi(q):.6g}", f"{low:.6g}", f"{high:.6g}", f"{res.relative_half_width(q):.2%}",
+                  "SLQ estimate"] for q, (low, high) in rows]
+        if extra is not None:
+            table = [[q_key(q), "", f"{lo:.6g}", f"{hi:.6g}", "", "guaranteed bounds"]
+                     for q, (lo, hi) in ((q, extra.interval(q)) for q in extra.qs)] + table
+        print(format_table(["q", "estimate", "low", "high", "± rel", "kind"], table, rule=False))
+    elif plan.path == "bounds":
         table = [[q_key(q), f"{low:.6g}", f"{high:.6g}", f"{high / low - 1:.3g}"] for q, (low, high) in rows]
         print(format_table(["q", "low", "high", "width"], table, rule=False))
     else:

@@ -104,7 +104,9 @@ Where things live
                 :class:`PairwiseDifference`, :class:`CurvePoint`); JSON and CSV round trips
 ``_subsample``  the subsampling engine: plans (which n-subsets), replicates, the power-law
                 spread extrapolation, effective degrees of freedom and the intervals, as a
-                ``SubsampleResult`` shaped like ``scipy.stats.bootstrap``'s result
+                ``SubsampleResult`` shaped like ``scipy.stats.bootstrap``'s result (its
+                ``ConfidenceInterval`` is :class:`diversity_core._stats.ConfidenceInterval`,
+                re-exported here)
 ``_scores``     score adapters: Vendi scores of every q and IntDiv (one spectrum per subset),
                 magnitude (MagArea, MagDiff), RND; the one marked section that calls
                 :mod:`diversity_core.magnitude`
@@ -114,6 +116,7 @@ live values are those of the module that uses them (``_scores.DENSE_MAX``).
 """
 
 # besides __all__, the constants and curve helpers stay importable from here as before the split
+from .._stats import ConfidenceInterval  # noqa: F401 - kept importable from here (it lives in _stats)
 from ._api import MIN_ITEMS, compare  # noqa: F401
 from ._results import FORMAT, Comparison, CurvePoint, PairwiseDifference, ScoreEstimate, score_name
 from ._scores import DENSE_MAX, MAX_EIGENVALUES, PROFILE_QS, SMALL_PROBLEM  # noqa: F401

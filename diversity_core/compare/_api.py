@@ -24,9 +24,11 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import scipy.sparse as sp
 
+from .._deprecation import UNSET, renamed_argument
 from .._json import to_jsonable
 from .._progress import ProgressCallback, report
 from .._validation import RandomLike, check_option, check_positive, check_q, check_random_state, check_scalar
+from .._version import __version__
 from ..exceptions import DiversityInputError, DiversityWarning, KernelDiagonalWarning, SpectrumWarning
 from ..kernels import Kernel, PrecomputedKernel, get_kernel
 from ._results import Comparison, CurvePoint, PairwiseDifference, ScoreEstimate, score_name
@@ -76,7 +78,7 @@ def compare(
     n: Optional[int] = None,
     n_subsamples: int = 100,
     n_resamples: int = 50,
-    level: float = 0.95,
+    confidence_level: float = 0.95,
     magnitude: bool = True,
     metric: str = "euclidean",
     n_scales: int = 30,
@@ -90,6 +92,8 @@ def compare(
     sources: Optional[Mapping[str, Mapping[str, Any]]] = None,
     rng: RandomLike = None,
     progress: Optional[ProgressCallback] = None,
+    on_stage: Optional[Callable[[Comparison], None]] = None,
+    level=UNSET,
     **kernel_params,
 ) -> Comparison:
     r"""Score several groups at the same n, with intervals and a pairwise verdict per score.
@@ -124,8 +128,9 @@ def compare(
         Random subsets per size of the sample-size curve, which also gives the spread used to
         extrapolate intervals (spectral scores). When a group's interval is extrapolated, the
         sizes of the fit get up to 4x as many where one subset is cheap (order <= ~250).
-    level : float, default 0.95
-        Confidence level of each interval and each pairwise verdict.
+    confidence_level : float, default 0.95
+        Confidence level of each interval and each pairwise verdict (``level=`` is its
+        deprecated name: DeprecationWarning).
     magnitude : bool, default True
         Compute MagArea (and MagDiff with a ``reference``) and the Mag(t) curves.
     metric : {"euclidean", "cityblock", "cosine", "tanimoto"}, default "euclidean"
@@ -157,6 +162,12 @@ def compare(
         Seed of every subset; the integer seed used is recorded in ``settings["seed"]``.
     progress : callable, optional
         ``progress(done, total, message)``.
+    on_stage : callable, optional
+        ``on_stage(partial)`` after each stage but the last, with the :class:`Comparison` of the
+        stages done so far: the Vendi scores and their intervals first, then magnitude (RND comes
+        last). ``partial.settings["stages_pending"]`` names the stages still to come, so a
+        meeting sees the first numbers without waiting for the slowest metric. The return value
+        is the full comparison, as without it.
     **kernel_params
         Kernel parameters, e.g. ``sigma=0.5``.
 
@@ -215,8 +226,7 @@ def compare(
     >>> cmp.n, cmp.pair("VS_1", "a", "b").resolved
     (200, False)
     """
-    from .. import __version__
-
+    level = renamed_argument(confidence_level, level, new="confidence_level", old="level", default=0.95)
     job = _validate(
         groups, kernel=kernel, kernel_params=kernel_params, qs=qs, reference=reference, n=n,
         n_subsamples=n_subsamples, n_resamples=n_resamples, level=level, magnitude=magnitude, metric=metric,
@@ -233,36 +243,47 @@ def compare(
     first = {g: res.first_subset for g, res in spectral.results.items()}
     rows, curves, profiles = _spectral_rows(job, spectral.results)
     table_names = _spectral_names(job.qs)
+    stages = ["spectral"] + (["magnitude"] if job.magnitude else []) + (["rnd"] if job.rnd else [])
+
+    def assemble(mag, rnd_out, done: int) -> Comparison:
+        """The comparison of the stages finished so far (``settings["stages_pending"]`` names the rest)."""
+        settings = _settings(job, kern, plans, spectral, mag, rnd_out, __version__)
+        if done < len(stages):
+            settings = {**settings, "stages_pending": stages[done:]}
+        estimates = tuple(rows[g][s] for g in job.names for s in table_names if s in rows[g])
+        return Comparison(
+            groups=job.names,
+            group_sizes=tuple(job.sizes[g] for g in job.names),
+            n=job.n,
+            confidence_level=job.level,
+            scores=tuple(table_names),
+            estimates=estimates,
+            pairwise=_pairwise(job.names, table_names, rows, job.level),
+            curves=tuple(curves),
+            profiles=profiles,
+            magnitude_curves={} if mag is None else mag.magnitude_curves,
+            spectra=spectral.spectra,
+            settings=settings,
+        )
+
+    if on_stage is not None and len(stages) > 1:
+        on_stage(assemble(None, None, 1))
     mag = _magnitude_stage(job, first, plans.magnitude, gens, tracker) if job.magnitude else None
     if mag is not None:
         for g in job.names:
             rows[g].update(mag.rows[g])
         curves += mag.curves
         table_names += mag.names
+        if on_stage is not None and len(stages) > 2:
+            on_stage(assemble(mag, None, 2))
     rnd_out = _rnd_stage(job, first, tracker) if job.rnd else None
     if rnd_out is not None:
         for g in job.names:
             rows[g]["RND"] = rnd_out.rows[g]
         table_names.append("RND")
-
-    estimates = tuple(rows[g][s] for g in job.names for s in table_names if s in rows[g])
-    pairwise = _pairwise(job.names, table_names, rows, job.level)
-    settings = _settings(job, kern, plans, spectral, mag, rnd_out, __version__)
+    result = assemble(mag, rnd_out, len(stages))
     tracker.finish()
-    return Comparison(
-        groups=job.names,
-        group_sizes=tuple(job.sizes[g] for g in job.names),
-        n=job.n,
-        level=job.level,
-        scores=tuple(table_names),
-        estimates=estimates,
-        pairwise=pairwise,
-        curves=tuple(curves),
-        profiles=profiles,
-        magnitude_curves={} if mag is None else mag.magnitude_curves,
-        spectra=spectral.spectra,
-        settings=settings,
-    )
+    return result
 
 
 # ---------------------------------------------------------------------------------------------
@@ -334,9 +355,9 @@ def _validate(groups, *, kernel, kernel_params, qs, reference, n, n_subsamples, 
     qs_arr = np.unique(check_q(qs))
     if qs_arr.size == 0:
         raise DiversityInputError("qs must list at least one order.")
-    level = check_scalar(level, "level", float)
+    level = check_scalar(level, "confidence_level", float)
     if not 0.5 <= level < 1:
-        raise DiversityInputError(f"level must be in [0.5, 1); got {level!r}.")
+        raise DiversityInputError(f"confidence_level must be in [0.5, 1); got {level!r}.")
     counts = {
         name: check_scalar(value, name, int, min_val=low)
         for name, value, low in (("n_subsamples", n_subsamples, 1), ("n_resamples", n_resamples, 3),

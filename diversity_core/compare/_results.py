@@ -19,6 +19,7 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
+from .._deprecation import warn_renamed
 from .._json import dumps, from_json_float, to_jsonable
 from .._orders import q_key
 from ..exceptions import DiversityInputError
@@ -150,8 +151,9 @@ class Comparison:
         Items in each group (before subsampling).
     n : int
         The equal number of items every score was computed on.
-    level : float
-        Confidence level of every interval (per interval, per pair).
+    confidence_level : float
+        Confidence level of every interval (per interval, per pair). ``level`` is its deprecated
+        name; the JSON key of :meth:`to_dict` stays ``"level"`` (files already saved reload).
     scores : tuple of str
         Score names in table order.
     estimates : tuple of ScoreEstimate
@@ -178,7 +180,7 @@ class Comparison:
     groups: Tuple[str, ...]
     group_sizes: Tuple[int, ...]
     n: int
-    level: float
+    confidence_level: float
     scores: Tuple[str, ...]
     estimates: Tuple[ScoreEstimate, ...]
     pairwise: Tuple[PairwiseDifference, ...]
@@ -216,6 +218,12 @@ class Comparison:
         return sorted((c for c in self.curves if c.group == group and c.score == score), key=lambda c: c.size)
 
     @property
+    def level(self) -> float:
+        """Deprecated name of :attr:`confidence_level`."""
+        warn_renamed("Comparison.level", "Comparison.confidence_level")
+        return self.confidence_level
+
+    @property
     def reference(self) -> Optional[str]:
         """The reference group of MagDiff (None when no reference was named)."""
         return self.settings.get("reference")
@@ -249,14 +257,14 @@ class Comparison:
                 "score": p.score,
                 "pair": f"{p.group_a} - {p.group_b}",
                 "difference": _fmt(p.difference, digits),
-                f"{self.level:.0%} interval": ci,
+                f"{self.confidence_level:.0%} interval": ci,
                 "resolved": f"yes: {p.higher} higher" if p.resolved else "no",
             })
         return rows
 
     def pairwise_header(self) -> List[str]:
         """Column titles of :meth:`format_pairwise` (the keys of :meth:`pairwise_rows`)."""
-        return ["score", "pair", "difference", f"{self.level:.0%} interval", "resolved"]
+        return ["score", "pair", "difference", f"{self.confidence_level:.0%} interval", "resolved"]
 
     def format_table(self, *, digits: int = 4) -> str:
         """Every score (rows) of every group (columns) with its interval, as plain text."""
@@ -280,7 +288,7 @@ class Comparison:
             "groups": self.groups,
             "group_sizes": self.group_sizes,
             "n": self.n,
-            "level": self.level,
+            "level": self.confidence_level,
             "scores": self.scores,
             "estimates": [e.to_dict() for e in self.estimates],
             "pairwise": [p.to_dict() for p in self.pairwise],
@@ -302,7 +310,7 @@ class Comparison:
                 groups=tuple(data["groups"]),
                 group_sizes=tuple(int(s) for s in data["group_sizes"]),
                 n=int(data["n"]),
-                level=float(data["level"]),
+                confidence_level=float(data["level"]),
                 scores=tuple(data["scores"]),
                 estimates=tuple(_row_from_dict(ScoreEstimate, e) for e in data["estimates"]),
                 pairwise=tuple(_row_from_dict(PairwiseDifference, p) for p in data["pairwise"]),

@@ -43,6 +43,8 @@ from typing import Callable, Dict, NamedTuple, Optional, Protocol, Sequence, Tup
 import numpy as np
 from scipy.special import stdtrit
 
+from .._stats import ConfidenceInterval  # re-exported: the one interval type lives in the plumbing
+
 __all__ = [
     "GAMMA_RANGE",
     "INTERVAL_DESCRIPTION",
@@ -166,13 +168,6 @@ def magnitude_plan(N: int, n: int, n_rep: int, n_sizes: int, size_curve: bool) -
 # ---------------------------------------------------------------------------------------------
 # the result
 # ---------------------------------------------------------------------------------------------
-class ConfidenceInterval(NamedTuple):
-    """Ends of the interval of every score (arrays of shape (k,)), as in ``scipy.stats.bootstrap``."""
-
-    low: np.ndarray
-    high: np.ndarray
-
-
 class SizePoint(NamedTuple):
     """One size of the sample-size curve: mean and fresh-sample spread of every score."""
 
@@ -197,7 +192,7 @@ class SubsampleResult:
     standard_error : ndarray of shape (k,)
         Standard error of ``estimate`` (NaN where it could not be estimated).
     confidence_interval : ConfidenceInterval
-        ``estimate -/+ z SE`` at ``confidence_level``, clipped to the scores' ranges.
+        (:class:`diversity_core._stats.ConfidenceInterval`, arrays of shape (k,)) ``estimate -/+ z SE`` at ``confidence_level``, clipped to the scores' ranges.
     confidence_level : float
         The two-sided level of the interval.
     method : {"measured", "extrapolated"}

@@ -54,7 +54,7 @@ import scipy.sparse as sp
 from .._orders import check_q
 from .._validation import check_features, check_kernel_matrix, check_scalar, check_weights
 from ..baselines import intdiv as _core_intdiv
-from ..entropy import vendi_from_eigenvalues
+from ..entropy import support_tol, vendi_from_eigenvalues
 from ..exceptions import DiversityInputError
 from ..kernels import kernel_matrix, normalize_diagonal, row_norms
 from ..spectrum import compute_spectrum, spectrum_from_kernel
@@ -233,7 +233,8 @@ def entropy_q(p, q=1) -> float:
         raise DiversityInputError("p must be a non-empty array of finite numbers.")
     lmin = float(lam.min())
     if lmin < 0:
-        tol = lam.size * np.finfo(np.float64).eps * float(np.abs(lam).max())
+        # the support rule's round-off size: eigvalsh returns zeros as +/- m eps max|lambda|
+        tol = support_tol(lam.size, float(np.abs(lam).max()))
         if lmin < -tol:
             raise DiversityInputError(
                 f"p must be non-negative; its smallest entry is {lmin:.3g}, beyond round-off. "

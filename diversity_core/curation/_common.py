@@ -11,8 +11,9 @@ import scipy.sparse as sp
 from .._config import chunk_rows, fits_memory, memory_budget
 from .._orders import check_q
 from .._validation import check_scalar
+from ..distances import _row_norms
 from ..exceptions import DiversityInputError
-from ..kernels import CombinedKernel, Kernel, PrecomputedKernel, get_kernel, row_norms
+from ..kernels import CombinedKernel, Kernel, PrecomputedKernel, get_kernel
 
 #: Orders q reported by default: the Vendi score (q = 1) and three of its cousins.
 DEFAULT_QS = (0.5, 1.0, 2.0, math.inf)
@@ -97,7 +98,7 @@ class KernelRows:
         if self.precomputed:
             return np.array(np.diagonal(self.X), dtype=np.float64)
         if self.phi is not None:
-            return row_norms(self.phi) ** 2
+            return _row_norms(self.phi, squared=True)
         out = np.empty(self.n)
         step = 256
         for start in range(0, self.n, step):

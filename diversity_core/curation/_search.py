@@ -17,6 +17,7 @@ import scipy.sparse as sp
 
 from .._optional import require
 from .._progress import ProgressCallback, report
+from ..distances import _row_norms
 from ..exceptions import DiversityInputError
 from ._common import KernelRows, block_rows
 
@@ -127,13 +128,6 @@ def _nn_space(rows: KernelRows, metric_for_distance: bool):
         f"the approximate search has no metric for the {kern.name} kernel; use method='exact' or one of "
         "cosine, linear (unit-norm rows), probability_product, rbf, laplacian, tanimoto."
     )
-
-
-def _row_norms(A) -> np.ndarray:
-    """Euclidean row norms of a dense or sparse matrix."""
-    if sp.issparse(A):
-        return np.sqrt(np.asarray(A.multiply(A).sum(axis=1), dtype=np.float64).ravel())
-    return np.sqrt(np.einsum("ij,ij->i", A, A, dtype=np.float64))
 
 
 def knn_graph_approximate(

@@ -46,7 +46,7 @@ import numpy as np
 from .._config import check_memory, chunk_rows
 from .._progress import ProgressCallback, report
 from .._validation import check_option, check_weights
-from ..entropy import vendi_from_eigenvalues
+from ..entropy import support_tol, vendi_from_eigenvalues
 from ..exceptions import DiversityInputError
 from ..spectrum import Spectrum, compute_spectrum
 from ._common import DEFAULT_QS, check_qs, one_blas_thread, prepare, readonly
@@ -181,8 +181,8 @@ def _contributions(
     r = spec.rank
     lam = np.asarray(lam_all[:r], dtype=np.float64)
     Z = spec.eigenvectors[:, :r] * np.sqrt(lam)
-    # the precision the spectrum was formed in: its support threshold is m * eps * max
-    eps = spec.tol / (lam_all.size * lam_all[0]) if spec.tol > 0 else float(np.finfo(np.float64).eps)
+    # the precision the spectrum was formed in: recomputed spectra use its support rule
+    eps = spec.eps
     vs = np.asarray(spec.profile(np.asarray(qs)), dtype=np.float64)
     n = Z.shape[0]
     if method == "auto":
@@ -202,10 +202,10 @@ def _contributions(
 
 
 def _vendi_of(mu: np.ndarray, qs: tuple, eps: float, m: int) -> np.ndarray:
-    """VS_q of raw eigenvalues by the Spectrum's rules: clip, normalise, drop <= m eps max, renormalise."""
+    """VS_q of raw eigenvalues by the Spectrum's rules: clip, normalise, drop the round-off, renormalise."""
     mu = np.maximum(mu, 0.0)
     mu = mu / mu.sum()
-    support = mu[mu > m * eps * mu.max()]
+    support = mu[mu > support_tol(m, mu.max(), eps)]
     return vendi_from_eigenvalues(support / support.sum(), np.asarray(qs), normalized=True)
 
 

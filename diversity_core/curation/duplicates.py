@@ -37,11 +37,11 @@ from typing import Optional
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
-from sklearn.metrics.pairwise import euclidean_distances
 
 from .._progress import ProgressCallback, report
 from .._validation import check_option, check_positive, check_random_state, check_scalar, check_weights
 from ..baselines import _intdiv
+from ..distances import _centred, _euclidean_distances, _paired_squared_distances, _squared_from_centred
 from ..exceptions import DiversityInputError
 from ..spectrum import compute_spectrum
 from ._common import (
@@ -219,32 +219,35 @@ def _check_threshold(threshold, kern, rows: KernelRows) -> float:
     return t
 
 
+#: Relative allowance on the squared distances of the block pass: above the expansion's error
+#: for pairs it does not recompute (about sqrt(d) eps / 1e-6, see ``distances._squared_distances``).
+#: Pairs inside it are candidates, decided on their exact distances.
+_CANDIDATE_RTOL = 1e-4
+
+
 def _pairs_exact(rows: KernelRows, criterion: str, value: float, progress):
     """Every pair over the threshold, streamed by blocks (no n x n matrix)."""
     if criterion == "similarity":
         return pairs_above(rows.block, rows.n, value - rows.slack, progress, "comparing pairs")
-    sq = _row_sq_norms(rows.X)
+    # -|x - y|^2 (the sign makes "close" large, like a similarity), on the data centred on one
+    # common mean: distances do not depend on where the data sit (X + 1000 found ~40 false pairs
+    # with the uncentred expansion, whose error grows with |x|^2)
+    # (centred and squared once; sparse rows stay where they are, their near pairs recomputed)
+    A, sq = _centred(rows.X, None if sp.issparse(rows.X) else np.asarray(rows.X, dtype=np.float64).mean(axis=0))
 
     def neg_sq_dist(r, c):
-        Xr, Xc = rows.X[r], rows.X[c]
-        G = Xr @ Xc.T
-        G = np.asarray(G.toarray() if sp.issparse(G) else G, dtype=np.float64)
-        # -|x - y|^2 = 2 x.y - |x|^2 - |y|^2 (the sign makes "close" large, like a similarity)
-        G *= 2.0
-        G -= sq[r][:, None]
-        G -= sq[c][None, :]
-        return G
+        return _squared_from_centred(A[r], A[c], sq[r], sq[c], scale=-1.0, self_offset=r.start - c.start)
 
-    slack = rows.slack * (1.0 + float(sq.max()))
-    ii, jj, V = pairs_above(neg_sq_dist, rows.n, -(value * value) - slack, progress, "comparing pairs")
-    return ii, jj, np.sqrt(np.maximum(-V, 0.0))
+    cut = -(value * value) * (1.0 + _CANDIDATE_RTOL)
+    ii, jj, _ = pairs_above(neg_sq_dist, rows.n, cut, progress, "comparing pairs")
+    D = _pair_distances(rows.X, ii, jj)
+    ok = _within(D, value, rows.slack)
+    return ii[ok], jj[ok], D[ok]
 
 
-def _row_sq_norms(X) -> np.ndarray:
-    """Squared Euclidean norms of the rows (dense or sparse), float64."""
-    if sp.issparse(X):
-        return np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
-    return np.einsum("ij,ij->i", X, X, dtype=np.float64)
+def _within(D: np.ndarray, eps: float, slack: float) -> np.ndarray:
+    """Exact distances at most eps, allowing the round-off of a sum of d squares (relative ``slack``)."""
+    return D <= eps * (1.0 + slack)
 
 
 def _pairs_approximate(rows: KernelRows, criterion: str, value: float, k: int, seed: int, progress):
@@ -261,22 +264,14 @@ def _pairs_approximate(rows: KernelRows, criterion: str, value: float, k: int, s
         ok = V >= value - rows.slack
     else:
         D = _pair_distances(rows.X, ii, jj)
-        ok = D <= value + rows.slack * (1.0 + value)
+        ok = _within(D, value, rows.slack)
         V = D
     return ii[ok], jj[ok], V[ok]
 
 
 def _pair_distances(X, ii, jj) -> np.ndarray:
-    """Euclidean distances of the pairs (ii[m], jj[m]), in chunks."""
-    out = np.empty(ii.size)
-    step = 65536
-    for s in range(0, ii.size, step):
-        diff = X[ii[s:s + step]] - X[jj[s:s + step]]
-        if sp.issparse(diff):
-            out[s:s + step] = np.sqrt(np.asarray(diff.multiply(diff).sum(axis=1)).ravel())
-        else:
-            out[s:s + step] = np.sqrt(np.einsum("ij,ij->i", diff, diff, dtype=np.float64))
-    return out
+    """Euclidean distances of the pairs (ii[m], jj[m]) from their exact differences."""
+    return np.sqrt(_paired_squared_distances(X, X, ii, jj))
 
 
 def _components(ii: np.ndarray, jj: np.ndarray, n: int) -> tuple[np.ndarray, list]:
@@ -311,7 +306,7 @@ def _medoid(rows: KernelRows, members: np.ndarray, criterion: str) -> int:
         if criterion == "similarity":
             total[s:s + step] = rows.block(sub, members).sum(axis=1)
         else:
-            total[s:s + step] = -euclidean_distances(rows.X[sub], rows.X[members]).sum(axis=1)
+            total[s:s + step] = -_euclidean_distances(rows.X[sub], rows.X[members]).sum(axis=1)
     return int(members[np.argmax(total)])  # argmax keeps the first (smallest) index on ties
 
 

@@ -19,6 +19,12 @@ Greedy, ``objective="logdet"``
     space (its rank is reached, e.g. d items under cosine on d features) and every further
     log-determinant is -inf; the remaining items are then chosen by the VS_2 rule.
 
+Greedy, ``objective="qvs2"`` (needs ``quality``)
+    Adds the item maximising the quality-weighted :math:`\mathrm{qVS}_2 = \bar s_S\,\mathrm{VS}_2(S)`
+    (Nguyen & Dieng, ICML 2024): :math:`\arg\max_i (Q + s_i)(T + K_{ii})^2 / (F + 2 s_i' + K_{ii}^2)`
+    with Q the chosen items' total quality and :math:`s_i'` the sum above; it starts from the
+    highest-quality item (the best singleton). O(n d) per step, like ``"vs2"``.
+
 k-centre
     Farthest-point traversal (Gonzalez 1985) in the kernel's distance
     :math:`\sqrt{K_{ii} + K_{jj} - 2 K_{ij}}`: each step adds the item farthest from the chosen set.
@@ -50,7 +56,7 @@ from .results import SelectionComparison, SelectionResult
 __all__ = ["select_diverse", "compare_selections", "METHODS", "OBJECTIVES"]
 
 METHODS = ("greedy", "kcenter", "random")
-OBJECTIVES = ("vs2", "logdet")
+OBJECTIVES = ("vs2", "logdet", "qvs2")
 
 
 def select_diverse(
@@ -64,6 +70,7 @@ def select_diverse(
     n_points: int = 20,
     rng=None,
     progress: Optional[ProgressCallback] = None,
+    quality=None,
     **kernel_params,
 ) -> SelectionResult:
     r"""Choose k items that keep as much diversity as possible, in selection order.
@@ -81,7 +88,8 @@ def select_diverse(
     objective : {"vs2", "logdet"}, default "vs2"
         Greedy objective: ``"vs2"`` the Vendi score of order 2 (exact one-step gain, O(n d)
         per step), ``"logdet"`` the log-determinant of the chosen kernel matrix (DPP MAP,
-        incremental Cholesky, O(n k) per step). See the module docstring.
+        incremental Cholesky, O(n k) per step), ``"qvs2"`` the quality-weighted VS_2 (needs
+        ``quality``). See the module docstring.
     q : float or sequence, default (0.5, 1, 2, inf)
         Orders of the ``VS_q`` curve.
     n_points : int, default 20
@@ -90,6 +98,8 @@ def select_diverse(
         Seed of the first item (greedy, k-centre) or of the order (random).
     progress : callable, optional
         ``progress(done, total, message)``, every 1 % of the items.
+    quality : array-like of shape (n,), optional
+        Non-negative quality score per item, for ``objective="qvs2"`` (required there).
     **kernel_params
         Kernel parameters, e.g. ``sigma=1.0``.
 
@@ -127,9 +137,10 @@ def select_diverse(
     k = check_count(k, "k", low=1, high=n, what="the number of items")
     n_points = check_scalar(n_points, "n_points", int, min_val=1)
     gen = check_random_state(rng)
+    quality = _check_quality(quality, objective, n)
     rows = KernelRows(kern, X)
     with one_blas_thread():
-        return _select(rows, k, method, objective, qs, n_points, gen, progress)
+        return _select(rows, k, method, objective, qs, n_points, gen, progress, quality)
 
 
 def compare_selections(
@@ -143,6 +154,7 @@ def compare_selections(
     n_points: int = 20,
     rng=None,
     progress: Optional[ProgressCallback] = None,
+    quality=None,
     **kernel_params,
 ) -> SelectionComparison:
     """Selections of size k by several methods, with their ``VS_q`` curves on the same grid.
@@ -173,15 +185,33 @@ def compare_selections(
     k = check_count(k, "k", low=1, high=n, what="the number of items")
     n_points = check_scalar(n_points, "n_points", int, min_val=1)
     seed = int(check_random_state(rng).integers(2**63 - 1))
+    quality = _check_quality(quality, objective, n)
     rows = KernelRows(kern, X)
     out = {}
     with one_blas_thread():
         for m in dict.fromkeys(methods):
-            out[m] = _select(rows, k, m, objective, qs, n_points, np.random.default_rng(seed), progress)
+            out[m] = _select(rows, k, m, objective, qs, n_points, np.random.default_rng(seed), progress, quality)
     return SelectionComparison(selections=out)
 
 
-def _select(rows: KernelRows, k, method, objective, qs, n_points, gen, progress) -> SelectionResult:
+def _check_quality(quality, objective: str, n: int) -> Optional[np.ndarray]:
+    """Quality scores for ``objective="qvs2"``: n non-negative finite numbers (float64)."""
+    if objective != "qvs2":
+        if quality is not None:
+            raise DiversityInputError("quality applies to objective='qvs2' only; pass objective='qvs2'.")
+        return None
+    if quality is None:
+        raise DiversityInputError("objective='qvs2' needs quality: one non-negative score per item.")
+    s = np.asarray(quality, dtype=np.float64).ravel()
+    if s.size != n or not np.isfinite(s).all() or (s < 0).any():
+        raise DiversityInputError(
+            f"quality must hold {n} finite non-negative scores (one per item); got {s.size} values"
+            f"{'' if s.size != n else ' with negative or non-finite ones'}."
+        )
+    return s
+
+
+def _select(rows: KernelRows, k, method, objective, qs, n_points, gen, progress, quality=None) -> SelectionResult:
     """Run one method on checked inputs and evaluate its curve."""
     n = rows.n
     n_logdet = None
@@ -192,7 +222,7 @@ def _select(rows: KernelRows, k, method, objective, qs, n_points, gen, progress)
         if method == "kcenter":
             order = _kcenter(rows, k, first, progress)
         else:
-            order, n_logdet = _greedy(rows, k, objective, first, progress)
+            order, n_logdet = _greedy(rows, k, objective, first, progress, quality)
     ks, vendi, intdiv = _curve(rows, order, qs, n_points)
     readonly(order, ks, vendi, intdiv)
     return SelectionResult(
@@ -201,7 +231,8 @@ def _select(rows: KernelRows, k, method, objective, qs, n_points, gen, progress)
     )
 
 
-def _greedy(rows: KernelRows, k: int, objective: str, first: int, progress) -> tuple[np.ndarray, Optional[int]]:
+def _greedy(rows: KernelRows, k: int, objective: str, first: int, progress,
+            quality: Optional[np.ndarray] = None) -> tuple[np.ndarray, Optional[int]]:
     """Greedy VS_2 or log-determinant selection (module docstring); returns the order and n_logdet."""
     n = rows.n
     diag = rows.diagonal()
@@ -223,11 +254,18 @@ def _greedy(rows: KernelRows, k: int, objective: str, first: int, progress) -> t
     constant = float(np.ptp(diag)) <= 64.0 * rows.eps * float(np.max(np.abs(diag)))
     every = max(1, k // 100)
     j = first
+    if quality is not None:  # qvs2: the best singleton (qVS_2 of one item is its quality)
+        j = int(np.argmax(quality))
+        Q = 0.0
+        chosen = np.zeros(n, dtype=bool)
     for t in range(k):
         order[t] = j
         if t == k - 1:
             break
         col = rows.column(j)
+        if quality is not None:
+            Q += quality[j]
+            chosen[j] = True
         F += 2.0 * s2[j] + diag[j] ** 2
         T += diag[j]
         s2[j] = np.inf  # never chosen again; inf survives the additions below
@@ -245,6 +283,11 @@ def _greedy(rows: KernelRows, k: int, objective: str, first: int, progress) -> t
             else:
                 n_logdet = t + 1
                 del C
+        if nxt < 0 and quality is not None:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                gain = (Q + quality) * (T + diag) ** 2 / (F + 2.0 * s2 + diag * diag)
+            gain[chosen] = -np.inf
+            nxt = int(np.argmax(np.nan_to_num(gain, nan=-np.inf, posinf=np.inf)))
         if nxt < 0:
             if constant:
                 nxt = int(np.argmin(s2))

@@ -21,7 +21,7 @@ import numpy as np
 
 from .._config import check_memory
 from ..exceptions import DiversityInputError
-from ._paths import file_kind, read_regular_bytes, stat_input
+from ._paths import file_kind, human_bytes, read_regular_bytes, stat_input
 
 PathLike = Union[str, os.PathLike]
 
@@ -31,16 +31,6 @@ DEFAULT_MAX_BYTES = 1 << 30
 
 #: ``.npy`` files larger than this are memory-mapped instead of read into memory.
 MMAP_THRESHOLD_BYTES = 64 << 20
-
-
-def human_bytes(n: int) -> str:
-    """``1536`` -> ``'1.5 KiB'``."""
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"  # pragma: no cover - loop always returns
 
 
 def check_max_bytes(max_bytes) -> int:

@@ -12,7 +12,7 @@ import numpy as np
 from .._progress import ProgressCallback
 from .._validation import check_option
 from ..exceptions import DiversityInputError
-from ._dataset import MODALITIES, Dataset
+from ._dataset import MODALITIES, Dataset, SkippedItem
 from ._files import DEFAULT_MAX_BYTES, PathLike, check_file, check_max_bytes, check_path
 from ._paths import resolve_user_path, stat_input
 from ._tables import TABLE_EXTENSIONS, column_phrase, detect_group_column, is_text_column, read_table
@@ -221,7 +221,8 @@ def load_dataset(
         negative or all-zero weights, unreadable images, text that is not UTF-8, unsafe zip
         entries, a file over ``max_bytes``, pickled ``.npy``/``.npz``, a FIFO or device instead
         of a regular file, a symbolic link loop, molecules over the size limits of
-        :mod:`~diversity_core.data.molecules`. The message names the file and the row, column
+        :mod:`~diversity_core.data.molecules`, a SMILES column or ``.smi`` file whose non-empty
+        entries are mostly not SMILES (the message gives the counts and what they look like). The message names the file and the row, column
         or entry (by position: it never quotes the file's content), and says what to do.
     MemoryBudgetError
         When the decoded values (rows x columns, or an image's pixels) would not fit the
@@ -229,8 +230,9 @@ def load_dataset(
 
     Notes
     -----
-    Invalid SMILES, blank text lines and non-image files in an image folder are not errors: they
-    are skipped and listed in ``Dataset.skipped``.
+    Invalid SMILES, blank text lines, non-image files and all-black images (their pixel features
+    are zero, undefined under cosine) in an image folder are not errors: they are skipped and
+    listed in ``Dataset.skipped``.
 
     Examples
     --------
@@ -278,6 +280,45 @@ def load_dataset(
                      f"with {len(ds.group_names())} distinct values; group_column= chooses another)")
     detected = why + "".join(f"; {n}" for n in notes)
     return replace(ds, detected=detected)
+
+
+#: Why an all-black image is skipped (issue 26, item 13: one such image failed its whole folder).
+BLACK_IMAGE_REASON = ("an all-black image (every pixel 0): its pixel features are all zero, a vector without a "
+                      "direction, on which the cosine kernel is undefined")
+
+
+def skip_black_images(ds: Dataset) -> Dataset:
+    """``ds`` without its all-black images, each listed in ``Dataset.skipped`` with the reason.
+
+    An image whose pixels are all 0 has all-zero pixel features, and the cosine similarity
+    of a zero vector is undefined: one such image made every score of its folder fail. It
+    carries no content to measure, so it is skipped like a non-image file, and the rest of
+    the folder loads. Fewer than 2 images left is an error naming the counts.
+
+    Parameters
+    ----------
+    ds : Dataset
+        An image dataset (``items`` of shape (N, H, W) or (N, H, W, C)).
+
+    Returns
+    -------
+    Dataset
+        ``ds`` itself when no image is all black.
+    """
+    items = np.asarray(ds.items)
+    black = ~items.reshape(items.shape[0], -1).any(axis=1)
+    if not black.any():
+        return ds
+    keep = np.flatnonzero(~black)
+    if keep.size < 2:
+        raise DiversityInputError(
+            f"{ds.source}: {int(black.sum())} of the {ds.n} images are all black (every pixel 0), which leaves "
+            f"{keep.size}; diversity needs at least 2 images with content."
+        )
+    source = Path(ds.source)
+    sep = {".zip": ":", ".npy": " "}.get(source.suffix.lower(), "/")  # an archive's entry, an array's row, a file
+    skipped = tuple(SkippedItem(f"{source.name}{sep}{ds.ids[i]}", BLACK_IMAGE_REASON) for i in np.flatnonzero(black))
+    return replace(ds.subset(keep), skipped=tuple(ds.skipped) + skipped)
 
 
 def _find_group_column(table, modality, weight_column, text_column, smiles_column) -> Optional[str]:
@@ -350,7 +391,8 @@ def _load(p, modality, table, group_column, weight_column, text_column, smiles_c
                 raise DiversityInputError(
                     f"{opt} does not apply to images (sub-folders are the groups); leave it out."
                 )
-        return load_images(p, embeddings=embeddings, max_bytes=max_bytes, progress=progress, confine=confine)
+        ds = load_images(p, embeddings=embeddings, max_bytes=max_bytes, progress=progress, confine=confine)
+        return skip_black_images(ds)
     if modality == "text":
         if smiles_column is not None:
             raise DiversityInputError("smiles_column does not apply to text; use text_column.")

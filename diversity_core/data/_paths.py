@@ -26,7 +26,18 @@ from ..exceptions import DiversityInputError
 
 PathLike = Union[str, os.PathLike]
 
-__all__ = ["resolve_user_path", "is_within", "stat_input", "read_regular_bytes", "read_head", "file_kind"]
+__all__ = ["resolve_user_path", "is_within", "stat_input", "read_regular_bytes", "read_head", "file_kind",
+           "human_bytes"]
+
+
+def human_bytes(n: int) -> str:
+    """``1536`` -> ``'1.5 KiB'``."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"  # pragma: no cover - loop always returns
 
 
 def _not_found(shown: str) -> DiversityInputError:
@@ -77,7 +88,8 @@ def resolve_user_path(path: PathLike, *, data_dir: Optional[PathLike]) -> Path:
     DiversityInputError
         When ``data_dir`` is ``None``; when ``path`` is empty, holds a NUL byte, names a hidden
         entry (a part starting with ``.``), resolves (through ``..`` or symbolic links) outside
-        ``data_dir``, does not exist or cannot be examined. All of these but the first two give
+        ``data_dir``, does not exist, cannot be examined, or is neither a regular file nor a
+        folder (a FIFO, socket or device). All of these but the first two give
         the same message, which names only the path as given, so a refusal never tells whether
         a file exists outside the folder.
 
@@ -124,9 +136,13 @@ def _resolve_inside(raw: str, root: Path) -> Path:
     if any(part.startswith(".") for part in relative):
         raise _not_found(raw)
     try:
-        os.stat(resolved)
+        mode = os.stat(resolved).st_mode
     except OSError:
         raise _not_found(raw) from None
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        # a FIFO, socket or device holds no data to serve: the one refusal, not a message of its own
+        # that quoted the server's absolute path (issue 26, item 14)
+        raise _not_found(raw)
     return resolved
 
 
@@ -221,8 +237,6 @@ def _read(path: PathLike, limit: int, *, shown: Optional[str], whole: bool) -> b
             chunks.append(chunk)
             total += len(chunk)
         if whole and total > limit:
-            from ._files import human_bytes
-
             raise DiversityInputError(
                 f"{shown}: more than {human_bytes(limit)} were read (the size limit); the file is larger than "
                 "it claims or still growing. Raise the limit with max_bytes= (CLI: --max-bytes) if you trust it."

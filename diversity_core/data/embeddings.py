@@ -410,7 +410,9 @@ def _parquet_file(path: Path):
     Read through a 1 MiB buffered stream without pre-buffering: pyarrow then holds a few
     pages, not whole column chunks, while it decodes a batch.
     """
-    import pyarrow.parquet as pq
+    from .._optional import require
+
+    pq = require("pyarrow.parquet", purpose="reading Parquet files")
 
     try:
         return pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)

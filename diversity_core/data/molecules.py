@@ -2,7 +2,9 @@
 
 Every structure is parsed and sanitised by RDKit and stored as its canonical SMILES. Invalid
 SMILES and unparsable SDF records are skipped and reported with their line or record number
-(``Dataset.skipped``); RDKit's own log lines are silenced while parsing.
+(``Dataset.skipped``); RDKit's own log lines are silenced while parsing. When more than half
+(:data:`MAX_INVALID_SHARE`) of the non-empty entries are not SMILES, the column or file does not
+hold molecules and the load is refused with the counts and what it looks like instead.
 
 - ``.smi``: whitespace-separated, SMILES first, optional name after it; a first line starting
   with ``smiles`` is a header, and then ``group_column``/``weight_column`` may name its columns.
@@ -35,6 +37,7 @@ from ._files import decode_utf8, read_input_bytes, read_text_file
 from ._tables import (
     Table,
     check_weight_values,
+    column_phrase,
     columns_text,
     groups_from_column,
     read_table,
@@ -52,6 +55,11 @@ MAX_SMILES_LENGTH = 10_000
 #: Most atoms (heavy atoms and bracket atoms) of a molecule handed to RDKit. Canonicalising a
 #: 1,000-atom chain takes about 0.2 s; RDKit crashed on a 20,000-atom chain.
 MAX_ATOMS = 1_000
+
+#: Largest share of the non-empty entries that may fail to parse as SMILES: beyond it the column
+#: (or file) does not hold molecules, and the load is refused rather than keeping the few entries
+#: that happen to parse (a sentence starting with "I " is iodine; issue 26, item 12).
+MAX_INVALID_SHARE = 0.5
 
 #: One atom of a SMILES: a bracket atom, a two-letter organic-subset atom, a one-letter
 #: (aromatic) one, or the wildcard. Counting these needs no parsing and is exact for valid SMILES.
@@ -129,6 +137,40 @@ def _canonicalise_all(smiles: list, wheres: list, progress, skipped: list):
             keep.append(i)
     report(progress, total, total, "parsing molecules")
     return out, np.asarray(keep, dtype=np.intp)
+
+
+def _check_mostly_valid(path: Path, raw: list, n_valid: int, what: str, column=None) -> None:
+    """Refuse entries that are mostly not SMILES, with the counts and what they look like instead.
+
+    ``what`` names the entries' place (``"column 'sentence'"``, ``"the file"``); ``column`` is the
+    table column's name, for the suggestion (None for a ``.smi`` file).
+    """
+    values = [str(v).strip() for v in raw]
+    filled = [v for v in values if v]
+    bad = len(filled) - n_valid
+    if not filled or bad <= MAX_INVALID_SHARE * len(filled):
+        return
+    numbers = sum(_is_number(v) for v in filled)
+    if numbers > len(filled) / 2:
+        looks = ("it holds numbers: a table of numeric columns is read as embeddings (modality='embeddings', "
+                 "CLI: --modality embeddings)")
+    elif column is not None:
+        looks = ("it holds text: read it as text by naming it the text column (text_column=, CLI: "
+                 "--text-column), or name the column that holds SMILES (smiles_column=)")
+    else:
+        looks = "it holds text: read it as text, one item per line (modality='text', CLI: --modality text)"
+    raise DiversityInputError(
+        f"{path}: {bad:,} of the {len(filled):,} entries of {what} are not valid SMILES (only {n_valid:,} "
+        f"parsed), so it does not hold molecules; {looks}."
+    )
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _read_smi(path: Path, max_bytes: int, group_column, weight_column):
@@ -309,6 +351,11 @@ def load_molecules(
         if not raw:
             raise DiversityInputError(f"{path}: no molecules found; there is nothing to measure.")
         smiles, keep = _canonicalise_all(raw, wheres, progress, skipped)
+        if table is not None and suffix not in SMI_EXTENSIONS:
+            columns = list(table.df.columns)
+            _check_mostly_valid(path, raw, len(smiles), column_phrase(col, columns.index(col)), col)
+        else:
+            _check_mostly_valid(path, raw, len(smiles), "the file")
         ids = [raw_ids[i] for i in keep]
         if table is not None and group_column:
             groups = groups_from_column(table, group_column, keep)

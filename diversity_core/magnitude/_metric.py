@@ -8,7 +8,8 @@ The first occurrence is kept, in input order.
 
 Metrics: the Euclidean, cityblock and cosine distances and the Tanimoto (Jaccard) distance
 :math:`1 - \\langle a, b\\rangle / (\\|a\\|^2 + \\|b\\|^2 - \\langle a, b\\rangle)` of fingerprints are
-computed here (by matrix products where that is exact enough); every other name of
+computed by :mod:`diversity_core.distances` (by matrix products, with exact recomputation
+where those cancel); every other name of
 ``scipy.spatial.distance`` (``minkowski`` with ``p``, ``chebyshev``, ``canberra``, ...) goes to
 ``scipy.spatial.distance.cdist`` row block by row block. The same block functions serve the
 matrix-free path, which never holds D (:func:`_distance_rows`).
@@ -22,11 +23,24 @@ from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
+import scipy.sparse as sp
 import scipy.spatial.distance as _ssd
 from scipy.spatial.distance import cdist
 
 from .._config import check_memory
 from .._validation import check_distance_matrix, check_features, check_option, check_scalar
+from ..distances import (  # noqa: F401 - _cache_rows: imported from here by _solvers and _spread
+    _cache_rows,
+    _fingerprint_scale,
+    _gram,
+    _squared_distances,
+    _squared_from_centred,
+    _sum_squares,
+    _symmetrize_upper,
+    _tanimoto_from_gram,
+    _tanimoto_norms,
+    _unit_rows,
+)
 from ..exceptions import DiversityInputError, DuplicatesMergedWarning
 
 #: The distances of ``scipy.spatial.distance`` (its own list when it exposes one).
@@ -45,14 +59,13 @@ METRICS = _OWN_METRICS + tuple(m for m in _SCIPY_METRICS if m not in _OWN_METRIC
 _DENSE_ARRAYS = 3
 #: Rows per block in the blocked O(n^2) passes (bounds temporaries to ~_BLOCK * n entries).
 _BLOCK = 512
-#: Bytes of one row block in multi-pass elementwise loops: small enough to stay in cache
-#: between the passes (they are memory-bound otherwise). A cache size, not a memory budget.
-_CACHE_BYTES = 2 << 20
-
-
-def _cache_rows(n: int) -> int:
-    """Rows of an n-column float64 block that fit in ``_CACHE_BYTES``."""
-    return max(8, _CACHE_BYTES // (8 * max(n, 1)))
+#: Squared Euclidean distances below this share of ``|x - c|^2 + |y - c|^2`` (c the centre) are
+#: recomputed from the differences (:func:`diversity_core.distances._squared_distances`): the
+#: others keep a relative error near 1e-14, which ``exp(-t D)`` at large t needs (the kernels'
+#: default share, 1e-6, allows about 1e-10).
+_MAGNITUDE_SHARE = 1e-2
+#: Columns hashed per pass of :func:`_row_hashes` (0.6 MiB of a 150-row float64 block: in cache).
+_HASH_COLUMNS = 512
 
 
 @dataclass
@@ -106,12 +119,73 @@ def _merge_duplicates(X: np.ndarray) -> tuple:
     ``rows`` is a new array (``-0.0`` turned into ``0.0``, so that equal rows compare equal),
     ``keep`` the input row of each distinct row.
     """
-    Xz = X + 0.0
-    _, first = np.unique(Xz, axis=0, return_index=True)
-    keep = np.sort(first)
-    if keep.size == Xz.shape[0]:
-        return Xz, 0, keep
-    return Xz[keep], Xz.shape[0] - keep.size, keep
+    keep = _first_distinct_rows(X)
+    if keep.size == X.shape[0]:
+        return X + 0.0, 0, keep
+    rows = X[keep]  # a copy; -0.0 + 0.0 is +0.0, so one in-place addition normalises the zeros
+    rows += 0.0
+    return rows, X.shape[0] - keep.size, keep
+
+
+def _row_hashes(X: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each row of finite X that equal rows share (``-0.0`` and ``0.0`` alike).
+
+    Integer arithmetic modulo 2^64 on the bits of each value (after ``+ 0.0``, which turns
+    ``-0.0`` into ``0.0``): a xor-shift mixes each value's high and low bits, a fixed odd
+    multiplier per column weighs it, and the row sum is order-free, so equal rows hash equally
+    whatever the summation order. Column blocks of :data:`_HASH_COLUMNS` keep the temporaries in
+    cache: O(n d), one read of X.
+    """
+    n, d = X.shape
+    uint = np.dtype(f"u{X.dtype.itemsize}")
+    mult = np.random.default_rng(0x5EED).integers(1, 2**63, size=d, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    h = np.zeros(n, dtype=np.uint64)
+    # buffers reused by every column block (no allocation, no page faults, in cache)
+    step = min(d, _HASH_COLUMNS)
+    vals = np.empty((n, step), dtype=X.dtype)
+    widen = X.dtype.itemsize != 8
+    bits = np.empty((n, step), dtype=np.uint64) if widen else vals.view(uint)
+    tmp = np.empty((n, step), dtype=np.uint64)
+    for c0 in range(0, d, step):
+        w = min(d, c0 + step) - c0
+        v, b, t = vals[:, :w], bits[:, :w], tmp[:, :w]
+        np.add(X[:, c0:c0 + w], 0.0, out=v)  # -0.0 + 0.0 = +0.0
+        if widen:
+            np.copyto(b, v.view(uint))  # 32-bit patterns widened to 64 bits
+        np.right_shift(b, np.uint64(29), out=t)
+        np.bitwise_xor(b, t, out=b)
+        np.multiply(b, mult[c0:c0 + w], out=b)
+        h += b.sum(axis=1, dtype=np.uint64)
+    return h
+
+
+def _first_distinct_rows(X: np.ndarray) -> np.ndarray:
+    """Indices of the first occurrence of each distinct row of finite X, ascending.
+
+    Rows are grouped by :func:`_row_hashes` and compared exactly within a group (a collision of
+    distinct rows costs one comparison, never a wrong merge). ``np.unique(X, axis=0)`` gave the
+    same answer but builds a structured dtype with one field per column: 6.4 s for 150 n-gram
+    rows of 2^18 columns (issue 22).
+    """
+    n = X.shape[0]
+    if n <= 1:
+        return np.arange(n)
+    h = _row_hashes(X)
+    order = np.argsort(h, kind="stable")  # stable: members of a group in ascending row order
+    hs = h[order]
+    starts = np.flatnonzero(np.r_[True, hs[1:] != hs[:-1]])
+    ends = np.r_[starts[1:], n]
+    distinct = np.ones(n, dtype=bool)
+    for s, e in zip(starts[ends - starts > 1], ends[ends - starts > 1]):
+        firsts: list = []
+        for i in order[s:e]:
+            for j in firsts:
+                if np.array_equal(X[i], X[j]):  # float equality: -0.0 == 0.0
+                    distinct[i] = False
+                    break
+            else:
+                firsts.append(i)
+    return np.flatnonzero(distinct)
 
 
 def _zero_distance_twins(D: np.ndarray) -> np.ndarray:
@@ -160,12 +234,13 @@ class _PointMetric:
         self.kwargs: dict = {}
         if metric == "euclidean":
             self.Xc = self.X - self.X.mean(axis=0)
-            self.sq = np.einsum("ij,ij->i", self.Xc, self.Xc)
+            self.sq = _sum_squares(self.Xc)
         elif metric == "cosine":
-            self.U = _unit_rows(self.X)
+            self.U = _unit_rows_checked(self.X)
         elif metric in ("tanimoto", "jaccard"):
             _check_fingerprints(self.X, metric)
-            self.sq = np.einsum("ij,ij->i", self.X, self.X)
+            self.X = _fingerprint_scale(self.X)[0]
+            self.sq = _tanimoto_norms(self.X)
         elif metric == "minkowski":
             self.kwargs = {"p": p}
         elif metric == "seuclidean":  # the variances of all the points, not of each block pair (as pdist)
@@ -209,31 +284,17 @@ class _PointMetric:
         """``D[idx, j0:]`` where ``sel`` selects the same rows (a slice, or ``idx`` itself)."""
         m = self.metric
         if m == "euclidean":
-            Xr, Xs, sq_r, sq_c = self.Xc[sel], self.Xc[j0:], self.sq[sel], self.sq[j0:]
-            # G = |x|^2 + 0.99 |y|^2 - 2 x.y first: then the test for pairs whose squared distance is
-            # below 1e-2 (|x|^2 + |y|^2), where |x|^2 + |y|^2 - 2 x.y loses relative accuracy and is
-            # recomputed from the differences, compares with a per-row bound (no block-sized temporary)
-            G = Xr @ Xs.T
-            G *= -2.0
-            G += (0.99 * sq_c)[None, :]
-            G += sq_r[:, None]
-            near = G < (1e-2 * sq_r)[:, None]  # includes the diagonal and any negative round-off
-            G += (1e-2 * sq_c)[None, :]
-            rows, cols = np.nonzero(near)
-            del near
-            if rows.size > 0.05 * G.size:  # mostly close pairs (tiny spread): the direct formula
-                G = cdist(Xr, Xs, metric="sqeuclidean")
-            elif rows.size:
-                diff = Xr[rows] - Xs[cols]
-                G[rows, cols] = np.einsum("ij,ij->i", diff, diff)
-            np.sqrt(G, out=G)
-            out = G
+            # centred once in __init__; pairs that cancel are recomputed from their differences
+            out = _squared_from_centred(self.Xc[sel], self.Xc[j0:], self.sq[sel], self.sq[j0:],
+                                        share=_MAGNITUDE_SHARE,
+                                        self_offset=sel.start - j0 if isinstance(sel, slice) else None)
+            np.sqrt(out, out=out)
         elif m == "cosine":
-            out = self.U[sel] @ self.U[j0:].T
+            out = _gram(self.U[sel], self.U[j0:])
             np.subtract(1.0, out, out=out)
             np.clip(out, 0.0, 2.0, out=out)
         elif m in ("tanimoto", "jaccard"):
-            out = _tanimoto_from_gram(self.X[sel] @ self.X[j0:].T, self.sq[sel], self.sq[j0:])
+            out = _tanimoto_distance(_gram(self.X[sel], self.X[j0:]), self.sq[sel], self.sq[j0:])
         else:
             out = cdist(self.X[sel], self.X[j0:], metric=m, **self.kwargs)
             np.maximum(out, 0.0, out=out)  # round-off below 0 (correlation)
@@ -242,16 +303,16 @@ class _PointMetric:
         return out
 
 
-def _unit_rows(X: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length (the cosine distance); all-zero rows are refused."""
-    norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+def _unit_rows_checked(X: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (the cosine distance, at any magnitude); all-zero rows are refused."""
+    U, norms = _unit_rows(X)
     bad = norms == 0
     if bad.any():
         raise DiversityInputError(
             f"the cosine distance is undefined for all-zero rows; rows {_rows_text(np.flatnonzero(bad))} "
             "are zero. Drop them or use metric='euclidean'."
         )
-    return X / norms[:, None]
+    return U
 
 
 def _check_fingerprints(X: np.ndarray, metric: str) -> None:
@@ -264,14 +325,10 @@ def _check_fingerprints(X: np.ndarray, metric: str) -> None:
         )
 
 
-def _tanimoto_from_gram(G: np.ndarray, sq_rows: np.ndarray, sq_cols: np.ndarray) -> np.ndarray:
-    """1 - G / (|a|^2 + |b|^2 - G) in place of the Gram block G (two all-zero rows: distance 0)."""
-    denom = sq_rows[:, None] + sq_cols[None, :]
-    denom -= G
-    zero = denom <= 0  # only two all-zero rows (G = 0 and both norms 0)
-    np.divide(G, np.where(zero, 1.0, denom), out=G)
+def _tanimoto_distance(G: np.ndarray, sq_rows: np.ndarray, sq_cols: np.ndarray) -> np.ndarray:
+    """1 - G / (|a|^2 + |b|^2 - G) in place of the Gram block G (two all-zero rows: distance 0), clipped to [0, 1]."""
+    G = _tanimoto_from_gram(G, sq_rows, sq_cols)  # similarity 1 for two all-zero rows
     np.subtract(1.0, G, out=G)
-    G[zero] = 0.0
     np.clip(G, 0.0, 1.0, out=G)
     return G
 
@@ -290,15 +347,16 @@ def _pairwise(X: np.ndarray, metric: str, p: Optional[float] = None) -> tuple:
             i1 = min(n, i0 + _BLOCK)
             cdist(X[i0:i1], X, metric="cityblock", out=D[i0:i1])
     elif metric == "cosine":
-        U = _unit_rows(X)
-        D = U @ U.T  # numpy uses syrk for A @ A.T: exactly symmetric
+        U = _unit_rows_checked(X)
+        D = _gram(U)  # syrk (blocks mirrored beyond GRAM_BLOCK_ROWS): exactly symmetric
         np.subtract(1.0, D, out=D)
         np.clip(D, 0.0, 2.0, out=D)
     elif metric in ("tanimoto", "jaccard"):
         _check_fingerprints(X, metric)
-        G = X @ X.T  # syrk: exactly symmetric (and exact for 0/1 bits and small counts)
+        X = _fingerprint_scale(X)[0]
+        G = _gram(X)  # syrk: exactly symmetric (and exact for 0/1 bits and small counts)
         sq = np.diag(G).copy()
-        D = _tanimoto_from_gram(G, sq, sq)
+        D = _tanimoto_distance(G, sq, sq)
     else:  # any other distance of scipy.spatial.distance, row block by row block
         pm = _PointMetric(X, metric, p)
         D = np.empty((n, n))
@@ -318,67 +376,34 @@ def _pairwise(X: np.ndarray, metric: str, p: Optional[float] = None) -> tuple:
 
 
 def _euclidean(X: np.ndarray) -> tuple:
-    """Euclidean distances by one GEMM, with exact recomputation where cancellation could bite.
+    """Euclidean distances of validated float64 rows and the rows at distance 0 from an earlier row: ``(D, twins)``.
 
-    ``|x - y|^2 = |x|^2 + |y|^2 - 2 x.y`` (on centred data) loses relative accuracy when the
-    squared distance is small against the squared norms; those pairs (ratio below 1e-2, where
-    the relative error would exceed ~1e-13) are recomputed from the differences. Returns
-    ``(D, twins)``: zero distances can only come from the recomputed pairs.
+    Centred squared distances by one product, the pairs below :data:`_MAGNITUDE_SHARE` of their
+    squared distances to the centre recomputed from the differences (so exact duplicates, and
+    rows equal after centring, come out at exactly 0).
     """
-    Xc = X - X.mean(axis=0)
-    sq = np.einsum("ij,ij->i", Xc, Xc)
-    D = Xc @ Xc.T  # syrk: exactly symmetric, and sq_i + sq_j below is symmetric too
-    n = X.shape[0]
-    twins = np.zeros(n, dtype=bool)
-    fallback = False
-    step = min(_cache_rows(n), n)
-    S = np.empty((step, n))
-    mask = np.empty((step, n), dtype=bool)
-    for i0 in range(0, n, step):
-        i1 = min(n, i0 + step)
-        block, Sb, mb = D[i0:i1], S[: i1 - i0], mask[: i1 - i0]
-        np.add.outer(sq[i0:i1], sq, out=Sb)
-        block *= -2.0
-        block += Sb
-        Sb *= 1e-2
-        np.less(block, Sb, out=mb)  # includes the diagonal and any negative round-off
-        rows, cols = np.divmod(np.flatnonzero(mb), n)
-        if rows.size > 0.05 * block.size:
-            block[...] = cdist(Xc[i0:i1], Xc, metric="sqeuclidean")
-            fallback = True
-        elif rows.size:
-            diff = Xc[rows + i0] - Xc[cols]
-            vals = np.einsum("ij,ij->i", diff, diff)
-            block[rows, cols] = vals
-            zero = (vals == 0.0) & (cols < rows + i0)
-            twins[rows[zero] + i0] = True
-        np.sqrt(block, out=block)
-    if fallback:
-        _symmetrize_upper(D)
-        np.fill_diagonal(D, 0.0)
-        return D, _zero_distance_twins(D)
+    D = _squared_distances(X, share=_MAGNITUDE_SHARE)
+    np.sqrt(D, out=D)
     np.fill_diagonal(D, 0.0)
-    return D, twins
-
-
-def _symmetrize_upper(D: np.ndarray) -> None:
-    """Copy the upper triangle onto the lower one, blockwise (exact symmetry)."""
-    n = D.shape[0]
-    for i0 in range(0, n, _BLOCK):
-        i1 = min(n, i0 + _BLOCK)
-        D[i1:, i0:i1] = D[i0:i1, i1:].T
-        blk = D[i0:i1, i0:i1]
-        iu = np.triu_indices(i1 - i0, 1)
-        blk[iu[1], iu[0]] = blk[iu]
+    return D, _zero_distance_twins(D)
 
 
 def _distances(X_or_D: np.ndarray, metric: str, p: Optional[float] = None) -> tuple:
-    """``(D, twins)`` of validated float64 rows (or a validated D, copied) after the memory check."""
+    """``(D, twins)`` of validated float64 rows (or a validated D, copied) after the memory check.
+
+    Sparse rows (text n-grams: a few dozen of 2^18 columns set) keep their sparsity under the
+    Euclidean metric: the products and the exact recomputation of near pairs (duplicates
+    included, at exactly 0) run on CSR, O(nnz) per pair instead of O(d); other metrics densify.
+    """
     n = X_or_D.shape[0]
     _check_dense_memory(n)
     if metric == "precomputed":
         D = np.array(X_or_D, dtype=np.float64, order="C")  # a copy: the solver overwrites D
         return D, _zero_distance_twins(D)
+    if sp.issparse(X_or_D):
+        if metric == "euclidean":
+            return _euclidean(X_or_D)
+        X_or_D = X_or_D.toarray()
     return _pairwise(np.ascontiguousarray(X_or_D), metric, p)
 
 

@@ -8,11 +8,10 @@ says so; the HTML report's PNG/SVG buttons, which render in the reader's browser
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional, Union
 
-from .._atomic import atomic_output, atomic_write
+from .._atomic import atomic_write, make_output_folder, output_transaction
 from .._config import configure_browser
 from .._optional import require
 from ..exceptions import DiversityError, DiversityInputError
@@ -104,7 +103,7 @@ def export_figures(cmp: Comparison, directory: Union[str, Path], *, format: str 
     ----------
     cmp : Comparison
     directory : str or Path
-        Created when missing.
+        Created when missing (and removed again when the export fails).
     format : {"png", "svg"}, default "png"
     presentation : bool, default False
         Large type (:func:`~diversity_core.report.presentation_style`).
@@ -116,30 +115,39 @@ def export_figures(cmp: Comparison, directory: Union[str, Path], *, format: str 
     list of Path
         One file per figure, in the order of :data:`~diversity_core.report.FIGURE_TITLES`.
 
+    Raises
+    ------
+    DiversityInputError
+        ``directory`` is not a folder (a file, ``/dev/full``) or cannot be created, or a figure
+        cannot be written; the message names the figure's path, and no previous figure changed.
+
     Notes
     -----
-    Every figure is rendered to a temporary file beside its destination; the files replace
-    the destinations only when all were written, so a failure (disk full, a file size limit)
-    leaves every previous figure whole.
+    The figures are written in one :func:`~diversity_core._atomic.output_transaction` (joining
+    the caller's, as ``diversity compare`` does with its other outputs): every figure is rendered
+    to a temporary file beside its destination, and the files replace the destinations only when
+    all were written, so a failure (disk full, a file size limit) leaves every previous figure whole.
     """
     fmt = _check_format(format)
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
     figs = comparison_figures(cmp, presentation=presentation)
     paths = [directory / f"{name}.{fmt}" for name in figs]
     _prepare_kaleido()
     pio = require("plotly.io", purpose="figure export")
-    with contextlib.ExitStack() as stack:
-        # every temporary file is moved into place only when the block succeeds
-        temporaries = [stack.enter_context(atomic_output(p)) for p in paths]
+    with output_transaction() as tx:
+        make_output_folder(directory, what="the figures folder")
+        temporaries = [tx.stage(p).tmp for p in paths]
         try:
             pio.write_images(list(figs.values()), temporaries, format=fmt,
                              width=[f.layout.width or 1000 for f in figs.values()],
                              height=[f.layout.height or 500 for f in figs.values()],
                              scale=scale if fmt == "png" else 1)
+        except OSError:
+            raise  # named after the figure's own path by the transaction
         except Exception:  # noqa: BLE001 - fall back to one figure at a time, with the clear error
             for fig, tmp in zip(figs.values(), temporaries):
                 data = figure_bytes(fig, format=fmt, scale=scale)
                 with open(tmp, "wb") as fh:
                     fh.write(data)
     return paths
+

@@ -133,7 +133,7 @@ def _settings_rows(cmp: Comparison, generated: str) -> List[tuple]:
         ("kernel", f"{st.get('kernel_description', '')}; fixed once on the pooled groups"),
         ("spectrum path", ", ".join(f"{g}: {v}" for g, v in (st.get("spectrum_path") or {}).items())),
         ("orders q", ", ".join(str(q) for q in st.get("q", []))),
-        ("level", f"{cmp.level:.0%} per interval and per pair"),
+        ("level", f"{cmp.confidence_level:.0%} per interval and per pair"),
         ("seed", f"{st.get('seed')} ({st.get('seed_rule', '')})"),
         ("subsets", f"{st.get('n_subsamples')} n-subsets averaged per group larger than n; "
                     f"{st.get('n_resamples')} subsets per size of the sample-size curves"),
@@ -283,7 +283,7 @@ def report_html(
         title=title or "Diversity comparison: " + " vs ".join(cmp.groups),
         presentation=bool(presentation),
         cmp=cmp,
-        level=f"{cmp.level:.0%}",
+        level=f"{cmp.confidence_level:.0%}",
         kernel_description=str(cmp.settings.get("kernel_description", "")),
         generated=generated,
         summary=_summary(cmp),

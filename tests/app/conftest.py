@@ -10,6 +10,10 @@ from pathlib import Path
 
 import pytest
 
+# the app's tests need the app: without streamlit (``pip install 'diversity-explorer[app]'``) the
+# whole folder is skipped, with this reason in the summary, instead of failing to collect
+pytest.importorskip("streamlit", reason="the app tests need streamlit (extra [app])")
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -252,11 +252,11 @@ def test_app_wrappers_use_the_shared_pools():
 
     assert compute.spectrum.__module__ == "ui.compute"
     for fn, name in ((compute._spectrum_and_notes, "results"), (compute.heatmap, "results"),
-                     (compute._preprocessed, "features"), (data._demo, "data"), (data._view, "data"),
+                     (compute._preprocessed, "features"), (data.loading._demo, "data"), (data.view._view, "data"),
                      (data.working_dataset, "data"), (gallery.molecule_png, "drawings")):
         assert fn.pool == name
-    ds = data._demo("digits")
-    assert data._demo("digits") is ds
+    ds = data.loading._demo("digits")
+    assert data.loading._demo("digits") is ds
     assert cache.cache_info()["data"]["bytes"] >= nbytes(ds)
 
 

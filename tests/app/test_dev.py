@@ -42,7 +42,7 @@ def test_url_banner_once_the_app_answers(capsys):
     try:
         port = server.server_address[1]
         url = dev.app_url(["--server.port", str(port)])
-        assert url == f"http://localhost:{port}"
+        assert url == f"http://127.0.0.1:{port}"  # the address the server listens on (issue 26, item 17)
 
         class Running:
             def poll(self):
@@ -53,5 +53,5 @@ def test_url_banner_once_the_app_answers(capsys):
         assert f"Diversity Explorer is ready: {url}" in out and "=====" in out
     finally:
         server.shutdown()
-    assert dev.app_url(["--server.port=9000"]) == "http://localhost:9000"
-    assert dev.app_url([]) == "http://localhost:8501"
+    assert dev.app_url(["--server.port=9000"]) == "http://127.0.0.1:9000"
+    assert dev.app_url([]) == "http://127.0.0.1:8501"

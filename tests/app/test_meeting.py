@@ -297,3 +297,24 @@ def test_labels_are_whole_distinct_and_plain():
     assert any("Handwritten digits" in c.value for c in at.sidebar.caption)
     at.switch_page("app_pages/5_rnd.py").run()
     assert not any("kernel" in c.value and "q = " in c.value for c in at.caption[:1])  # RND uses no kernel
+
+
+def test_compare_shows_the_vendi_scores_before_magnitude_finishes():
+    """Issue 22: each stage is drawn as soon as it is ready: the Vendi scores with their intervals first,
+    under "still computing: magnitude", then the full result."""
+    at = _page({"demo": "digits", "n": "300", "seed": "0"}, "app_pages/7_compare.py")
+    at.multiselect(key="cmp_qs").set_value([1.0])
+    at.number_input(key="cmp_nsub").set_value(2)
+    at.number_input(key="cmp_nres").set_value(3)
+    assert at.checkbox(key="cmp_magnitude").value  # magnitude on: two stages
+    at.button[0].click()
+    at.run(timeout=600)
+    assert_clean(at)
+    assert not at.error, [e.value for e in at.error]
+    partial = [c.value for c in at.caption if c.value.startswith("Ready so far; still computing: magnitude")]
+    assert len(partial) == 1
+    # the stage's table (drawn inside the status box) has VS_1 but no MagArea; the final one has both
+    texts = [(t.value if hasattr(t, "value") else None) for t in [*at.table, *at.dataframe]]
+    frames = [f.to_string() for f in texts if f is not None]
+    assert any("MagArea" not in f and "VS" in f for f in frames)
+    assert any("MagArea" in f for f in frames)

@@ -21,7 +21,7 @@ from threadpoolctl import threadpool_limits
 
 import diversity_core as dc
 import ui.scalable as scalable
-from diversity_core.approx import exact_plan, iter_vendi_bounds
+from diversity_core.approx import exact_plan, iter_vendi_bounds, plan_scores
 from diversity_core.data import load_demo
 from diversity_core.featurizers import featurize
 from ui import tasks
@@ -87,6 +87,14 @@ def _shown(at) -> str:
     return " ".join(m.value for m in at.markdown) + " " + " ".join(c.value for c in at.caption)
 
 
+def _headline(snap, q: float) -> str:
+    """The headline at q: the SLQ estimate of the full-sample value when it covers q (issue 23), else the band."""
+    est = scalable.estimate_at(snap.estimate, q)
+    if scalable.is_slq(snap.estimate) and est is not None:
+        return f"≈ {scalable.estimate_text(*est)}"
+    return scalable.interval_text(*scalable.bounds_at(snap.bounds, q))
+
+
 def test_core_plan_matches_the_exact_paths_decision():
     with dc.config_context(memory_budget=BUDGET):
         assert exact_plan(1200, 64, kernel="rbf", n_eigenvectors=10).method is None
@@ -114,7 +122,7 @@ def test_badge_first_look_then_a_band_that_contains_the_exact_value():
     assert "Scalable path: n = 1200 is beyond the dense limit" in shown
     assert "over the memory budget of 20 MiB" in shown
     # the first numbers: a subsample's exact VS, labelled as such (or, on a fast machine, later ones)
-    assert "Subsample estimate (1000 of 1200 items)" in shown or "Bounds from" in shown or "replicates" in shown
+    assert "Subsample estimate (1000 of 1200 items)" in shown or "Bounds from" in shown or "SLQ" in shown
     assert headline(at).label == "Vendi score (q = 1)"
     snap = _wait(at, lambda s: s.state == "done")
     spec = _exact_spectrum()
@@ -123,11 +131,15 @@ def test_badge_first_look_then_a_band_that_contains_the_exact_value():
     exact = spec.profile(b.qs)
     assert np.all(b.low <= exact * (1 + 1e-9)) and np.all(exact <= b.high * (1 + 1e-9))
     lo, hi = scalable.bounds_at(b, 1.0)
-    assert headline(at).value == scalable.interval_text(lo, hi)
-    assert f"Bounds from the top 50 eigenvalues and the exact VS₂: VS\\_1 in \\[{lo:.2f}, {hi:.2f}\\]" in _shown(at)
-    assert any(m.label == "Estimate (q = 1)" and "±" in m.value for m in at.metric)
+    # the headline is the SLQ estimate of the full-sample value, its interval holding the exact value
+    assert headline(at).value == _headline(snap, 1.0) and headline(at).value.startswith("≈")
+    _, elo, ehi = scalable.estimate_at(snap.estimate, 1.0)
+    assert elo <= spec.vendi(1.0) <= ehi
+    assert "estimate of the full-sample value" in _shown(at)
+    assert any(m.label == "Guaranteed band (q = 1)" and m.value == scalable.interval_text(lo, hi) for m in at.metric)
+    assert "Bounds from the top 50 eigenvalues and the exact VS₂" in _shown(at)
     fig = at.get("plotly_chart")[0].proto.spec
-    assert "guaranteed bounds (top 50 eigenvalues)" in fig and "replicates" in fig
+    assert "guaranteed bounds (top 50 eigenvalues)" in fig and "SLQ" in fig
     # the Spectrum page: Lanczos eigenvalues, galleries from the Ritz vectors, a subsampled heatmap
     at.switch_page(SPECTRUM).run()
     assert_clean(at)
@@ -161,7 +173,7 @@ def test_stop_ends_the_refinement_and_keeps_what_arrived(monkeypatch):
     assert snap.bounds is not None and snap.bounds.k == 0  # the step that had arrived is kept
     assert "Refinement stopped" in " ".join(i.value for i in at.info)
     lo, hi = scalable.bounds_at(snap.bounds, 1.0)
-    assert headline(at).value == scalable.interval_text(lo, hi)
+    assert headline(at).value == _headline(snap, 1.0)
     assert not any(b.key == "scalable_stop" for b in at.button)
     spec = _exact_spectrum()
     assert lo <= spec.vendi(1.0) <= hi
@@ -169,7 +181,7 @@ def test_stop_ends_the_refinement_and_keeps_what_arrived(monkeypatch):
 
 def test_moving_q_reads_the_stored_bounds(monkeypatch):
     calls = {"bounds": 0, "estimate": 0}
-    real_bounds, real_estimate = scalable.iter_vendi_bounds, scalable.vendi_estimate
+    real_bounds, real_estimate = scalable.iter_vendi_bounds, scalable.iter_vendi_slq
 
     def counted_bounds(*args, **kwargs):
         calls["bounds"] += 1
@@ -180,7 +192,7 @@ def test_moving_q_reads_the_stored_bounds(monkeypatch):
         return real_estimate(*args, **kwargs)
 
     monkeypatch.setattr(scalable, "iter_vendi_bounds", counted_bounds)
-    monkeypatch.setattr(scalable, "vendi_estimate", counted_estimate)
+    monkeypatch.setattr(scalable, "iter_vendi_slq", counted_estimate)
     at = _scores()
     snap = _wait(at, lambda s: s.state == "done")
     job = _job()
@@ -192,7 +204,7 @@ def test_moving_q_reads_the_stored_bounds(monkeypatch):
         assert_clean(at)
         assert time.perf_counter() - t0 < 10
         assert headline(at).label == f"Vendi score (q = {label})"
-        assert headline(at).value == scalable.interval_text(*scalable.bounds_at(snap.bounds, q))
+        assert headline(at).value == _headline(snap, q)
     assert calls == before and _job() is job
 
 
@@ -214,7 +226,7 @@ def test_force_exact_shows_memory_and_time_first_then_the_exact_value():
 
 def test_past_the_float32_matrix_the_band_comes_from_nystrom_sketches(monkeypatch):
     # the core's decision at 100,000 items (not even the float32 matrix fits), on the small demo
-    monkeypatch.setattr(scalable, "bounds_method", lambda X, kern: "nystrom")
+    monkeypatch.setattr(scalable, "BOUNDS_METHOD", "nystrom")
     monkeypatch.setattr(scalable, "NYSTROM_MS", (100, 300))
     at = _scores()
     snap = _wait(at, lambda s: s.state == "done")
@@ -222,8 +234,7 @@ def test_past_the_float32_matrix_the_band_comes_from_nystrom_sketches(monkeypatc
     assert b.settings["method"] == "nystrom" and b.settings["m"] == 300
     exact = _exact_spectrum().profile(b.qs)
     assert np.all(b.low <= exact * (1 + 1e-9)) and np.all(exact <= b.high * (1 + 1e-9))
-    lo, hi = scalable.bounds_at(b, 1.0)
-    assert headline(at).value == scalable.interval_text(lo, hi)
+    assert headline(at).value == _headline(snap, 1.0)
     assert "Bounds from a Nyström sketch (m = 300" in _shown(at)
     # no exact VS_2 pass and no Lanczos here: the page does not label any figure as exact
     assert not any(m.label in ("VS₂ (exact)", "VS∞ (Lanczos)") for m in at.metric)
@@ -242,7 +253,7 @@ def test_a_failed_refinement_shows_its_error_and_starts_over_only_when_asked(mon
         calls.append(1)
         raise ValueError("the sketch ran out of landmarks")
 
-    monkeypatch.setattr(scalable, "vendi_estimate", failing)
+    monkeypatch.setattr(scalable, "iter_vendi_slq", failing)
     at = _scores()
     _wait(at, lambda s: s.state == "failed")
     for _ in range(3):  # reruns (a q change, the panel's last redraw) keep the failed job and show its error
@@ -254,3 +265,21 @@ def test_a_failed_refinement_shows_its_error_and_starts_over_only_when_asked(mon
     assert_clean(at)
     _wait(at, lambda s: s.state == "failed")
     assert len(calls) == 2
+
+
+def test_the_refinement_runs_the_cores_plan_sized_to_the_budget(monkeypatch):
+    # at 12 MB the page's preferred sketch (D = n / 4 = 300) does not fit: the job runs what the
+    # core's plan_scores sizes, as the CLI does, and Lanczos holds the float32 matrix
+    monkeypatch.setenv("DIVERSITY_MEMORY_BUDGET", "12M")
+    monkeypatch.setattr(scalable, "SKETCH_SIZE", 1024)
+    at = _scores()
+    snap = _wait(at, lambda s: s.state == "done")
+    p = plan_scores(1200, 64, kernel="rbf", approx="auto", k=scalable.KS, sketch_size=300, n_eigenvectors=10,
+                    memory_budget="12M")
+    # the estimate is SLQ's (issue 23), sized to the budget by the same plan
+    assert snap.estimate.method == "slq" and snap.estimate.k <= p.slq.k and p.slq.peak_bytes <= 12 * 2**20
+    assert snap.bounds.settings["matrix"] == p.bounds.storage == "float32"
+    assert snap.bounds.k == p.bounds.ks[-1] == 50
+    spec = _exact_spectrum()
+    exact = spec.profile(snap.bounds.qs)
+    assert np.all(snap.bounds.low <= exact * (1 + 1e-9)) and np.all(exact <= snap.bounds.high * (1 + 1e-9))

@@ -52,7 +52,9 @@ def _server(log_name: str) -> Iterator[str]:
     port = _free_port()
     log = ARTIFACTS / log_name
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    # the real server runs its heavy jobs on worker processes, as `diversity app` does
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
+           "DIVERSITY_WORKERS": "auto"}
     with open(log, "w") as fh:
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",

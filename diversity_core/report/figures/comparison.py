@@ -54,7 +54,7 @@ def comparison_figures(cmp: Comparison, *, presentation: bool = False) -> Dict[s
         if rows:
             bars[s] = rows
     figs["scores"] = score_bars_figure(bars, groups=cmp.groups, title=f"Scores at n = {cmp.n} with "
-                                       f"{cmp.level:.0%} intervals")
+                                       f"{cmp.confidence_level:.0%} intervals")
     diffs: Dict[str, list] = {}
     for p in cmp.pairwise:
         diffs.setdefault(p.score, []).append((f"{p.group_a} − {p.group_b}", p.difference, p.ci_low, p.ci_high,
@@ -71,7 +71,7 @@ def comparison_figures(cmp: Comparison, *, presentation: bool = False) -> Dict[s
     if cmp.profiles:
         figs["q_profile"] = q_profile_bands_figure(
             {g: (p["q"], p["mean"], p["ci_low"], p["ci_high"]) for g, p in cmp.profiles.items()},
-            n=cmp.n, title=f"q-profiles at n = {cmp.n} (bands: {cmp.level:.0%} intervals)",
+            n=cmp.n, title=f"q-profiles at n = {cmp.n} (bands: {cmp.confidence_level:.0%} intervals)",
         )
     if cmp.magnitude_curves:
         mag = cmp.settings.get("magnitude") or {}

@@ -1,0 +1,531 @@
+r"""Matrix-free products with the density matrix, for many vectors at once.
+
+:func:`kernel_operator` returns a :class:`KernelOperator` whose :meth:`~KernelOperator.matmat`
+computes
+
+.. math:: \rho V = D^{1/2} K D^{1/2} V, \qquad D = \mathrm{diag}(p)\ (p_i = 1/n \text{ unweighted})
+
+for an (n, b) block V without ever holding K: each call is one pass over the tiles of K on and
+above the diagonal (each off-diagonal tile serves twice, ``K_ab V_b`` and ``K_ab^T V_a``), so a
+pass costs n^2 / 2 kernel evaluations and 2 n^2 b multiply-adds, and holds a few tiles.
+
+Backends (``device`` / where the rows are):
+
+- **numpy** (default): tiles on one thread per CPU, each with a one-thread BLAS (the elementwise
+  work of a tile releases the GIL). ``precision="float32"``: tiles and their products in single
+  precision, each tile's product added to a float64 accumulator; ``"float64"``: both in double.
+  RBF tiles are formed directly in float32 from centred rows (the factor -1/(2 sigma^2) on the
+  O(t d) operands); Tanimoto tiles use float32 products of bits or CSR rows (exact for
+  fingerprints, :mod:`diversity_core.blocked`); other kernels evaluate ``Kernel.gram`` on the
+  tile. Kernels with a feature map (cosine, linear, ...) skip K: ``Phi (Phi^T V)``, O(n d b).
+- **torch** (``device="cuda"``, or ``"torch-cpu"`` for tests): the same tiles as torch tensors
+  on the device (rbf, laplacian, tanimoto and polynomial natively; other kernels' tiles are
+  formed by numpy and moved).
+- **dask** (a ``dask.array.Array`` or :class:`~diversity_core.sources.DaskSource`): one task per
+  pair of row blocks on the current scheduler (a ``distributed.Client`` when one is active);
+  each task forms its tile where its rows are and returns the two (t, b) products, which are
+  added on the client. What travels: V (n x b, float32) to every task and the products back.
+
+``precomputed`` kernels (an n x n array or a ``numpy.memmap`` of K) are read tile by tile,
+rescaled to a unit diagonal.
+
+The operator states its own rounding (:attr:`KernelOperator.entry_rtol`): a bound on the
+relative error of each entry of rho as the products see it (tile rounding, and the float32
+inner products of a tile of length t, about sqrt(t) eps), which the SLQ estimator turns into a
+bound on the trace of a matrix function.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable, Optional
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._config import check_memory, memory_budget
+from .._validation import check_kernel_matrix, check_option, check_scalar, check_weights
+from ..blocked import _compact_integers, _ordered_map, _pair_kernel, _workers
+from ..exceptions import DiversityInputError
+from ..kernels import PrecomputedKernel, RBFKernel, get_kernel, normalize_diagonal
+from ..sources import DaskSource, RowSource, as_source
+from ..spectrum import _resolve_from_source
+from ..streaming import _check_chunk
+
+__all__ = ["KernelOperator", "kernel_operator", "PRECISIONS", "OPERATOR_DEVICES"]
+
+#: Precision of the tiles of K and of their products with V.
+PRECISIONS = ("float32", "float64")
+#: Where the tiles are formed: numpy threads ("cpu"), torch on a GPU ("cuda"), torch on the CPU
+#: ("torch-cpu", the same code as "cuda", for tests), or "auto" (cuda when torch sees one).
+OPERATOR_DEVICES = ("auto", "cpu", "cuda", "torch-cpu")
+#: Largest tile side: a 2048 x 2048 float32 tile is 16 MiB.
+TILE_ROWS = 2048
+
+_EPS32 = float(np.finfo(np.float32).eps)
+_EPS64 = float(np.finfo(np.float64).eps)
+
+
+class KernelOperator:
+    """Products with rho = D^1/2 K D^1/2 (``matmat``) or K (``kernel_matmat``), K never stored.
+
+    Built by :func:`kernel_operator`. Attributes: ``n``; ``kernel`` (the resolved kernel's
+    dict); ``backend`` (``"features"``, ``"numpy"``, ``"torch"``, ``"dask"``); ``precision``;
+    ``tile`` (rows per tile); ``entry_rtol`` (relative error bound of each entry of rho as the
+    products see it); ``passes`` and ``columns`` (products so far: passes over K, and vectors);
+    ``seconds`` (time spent in products).
+    """
+
+    def __init__(self, *, n: int, kernel: dict, sqrt_p: np.ndarray, product: Callable, backend: str,
+                 precision: str, tile: int, entry_rtol: float, device: str = "cpu"):
+        self.n = int(n)
+        self.kernel = kernel
+        self.sqrt_p = sqrt_p
+        self._product = product
+        self.backend = backend
+        self.precision = precision
+        self.tile = int(tile)
+        self.entry_rtol = float(entry_rtol)
+        self.device = device
+        self.passes = 0
+        self.columns = 0
+        self.seconds = 0.0
+
+    def kernel_matmat(self, V) -> np.ndarray:
+        """``K @ V`` for V of shape (n,) or (n, b), float64 (one pass over K)."""
+        V = np.asarray(V, dtype=np.float64)
+        one = V.ndim == 1
+        V = V.reshape(self.n, -1)
+        t0 = time.perf_counter()
+        out = self._product(V)
+        self.seconds += time.perf_counter() - t0
+        self.passes += 1
+        self.columns += V.shape[1]
+        return out[:, 0] if one else out
+
+    def matmat(self, V) -> np.ndarray:
+        """``rho @ V = sqrt(p) * (K @ (sqrt(p) * V))`` for V of shape (n,) or (n, b), float64."""
+        V = np.asarray(V, dtype=np.float64)
+        s = self.sqrt_p if V.ndim == 1 else self.sqrt_p[:, None]
+        return s * self.kernel_matmat(s * V)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready description (no data)."""
+        return {"n": self.n, "kernel": self.kernel, "backend": self.backend, "precision": self.precision,
+                "device": self.device, "tile": self.tile, "entry_rtol": self.entry_rtol, "passes": self.passes,
+                "columns": self.columns, "seconds": self.seconds}
+
+
+def kernel_operator(
+    X,
+    *,
+    kernel="rbf",
+    weights=None,
+    precision: str = "float32",
+    device: str = "cpu",
+    tile: Optional[int] = None,
+    **kernel_params,
+) -> KernelOperator:
+    r"""A matrix-free operator for rho = D^1/2 K D^1/2 that multiplies many vectors per pass over K.
+
+    .. math:: \rho V = D^{1/2} K D^{1/2} V = \sum_{a \le b} \big(E_a K_{ab} D_b^{1/2} V_b
+              + [a \ne b]\, E_b K_{ab}^T D_a^{1/2} V_a\big)
+
+    (E_a: the rows of tile a, scaled by D_a^{1/2}), tile by tile, each tile of K formed once.
+
+    Parameters
+    ----------
+    X : array-like (n, d), sparse matrix, RowSource, path, dask.array.Array, or (n, n) K
+        Items; files are read into memory (each pass needs every row), a Dask array stays on
+        its workers. With ``kernel="precomputed"`` X is K itself (an array or a ``numpy.memmap``,
+        read tile by tile; a non-unit diagonal is rescaled, as everywhere in the core).
+    kernel : str or Kernel, default "rbf"
+        Any kernel; data-dependent parameters (the median bandwidth) are fixed on X with the
+        weights, as the exact path fixes them.
+    weights : array-like of shape (n,), optional
+        Item probabilities p (normalised); uniform 1/n by default.
+    precision : {"float32", "float64"}, default "float32"
+        Tiles of K and their products with V in single precision (twice as fast; each tile's
+        product accumulated in float64) or double.
+    device : {"cpu", "cuda", "auto", "torch-cpu"}, default "cpu"
+        ``"cuda"``: torch on the GPU; ``"auto"``: cuda when torch sees one; ``"torch-cpu"``: the
+        torch code on the CPU. Ignored for Dask arrays and kernels with a feature map.
+    tile : int, optional
+        Rows per tile (default 2048, fewer when four tiles per thread would take more than a
+        quarter of the memory budget).
+    **kernel_params
+        e.g. ``sigma=0.5``.
+
+    Returns
+    -------
+    KernelOperator
+
+    Raises
+    ------
+    DiversityInputError
+        Bad data, weights or options (a precomputed K that is not square, symmetric and finite).
+    MemoryBudgetError
+        The rows (or their float32 copy) do not fit the memory budget.
+
+    Notes
+    -----
+    One pass: n^2 / 2 kernel evaluations (O(n^2 d)) and 2 n^2 b multiply-adds; memory: the rows,
+    a few tiles per thread (4 t^2 values) and the (n, b) block in and out. The entries of K as
+    the products see them carry a relative error of at most :attr:`KernelOperator.entry_rtol`
+    (float32: eps32 (1 + sqrt(t)) plus, for the rbf tiles, eps32 times the largest exponent;
+    float64: 1e-13).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(50, 3))
+    >>> op = kernel_operator(X, kernel="rbf", sigma=1.0, precision="float64")
+    >>> K = get_kernel("rbf", sigma=1.0).gram(X)
+    >>> V = np.ones((50, 2))
+    >>> bool(np.allclose(op.kernel_matmat(V), K @ V))
+    True
+    """
+    check_option(precision, PRECISIONS, "precision")
+    check_option(device, OPERATOR_DEVICES, "device")
+    if tile is not None:
+        tile = check_scalar(tile, "tile", int, min_val=2)
+    kern = get_kernel(kernel, **kernel_params)
+    if isinstance(kern, PrecomputedKernel):
+        return _precomputed_operator(X, weights, precision, tile)
+    source = as_source(X)
+    if isinstance(source, DaskSource):
+        n = source.n
+        p = check_weights(weights, n)
+        kern = _resolve_from_source(kern, source, p)
+        return _dask_operator(source, kern, p, precision, tile)
+    if isinstance(source, RowSource):
+        check_memory(8.0 * source.n * source.d, what=f"the {source.n} x {source.d} rows of {source.name}",
+                     hint="Each pass needs every row: give a Dask array to keep them on the workers.")
+        X = source.read()
+    X = kern.validate(X)
+    n = X.shape[0]
+    p = check_weights(weights, n)
+    kern = kern.resolve(X, p)
+    sqrt_p = np.sqrt(np.full(n, 1.0 / n) if p is None else p)
+    if kern.has_feature_map:
+        return _feature_operator(X, kern, sqrt_p)
+    device = _torch_device(device)
+    workers = 1 if device != "cpu" else _workers()
+    t = tile or _tile_rows(n, workers)
+    t = min(t, n)
+    if device != "cpu":
+        product, rtol = _torch_product(X, kern, precision, t, device)
+        return KernelOperator(n=n, kernel=kern.to_dict(), sqrt_p=sqrt_p, product=product, backend="torch",
+                              precision=precision, tile=t, entry_rtol=rtol, device=device)
+    block, rtol = _numpy_blocks(X, kern, precision, t)
+    product = _tiled_product(block, n, t, precision, workers)
+    return KernelOperator(n=n, kernel=kern.to_dict(), sqrt_p=sqrt_p, product=product, backend="numpy",
+                          precision=precision, tile=t, entry_rtol=rtol)
+
+
+# ---------------------------------------------------------------------------------------
+# sizes
+# ---------------------------------------------------------------------------------------
+def _tile_rows(n: int, workers: int) -> int:
+    """Rows per tile: :data:`TILE_ROWS`, fewer when four float64 tiles per thread exceed a quarter of the budget."""
+    rows = math.isqrt(max(4, int(memory_budget() // (4 * 32 * max(1, workers)))))
+    return max(2, min(TILE_ROWS, rows, n))
+
+
+def _gemm_rtol(precision: str, t: int) -> float:
+    """Relative error of one tile's entries and of its product over t terms (typical-case sqrt(t) eps)."""
+    eps = _EPS32 if precision == "float32" else _EPS64
+    base = eps if precision == "float32" else 1e-13
+    return base + eps * math.sqrt(t)
+
+
+def _bounds(n: int, t: int) -> list[tuple[int, int]]:
+    return [(a, min(n, a + t)) for a in range(0, n, t)]
+
+
+# ---------------------------------------------------------------------------------------
+# kernels with a feature map: Phi (Phi^T V)
+# ---------------------------------------------------------------------------------------
+def _feature_operator(X, kern, sqrt_p) -> KernelOperator:
+    """K V = Phi (Phi^T V) in float64, O(n d b) per product."""
+    Phi = kern.features(X, check_input=False)
+    check_memory(8.0 * Phi.shape[0] * Phi.shape[1], what=f"the {Phi.shape[0]} x {Phi.shape[1]} feature matrix")
+
+    def product(V):
+        return np.asarray(Phi @ np.asarray(Phi.T @ V), dtype=np.float64)
+
+    return KernelOperator(n=X.shape[0], kernel=kern.to_dict(), sqrt_p=sqrt_p, product=product, backend="features",
+                          precision="float64", tile=X.shape[0], entry_rtol=1e-13 + _EPS64 * math.sqrt(X.shape[1]))
+
+
+# ---------------------------------------------------------------------------------------
+# numpy tiles
+# ---------------------------------------------------------------------------------------
+class _RBFTiles:
+    """RBF tiles ``exp(s_i + s_j + <c_i, -2 scale c_j>)`` of centred rows (c = x - mean, s = scale ||c||^2).
+
+    In the tiles' precision from the start: the product of the O(t d) operands, two broadcast
+    additions and the exponential, with no pass over a float64 tile (distances are translation
+    invariant; centring removes a common offset, and the exponent's rounding, about eps times
+    its terms, is stated in ``exponent_rtol``).
+    """
+
+    def __init__(self, X, kern: RBFKernel, dtype):
+        X = np.asarray(X.toarray() if sp.issparse(X) else X)
+        dtype = np.dtype(dtype)
+        check_memory((8.0 + 2 * dtype.itemsize) * X.shape[0] * X.shape[1],
+                     what=f"the centred {dtype.name} copies of the {X.shape[0]} rows")
+        centre = X.mean(axis=0, dtype=np.float64)
+        C = np.asarray(X, dtype=np.float64) - centre
+        scale = kern._scale()     # -1 / (2 sigma^2)
+        sq = np.einsum("ij,ij->i", C, C)
+        self.C = C.astype(dtype)
+        self.C2 = (C * (-2.0 * scale)).astype(dtype)
+        self.s = (scale * sq).astype(dtype)
+        # the exponent's terms reach |s_i| + |s_j| + 2 |scale <c_i, c_j>| <= 2 (|s_i| + |s_j|): their
+        # rounding (and the d-term product's, sqrt(d) eps typically) is an absolute error on the
+        # exponent, a relative one on the entry
+        eps = float(np.finfo(dtype).eps)
+        self.exponent_rtol = eps * (3.0 + math.sqrt(X.shape[1])) * 2.0 * float(np.max(np.abs(self.s), initial=0.0))
+
+    def __call__(self, a, b, same: bool) -> np.ndarray:
+        E = self.C[a[0]:a[1]] @ self.C2[b[0]:b[1]].T
+        E += self.s[a[0]:a[1], None]
+        E += self.s[None, b[0]:b[1]]
+        np.minimum(E, 0.0, out=E)
+        np.exp(E, out=E)
+        if same:
+            np.fill_diagonal(E, 1.0)
+        return E
+
+
+def _numpy_blocks(X, kern, precision: str, t: int) -> tuple[Callable, float]:
+    """``block(a, b, same)`` giving the tile K[a, b] in ``precision``, and the entries' relative error."""
+    rtol = _gemm_rtol(precision, t)
+    if isinstance(kern, RBFKernel):
+        tiles = _RBFTiles(X, kern, precision)
+        return tiles, rtol + tiles.exponent_rtol
+    # Kernel.gram on the tile (Tanimoto: float32 / CSR products of fingerprints, blocked's rule)
+    pair = _pair_kernel(kern, _compact_integers(X))
+    dtype = np.dtype(precision)
+
+    def block(a, b, same):
+        return np.asarray(pair(a, b, same), dtype=dtype)
+
+    return block, rtol
+
+
+def _tiled_product(block: Callable, n: int, t: int, precision: str, workers: int) -> Callable:
+    """``product(V) = K V``: tiles on and above the diagonal on ``workers`` threads, float64 accumulation."""
+    bounds = _bounds(n, t)
+    pairs = [(a, b) for i, a in enumerate(bounds) for b in bounds[i:]]
+    dtype = np.dtype(precision)
+
+    def product(V: np.ndarray) -> np.ndarray:
+        W = np.ascontiguousarray(V, dtype=dtype)
+        out = np.zeros((n, V.shape[1]), dtype=np.float64)
+
+        def one(pair):
+            a, b = pair
+            same = a == b
+            K = block(a, b, same)
+            Ya = K @ W[b[0]:b[1]]
+            Yb = None if same else K.T @ W[a[0]:a[1]]
+            return Ya, Yb
+
+        for (a, b), (Ya, Yb) in zip(pairs, _ordered_map(one, pairs, workers)):
+            out[a[0]:a[1]] += Ya
+            if Yb is not None:
+                out[b[0]:b[1]] += Yb
+        return out
+
+    return product
+
+
+# ---------------------------------------------------------------------------------------
+# precomputed K (array or memmap)
+# ---------------------------------------------------------------------------------------
+def _precomputed_operator(K, weights, precision: str, tile: Optional[int]) -> KernelOperator:
+    """Tiles read from K (rescaled to a unit diagonal), in ``precision``."""
+    if isinstance(K, np.memmap):
+        if K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] < 2:
+            raise DiversityInputError(f"a precomputed K must be square with at least 2 rows; got shape {K.shape}.")
+        d = np.array(np.diagonal(K), dtype=np.float64)
+        if not np.all(np.isfinite(d)) or np.any(d <= 0):
+            raise DiversityInputError("K must have a positive, finite diagonal (k(x, x) > 0); a similarity matrix "
+                                      "has ones on its diagonal.")
+        s = 1.0 / np.sqrt(d)
+        if np.any(np.abs(d - 1.0) > 1e-10):
+            normalize_diagonal(np.diag(d), warn=True)   # the one warning of the rescaling
+        checked = False
+    else:
+        K = normalize_diagonal(check_kernel_matrix(K))
+        s = None
+        checked = True
+    n = K.shape[0]
+    p = check_weights(weights, n)
+    sqrt_p = np.sqrt(np.full(n, 1.0 / n) if p is None else p)
+    workers = _workers()
+    t = min(n, tile or _tile_rows(n, workers))
+    dtype = np.dtype(precision)
+    seen: set = set()
+
+    def block(a, b, same):
+        B = np.array(K[a[0]:a[1], b[0]:b[1]], dtype=np.float64)
+        if not checked and (a, b) not in seen:
+            # a memmap is checked tile by tile on the first pass (finite; symmetric within round-off)
+            mirror = np.array(K[b[0]:b[1], a[0]:a[1]], dtype=np.float64).T
+            if not (np.isfinite(B).all() and np.allclose(B, mirror, rtol=1e-6, atol=1e-8)):
+                raise DiversityInputError(f"K is not finite and symmetric in rows {a[0] + 1}-{a[1]}, columns "
+                                          f"{b[0] + 1}-{b[1]}; a kernel matrix is symmetric.")
+            seen.add((a, b))
+        if s is not None:
+            B *= s[a[0]:a[1], None]
+            B *= s[None, b[0]:b[1]]
+        return B.astype(dtype, copy=False)
+
+    product = _tiled_product(block, n, t, precision, workers)
+    return KernelOperator(n=n, kernel={"name": "precomputed"}, sqrt_p=sqrt_p, product=product, backend="numpy",
+                          precision=precision, tile=t, entry_rtol=_gemm_rtol(precision, t))
+
+
+# ---------------------------------------------------------------------------------------
+# torch (CUDA, or the CPU for tests)
+# ---------------------------------------------------------------------------------------
+def _torch_device(device: str) -> str:
+    """``"cpu"`` (numpy), ``"cuda"`` or ``"torch-cpu"``; ``"auto"`` is cuda when torch sees one."""
+    if device == "cpu":
+        return "cpu"
+    try:
+        import torch
+    except ImportError:
+        if device == "auto":
+            return "cpu"
+        raise DiversityInputError(f"device={device!r} needs torch; it is not installed. Use device='cpu'.") from None
+    if device == "torch-cpu":
+        return "torch-cpu"
+    available = torch.cuda.is_available()
+    if device == "cuda" and not available:
+        raise DiversityInputError("device='cuda' was asked for but torch sees no CUDA device; use device='cpu'.")
+    return "cuda" if available else "cpu"
+
+
+def _torch_product(X, kern, precision: str, t: int, device: str) -> tuple[Callable, float]:
+    """``product(V) = K V`` with torch tiles on ``device`` (float64 accumulation on the device)."""
+    import torch
+
+    dev = torch.device("cuda" if device == "cuda" else "cpu")
+    tdtype = torch.float32 if precision == "float32" else torch.float64
+    n = X.shape[0]
+    name = kern.name
+    rtol = _gemm_rtol(precision, t)
+    dense = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
+    if name in ("rbf", "laplacian", "polynomial", "tanimoto"):
+        centre = dense.mean(axis=0) if name == "rbf" else 0.0
+        Xt = torch.as_tensor(dense - centre, dtype=tdtype, device=dev)
+        sq = (Xt * Xt).sum(dim=1)
+        if name == "rbf":
+            scale = kern._scale()
+            rtol += 16.0 * _EPS32 * abs(scale) * float(sq.max()) if precision == "float32" else 0.0
+        elif name == "polynomial":
+            gamma, coef0, degree = float(kern.gamma), float(kern.coef0), int(kern.degree)
+            selfv = torch.as_tensor(np.sqrt(kern._self_values(dense)), dtype=tdtype, device=dev)
+
+        def tile(a, b, same):
+            A, B = Xt[a[0]:a[1]], Xt[b[0]:b[1]]
+            if name == "rbf":
+                E = (A @ B.T) * (-2.0 * scale) + scale * sq[a[0]:a[1], None] + scale * sq[None, b[0]:b[1]]
+                E = torch.exp(torch.clamp(E, max=0.0))
+            elif name == "laplacian":
+                E = torch.exp(-torch.cdist(A, B, p=1) / float(kern.sigma))
+            elif name == "polynomial":
+                E = (gamma * (A @ B.T) + coef0) ** degree / (selfv[a[0]:a[1], None] * selfv[None, b[0]:b[1]])
+            else:
+                G = A @ B.T
+                den = sq[a[0]:a[1], None] + sq[None, b[0]:b[1]] - G
+                E = torch.where(den > 0, G / torch.where(den > 0, den, torch.ones_like(den)), torch.ones_like(den))
+            if same:
+                E.fill_diagonal_(1.0)
+            return E
+    else:
+        block = _pair_kernel(kern, _compact_integers(X))
+
+        def tile(a, b, same):
+            return torch.as_tensor(np.asarray(block(a, b, same)), dtype=tdtype, device=dev)
+
+    bounds = _bounds(n, t)
+
+    def product(V: np.ndarray) -> np.ndarray:
+        W = torch.as_tensor(V, dtype=tdtype, device=dev)
+        out = torch.zeros((n, V.shape[1]), dtype=torch.float64, device=dev)
+        for i, a in enumerate(bounds):
+            for b in bounds[i:]:
+                K = tile(a, b, a == b)
+                out[a[0]:a[1]] += (K @ W[b[0]:b[1]]).double()
+                if a != b:
+                    out[b[0]:b[1]] += (K.T @ W[a[0]:a[1]]).double()
+        return out.cpu().numpy()
+
+    return product, rtol
+
+
+# ---------------------------------------------------------------------------------------
+# Dask: one task per pair of row blocks
+# ---------------------------------------------------------------------------------------
+def _dask_tile(kern, A, B, WA, WB, same: bool, precision: str, centre):
+    """Task: the tile k(A, B) (validated rows) times the blocks of V; ``(K W_B, K^T W_A)``."""
+    A = _check_chunk(kern, A, 0, "dask block")
+    B = A if same else _check_chunk(kern, B, 0, "dask block")
+    if isinstance(kern, RBFKernel) and precision == "float32":
+        scale = kern._scale()
+        Ca = np.asarray(A, dtype=np.float64) - centre
+        Cb = Ca if same else np.asarray(B, dtype=np.float64) - centre
+        E = Ca.astype(np.float32) @ (Cb * (-2.0 * scale)).astype(np.float32).T
+        E += (scale * np.einsum("ij,ij->i", Ca, Ca)).astype(np.float32)[:, None]
+        E += (scale * np.einsum("ij,ij->i", Cb, Cb)).astype(np.float32)[None, :]
+        np.minimum(E, 0.0, out=E)
+        K = np.exp(E, out=E)
+        if same:
+            np.fill_diagonal(K, 1.0)
+    else:
+        K = kern.gram(A, check_input=False) if same else kern.gram(A, B, check_input=False)
+        K = np.asarray(K, dtype=np.dtype(precision))
+    return K @ WB, (None if same else K.T @ WA)
+
+
+def _dask_operator(source: DaskSource, kern, p, precision: str, tile: Optional[int]) -> KernelOperator:
+    """Tiles formed on the Dask workers where the row blocks are; the products added on the client."""
+    import dask
+
+    X = source.X
+    n = source.n
+    offsets = np.cumsum((0,) + tuple(int(c) for c in X.chunks[0]))
+    bounds = [(int(offsets[i]), int(offsets[i + 1])) for i in range(len(offsets) - 1)]
+    blocks = X.to_delayed().ravel()
+    centre = None
+    rtol = _gemm_rtol(precision, max(b - a for a, b in bounds))
+    if isinstance(kern, RBFKernel):
+        # one centre for every tile (distances do not depend on it; the float32 rounding does)
+        centre = np.asarray(X.mean(axis=0, dtype=np.float64).compute())
+        spread = float((((X - centre) ** 2).sum(axis=1)).max().compute())
+        rtol += 16.0 * _EPS32 * abs(kern._scale()) * spread if precision == "float32" else 0.0
+    sqrt_p = np.sqrt(np.full(n, 1.0 / n) if p is None else p)
+    dtype = np.dtype(precision)
+    pairs = [(i, j) for i in range(len(bounds)) for j in range(i, len(bounds))]
+
+    def product(V: np.ndarray) -> np.ndarray:
+        W = np.ascontiguousarray(V, dtype=dtype)
+        Wb = [dask.delayed(W[a:b]) for a, b in bounds]
+        tasks = [dask.delayed(_dask_tile, pure=True)(kern, blocks[i], blocks[j], Wb[i], Wb[j], i == j, precision,
+                                                     centre) for i, j in pairs]
+        results = dask.compute(*tasks)
+        out = np.zeros((n, V.shape[1]), dtype=np.float64)
+        for (i, j), (Ya, Yb) in zip(pairs, results):
+            out[bounds[i][0]:bounds[i][1]] += Ya
+            if Yb is not None:
+                out[bounds[j][0]:bounds[j][1]] += Yb
+        return out
+
+    return KernelOperator(n=n, kernel=kern.to_dict(), sqrt_p=sqrt_p, product=product, backend="dask",
+                          precision=precision, tile=max(b - a for a, b in bounds), entry_rtol=rtol, device="dask")

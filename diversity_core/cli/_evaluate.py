@@ -1,0 +1,212 @@
+"""``diversity evaluate GENERATED --reference REAL``: fidelity, diversity, distances and copies of generated items.
+
+Loads the generated items (with an optional prompt column and quality column), the reference
+(real items) and an optional training set, featurizes them alike, and prints one table of every
+metric of :func:`diversity_core.evaluation.evaluate` with its interval (``--format json``: the
+result's JSON). ``--json``, ``--csv`` and ``--out report.html`` write files, all in one
+:func:`~diversity_core._atomic.output_transaction` (all replaced together, or none). The output
+paths are checked before any work. Exit 2 with one line on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .._table import format_table
+from ..exceptions import DiversityInputError
+from ._guards import check_feature_scale, check_outputs
+from ._progress import TqdmProgress, warn_skipped
+from ._score import _q_value, add_kernel_arguments, add_modality_argument, kernel_params
+
+HELP = "evaluate generated items against real ones: PRDC, FD, KD, Vendi ratio, copies, per prompt"
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register ``diversity evaluate``."""
+    p = subparsers.add_parser(
+        "evaluate", help=HELP,
+        description="Evaluate generated items against a reference set of real items: precision, recall, "
+        "density, coverage, improved precision/recall, Frechet and kernel distances, the Vendi score "
+        "relative to the reference and MagDiff; with --train, memorised items; with --prompt-column, "
+        "diversity per prompt; with --quality-column, the quality-weighted Vendi score.",
+    )
+    p.add_argument("generated", metavar="GENERATED", help="generated items (features, images, text or molecules)")
+    p.add_argument("--reference", required=True, metavar="REAL", help="real items, featurized like GENERATED")
+    p.add_argument("--train", default=None, metavar="TRAIN", help="the model's training items (memorisation)")
+    p.add_argument("--prompt-column", default=None, metavar="COL",
+                   help="column (or npz array) of GENERATED naming each item's prompt or condition")
+    p.add_argument("--quality-column", default=None, metavar="COL",
+                   help="column (or npz array) of GENERATED with each item's non-negative quality score")
+    p.add_argument("--featurizer", default="default", help="featurizer for non-embedding data")
+    add_modality_argument(p)
+    add_kernel_arguments(p)
+    p.add_argument("--q", type=_q_value, default=1.0, help="order q of the Vendi scores (default 1)")
+    p.add_argument("--k", type=int, default=5, help="neighbours of precision/recall/density/coverage (default 5)")
+    p.add_argument("--k-improved", type=int, default=3, help="neighbours of the improved precision/recall (default 3)")
+    p.add_argument("--nn-method", choices=("auto", "exact", "approximate"), default="auto",
+                   help="nearest-neighbour search (default auto: exact within the memory budget)")
+    p.add_argument("--kid-subsets", type=int, default=100, help="subsets of the kernel distance (default 100; 0 skips)")
+    p.add_argument("--kid-subset-size", type=int, default=1000, help="items per kernel-distance subset (default 1000)")
+    p.add_argument("--no-magnitude", dest="magnitude", action="store_false", help="skip MagDiff")
+    p.add_argument("--magnitude-n", type=int, default=1000, help="items per set for MagDiff (default 1000)")
+    p.add_argument("--memorization-metric", choices=("euclidean", "cosine"), default="euclidean",
+                   help="distance of the memorisation test (default euclidean)")
+    p.add_argument("--confidence-level", type=float, default=0.95, help="level of every interval (default 0.95)")
+    p.add_argument("--n-resamples", type=int, default=16, help="subsets per size for the intervals (default 16; 0: none)")
+    p.add_argument("--interval-size", type=int, default=2048, help="largest subset of the intervals (default 2048)")
+    p.add_argument("--rng", type=int, default=0, metavar="SEED", help="seed of every random choice (default 0)")
+    p.add_argument("--format", choices=("table", "json"), default="table", help="stdout format")
+    p.add_argument("--json", default=None, metavar="PATH", help="save the result as JSON")
+    p.add_argument("--csv", default=None, metavar="PATH", help="save the table of metrics as CSV")
+    p.add_argument("--out", default=None, metavar="REPORT.html", help="write a self-contained HTML page")
+    return p
+
+
+def _features(path: str, args, *, group_column=None, weight_column=None, modality=None):
+    """(dataset, features) of one input, featurized with ``--featurizer``."""
+    from ..data import load_dataset
+    from ..featurizers import featurize
+
+    ds = load_dataset(path, modality=modality or args.modality, group_column=group_column,
+                      weight_column=weight_column)
+    warn_skipped(ds)
+    with TqdmProgress("features") as progress:
+        X = featurize(ds, args.featurizer, progress=progress)
+    if hasattr(X, "toarray"):
+        X = X.toarray()
+    check_feature_scale(X, str(path))
+    return ds, X
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``diversity evaluate``."""
+    from ..evaluation import evaluate
+
+    if args.rng < 0:
+        raise DiversityInputError(f"--rng must be a non-negative seed; got {args.rng}.")
+    check_outputs({"--json": args.json, "--csv": args.csv, "--out": args.out},
+                  inputs=[a for a in (args.generated, args.reference, args.train) if a])
+    ref_ds, R = _features(args.reference, args)
+    # GENERATED is read like REAL: a table of embeddings with a text prompt column would otherwise be
+    # detected as text
+    like = "embeddings" if args.modality == "auto" and ref_ds.modality == "embeddings" else None
+    gen_ds, G = _features(args.generated, args, group_column=args.prompt_column,
+                          weight_column=args.quality_column, modality=like)
+    T = None if args.train is None else _features(args.train, args)[1]
+    if R.shape[1] != G.shape[1]:
+        raise DiversityInputError(
+            f"{args.reference} has {R.shape[1]} features and {args.generated} has {G.shape[1]}; featurize both alike."
+        )
+    if args.kernel is None:
+        args.kernel = "cosine"
+    with TqdmProgress("evaluate") as progress:
+        ev = evaluate(
+            R, G, train=T, prompts=gen_ds.groups, quality=gen_ds.weights, k=args.k, k_improved=args.k_improved,
+            kernel=args.kernel, q=args.q, nn_method=args.nn_method, kid_subsets=args.kid_subsets,
+            kid_subset_size=args.kid_subset_size, magnitude=args.magnitude, magnitude_n=args.magnitude_n,
+            memorization_metric=args.memorization_metric, confidence_level=args.confidence_level,
+            n_resamples=args.n_resamples, interval_size=args.interval_size, rng=args.rng, progress=progress,
+            **kernel_params(args),
+        )
+    ev.settings["sources"] = {"generated": args.generated, "reference": args.reference, "train": args.train,
+                              "prompt_column": args.prompt_column, "quality_column": args.quality_column}
+    written = _write_outputs(args, ev)
+    if args.format == "json":
+        print(ev.to_json())
+    else:
+        _print_table(ev)
+    for path in written:
+        print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def _cell(v) -> str:
+    """A number for the table (4 significant digits), blank for missing."""
+    if v is None:
+        return ""
+    return f"{float(v):.4g}"
+
+
+def _print_table(ev) -> None:
+    """The metrics table on stdout, with a header line of the settings."""
+    s = ev.settings
+    level = s["confidence_level"]
+    print(f"# {ev.n_generated} generated vs {ev.n_reference} reference items, d = {ev.d}; neighbours: "
+          f"{s['nn_method']} search; kernel {s['kernel_description']}; {level:.0%} intervals; seed {s['seed']}")
+    rows = [[r["metric"], _cell(r["value"]), _cell(r["ci_low"]), _cell(r["ci_high"]), r["note"]] for r in ev.table_rows()]
+    print(format_table(["metric", "value", "ci_low", "ci_high", "note"], rows))
+    for note in s.get("notes", []):
+        print(f"warning: {note}", file=sys.stderr)
+
+
+def _write_outputs(args, ev) -> list:
+    """JSON, CSV and HTML in one transaction; returns the paths written."""
+    from .._atomic import atomic_write, output_transaction
+
+    with output_transaction() as tx:
+        if args.json is not None:
+            ev.to_json(args.json)
+        if args.csv is not None:
+            ev.to_csv(args.csv)
+        if args.out is not None:
+            atomic_write(args.out, render_html(ev))
+    return tx.written
+
+
+_TEMPLATE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Evaluation: {{ title }}</title>
+<style>
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 60rem; color: #222; }
+table { border-collapse: collapse; margin: 1rem 0; } td, th { padding: .25rem .75rem; border-bottom: 1px solid #ddd; }
+th { text-align: left; background: #f4f4f4; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+p.note { color: #555; font-size: .9rem; }
+</style></head><body>
+<h1>Evaluation of {{ title }}</h1>
+<p>{{ ev.n_generated }} generated items against {{ ev.n_reference }} reference items, d = {{ ev.d }};
+neighbours by {{ s.nn_method }} search; kernel {{ s.kernel_description }}; {{ (100 * s.confidence_level) | round(1) }} % intervals.</p>
+<h2>Metrics</h2>
+<table><tr><th>metric</th><th>value</th><th>interval</th><th>how</th><th>note</th></tr>
+{% for r in rows %}<tr><td>{{ r.metric }}</td><td class="num">{{ r.value }}</td><td class="num">{{ r.ci }}</td>
+<td>{{ r.interval }}</td><td>{{ r.note }}</td></tr>
+{% endfor %}</table>
+{% if copies %}<h2>Closest generated items to the training set</h2>
+<table><tr><th>generated</th><th>nearest training item</th><th>distance</th><th>its own NN distance</th><th>flagged</th></tr>
+{% for c in copies %}<tr><td class="num">{{ c.generated }}</td><td class="num">{{ c.train }}</td><td class="num">{{ c.distance }}</td>
+<td class="num">{{ c.train_radius }}</td><td>{{ "yes" if c.flagged else "no" }}</td></tr>
+{% endfor %}</table>{% endif %}
+{% if prompts %}<h2>Vendi score per prompt</h2>
+<table><tr><th>prompt</th><th>items</th><th>Vendi score</th></tr>
+{% for name, p in prompts %}<tr><td>{{ name }}</td><td class="num">{{ p.n }}</td><td class="num">{{ p.vendi }}</td></tr>
+{% endfor %}</table>{% endif %}
+<h2>Settings</h2>
+<table>{% for k, v in settings %}<tr><th>{{ k }}</th><td>{{ v }}</td></tr>{% endfor %}</table>
+<p class="note">Formulas, papers and pitfalls of every metric: docs/evaluation.md.</p>
+</body></html>
+"""
+
+
+def render_html(ev) -> str:
+    """A self-contained HTML page of an :class:`~diversity_core.evaluation.EvaluationResult` (Jinja2, autoescaped)."""
+    from .._optional import require
+
+    jinja2 = require("jinja2", purpose="the HTML page of `diversity evaluate --out`")
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    rows = []
+    for r in ev.table_rows():
+        ci = "" if r["ci_low"] is None else f"[{_cell(r['ci_low'])}, {_cell(r['ci_high'])}]"
+        rows.append({"metric": r["metric"], "value": _cell(r["value"]), "ci": ci, "interval": r["interval"],
+                     "note": r["note"]})
+    copies = []
+    if ev.memorization is not None:
+        copies = [{**c, "distance": _cell(c["distance"]), "train_radius": _cell(c["train_radius"])}
+                  for c in ev.memorization.top_items(10)]
+    prompts = []
+    if ev.conditional is not None:
+        prompts = [(name, {"n": p["n"], "vendi": _cell(p["vendi"])}) for name, p in ev.conditional.per_prompt.items()]
+    keep = ("k", "k_improved", "q", "nn_method", "n_resamples", "interval_size", "kid_subsets", "kid_subset_size",
+            "magnitude_n", "memorization_rule", "timings", "sources")
+    settings = [(k, ev.settings[k]) for k in keep if k in ev.settings]
+    title = str(ev.settings.get("sources", {}).get("generated") or "generated items")
+    return env.from_string(_TEMPLATE).render(ev=ev, s=ev.settings, rows=rows, copies=copies, prompts=prompts,
+                                             settings=settings, title=title)

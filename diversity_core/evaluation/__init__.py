@@ -1,0 +1,69 @@
+"""Generative-model evaluation next to diversity: fidelity, coverage, distances, copies, prompts.
+
+Reference-based metrics on any feature matrices (R real, G generated), each a public function
+that validates and then computes, returning a frozen result with ``to_dict()``; intervals come
+from the subsampling engine of :mod:`diversity_core.compare` wherever the metric is a sample
+statistic. :func:`evaluate` runs them all in one pass and is what ``diversity evaluate`` calls.
+
+What lives where
+----------------
+_prdc           :func:`prdc` (precision, recall, density, coverage; Naeem et al. 2020) and
+                :func:`improved_precision_recall` (Kynkaanniemi et al. 2019)
+_frechet        :func:`frechet_distance` (FID's formula on the given features; Cholesky/eigen
+                routes for the trace of the square root, rank-deficiency reported)
+_kid            :func:`kernel_distance` (KID: unbiased polynomial-kernel MMD^2 over subsets)
+_vendi          :func:`vendi_ratio` (VS(G) / VS(R) at equal n), :func:`quality_weighted_vendi`
+                (qVS = mean quality x VS; Nguyen & Dieng 2024)
+_conditional    :func:`conditional_vendi` (H(X|T), I(X;T) and the within-prompt mean; Jalali et
+                al. 2024)
+_memorization   :func:`memorization` (nearest training item; authenticity rule of Alaa et al. 2022)
+_api            :func:`evaluate` (all of the above, MagDiff included)
+_neighbours     blocked exact k-NN radii and radius tests (fast products, float64 decisions),
+                and the pynndescent fallback
+_intervals      paired subsets for the subsampling engine
+_results        :class:`Estimate` and the result classes, :class:`EvaluationResult` (JSON, CSV)
+
+See ``docs/evaluation.md`` for every formula, what each metric is sensitive to and its pitfalls.
+"""
+
+from ._api import evaluate
+from ._conditional import conditional_vendi
+from ._frechet import frechet_distance
+from ._kid import kernel_distance
+from ._memorization import memorization
+from ._prdc import improved_precision_recall, prdc
+from ._results import (
+    ConditionalVendiResult,
+    Estimate,
+    EvaluationResult,
+    FrechetResult,
+    KernelDistanceResult,
+    MemorizationResult,
+    PRDCResult,
+    PrecisionRecallResult,
+    QualityVendiResult,
+    VendiRatioResult,
+)
+from ._vendi import quality_weighted_vendi, vendi_ratio
+
+__all__ = [
+    "evaluate",
+    "prdc",
+    "improved_precision_recall",
+    "frechet_distance",
+    "kernel_distance",
+    "vendi_ratio",
+    "quality_weighted_vendi",
+    "conditional_vendi",
+    "memorization",
+    "Estimate",
+    "PRDCResult",
+    "PrecisionRecallResult",
+    "FrechetResult",
+    "KernelDistanceResult",
+    "VendiRatioResult",
+    "QualityVendiResult",
+    "ConditionalVendiResult",
+    "MemorizationResult",
+    "EvaluationResult",
+]

@@ -1,0 +1,446 @@
+r"""Exact k-nearest-neighbour radii and radius tests between two feature sets, in row blocks.
+
+Every metric of :mod:`diversity_core.evaluation` that looks at neighbours (precision, recall,
+density, coverage, the improved precision and recall, memorisation) reduces to two questions
+about squared Euclidean distances :math:`D^2_{ij} = \lVert a_i - b_j \rVert^2`:
+
+- the k-th smallest distance of every row (a k-NN radius; within one set the item itself is
+  left out, its exact duplicates are not), and the index of the nearest;
+- for every pair, whether :math:`D^2_{ij}` is below a per-row or per-column threshold (a radius).
+
+Both are answered **exactly in float64** while the n x m distances are formed with fast
+products in the data's precision (float32 data: float32 GEMM, twice the speed of float64):
+
+1. both sets are centred on one common centre c (distances do not move, and the products lose
+   far fewer digits on data far from the origin) and each row block of :math:`A` gives
+   :math:`\tilde D^2 = \lVert a\rVert^2 + \lVert b\rVert^2 - 2 a b^T` (one GEMM);
+2. the error of each value is bounded by
+   :math:`|\tilde D^2_{ij} - D^2_{ij}| \le \tau_{ij} = (c_1 \sqrt d + c_2)\,\varepsilon\,(\lVert a_i\rVert^2 + \lVert b_j\rVert^2)`
+   (:func:`band`; the project's round-off allowance of a d-term dot product, with a margin);
+3. a decision whose approximate value lies within the band of its threshold is *ambiguous*:
+   those few pairs (typically a few per million) are recomputed from their exact float64
+   differences, and so is every candidate of a k-th smallest value (all entries within two bands
+   of the approximate k-th value, which provably contain the exact k nearest).
+
+The result is the answer of an exact float64 computation, at the speed of the data's precision;
+for float64 data the band is about 1e-13 of the values and the recomputation is nearly empty.
+
+Memory: the centred copies of both sets (``n d`` values each, the data's precision) and one
+block of ``rows x m`` values (the chunk size of :func:`diversity_core.set_config`). Time:
+``O(n m d)`` for the products plus ``O(n m)`` elementwise work.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional, Sequence, Tuple
+
+import numpy as np
+
+from .._config import check_memory, chunk_rows, fits_memory, get_config
+from .._optional import require
+from .._progress import ProgressCallback, report
+from ..exceptions import DiversityInputError
+
+__all__ = ["NN_METHODS", "Prepared", "prepare_pair", "resolve_nn_method", "kth_smallest", "radius_counts", "band"]
+
+#: Values of ``nn_method``.
+NN_METHODS = ("auto", "exact", "approximate")
+
+#: Round-off allowance of one squared distance, in units of eps * (|a|^2 + |b|^2): ``C1 sqrt(d) + C2``.
+#: A blocked dot product of d terms errs by about sqrt(d) eps |a||b| (the project's ``slack`` rule);
+#: C1 = 16 is its margin, C2 covers the rounding of the centred operands and of the sums.
+_C1, _C2 = 16.0, 8.0
+
+#: Values per temporary when pairs are recomputed from their differences (32 MB of float64).
+_PAIR_VALUES = 1 << 22
+
+
+@dataclass
+class Prepared:
+    """Rows ready for blocked distances: the originals (exact recomputation) and centred copies.
+
+    ``C`` holds ``X - centre`` in the products' precision, ``sq`` its squared row norms in
+    float64 (of the rounded rows, so that ``sq_i + sq_j - 2 C_i . C_j`` is consistent), ``eps``
+    the products' machine epsilon.
+    """
+
+    X: np.ndarray
+    C: np.ndarray
+    sq: np.ndarray
+    eps: float
+
+    @property
+    def n(self) -> int:
+        return int(self.X.shape[0])
+
+
+def _compute_dtype(*arrays) -> np.dtype:
+    """float32 when every set is float32 (fast products), else float64."""
+    return np.dtype(np.float32) if all(a.dtype == np.float32 for a in arrays) else np.dtype(np.float64)
+
+
+def _centre_rows(X: np.ndarray, centre: np.ndarray, dtype) -> Tuple[np.ndarray, np.ndarray]:
+    """``(X - centre)`` in ``dtype`` and its squared row norms (float64), by row chunks."""
+    n, d = X.shape
+    C = np.empty((n, d), dtype=dtype)
+    sq = np.empty(n)
+    step = chunk_rows(d, 8)
+    for s in range(0, n, step):
+        block = np.asarray(X[s:s + step], dtype=np.float64) - centre
+        C[s:s + step] = block
+        rounded = C[s:s + step].astype(np.float64, copy=False)
+        sq[s:s + step] = np.einsum("ij,ij->i", rounded, rounded)
+    return C, sq
+
+
+def _mean(X: np.ndarray) -> np.ndarray:
+    """Column means in float64, by row chunks."""
+    n, d = X.shape
+    total = np.zeros(d)
+    step = chunk_rows(d, 8)
+    for s in range(0, n, step):
+        total += np.asarray(X[s:s + step], dtype=np.float64).sum(axis=0)
+    return total / n
+
+
+def prepared_bytes(sizes: Sequence[int], d: int, itemsize: int) -> float:
+    """Bytes of the centred copies of sets of these sizes."""
+    return float(sum(sizes)) * d * itemsize
+
+
+def prepare_pair(*sets: np.ndarray, centre_on: int = 0) -> Tuple[Prepared, ...]:
+    """Centred copies of validated sets (same number of columns), on the mean of ``sets[centre_on]``.
+
+    The products run in float32 when every set is float32, else in float64. The copies are
+    checked against the memory budget.
+    """
+    dtype = _compute_dtype(*sets)
+    d = sets[0].shape[1]
+    check_memory(prepared_bytes([s.shape[0] for s in sets], d, dtype.itemsize),
+                 what="the centred copies of the feature sets for the neighbour search",
+                 hint="Use nn_method='approximate' (pynndescent), or fewer or lower-dimensional features.")
+    centre = _mean(sets[centre_on])
+    eps = float(np.finfo(dtype).eps)
+    out = []
+    for S in sets:
+        C, sq = _centre_rows(S, centre, dtype)
+        out.append(Prepared(X=S, C=C, sq=sq, eps=eps))
+    return tuple(out)
+
+
+def band(a: Prepared, d: int) -> float:
+    """Relative round-off allowance of one approximate squared distance (see the module docstring)."""
+    return (_C1 * math.sqrt(d) + _C2) * a.eps
+
+
+def resolve_nn_method(method: str, sizes: Sequence[int], d: int, itemsize: int) -> str:
+    """``"auto"``: exact when the centred copies fit the memory budget (or pynndescent is missing), else approximate."""
+    if method != "auto":
+        return method
+    if fits_memory(prepared_bytes(sizes, d, itemsize) + 4.0 * get_config()["chunk_bytes"]):
+        return "exact"
+    try:
+        require("pynndescent", purpose="approximate nearest neighbours")
+    except ImportError:
+        return "exact"
+    return "approximate"
+
+
+def block_rows(m: int, itemsize: int) -> int:
+    """Rows per block of an ``rows x m`` distance block: about one chunk (``chunk_bytes``), at least 16."""
+    return max(16, min(chunk_rows(m, itemsize, minimum=16), 8192))
+
+
+def _approx_block(a: Prepared, b: Prepared, rows, cols: Optional[slice] = None) -> np.ndarray:
+    """Approximate squared distances of the rows ``rows`` of a to the rows ``cols`` of b (default all).
+
+    In the products' precision; ``rows`` a slice or an index array.
+    """
+    Cb, sq_b = (b.C, b.sq) if cols is None else (b.C[cols], b.sq[cols])
+    G = a.C[rows] @ Cb.T
+    G *= -2.0
+    G += a.sq[rows, None].astype(G.dtype)
+    G += sq_b[None, :].astype(G.dtype)
+    np.maximum(G, 0.0, out=G)
+    return G
+
+
+def exact_pairs(A: np.ndarray, B: np.ndarray, ii: np.ndarray, jj: np.ndarray) -> np.ndarray:
+    """``||A[ii[t]] - B[jj[t]]||^2`` in float64 from the exact differences, in chunks."""
+    out = np.empty(ii.size)
+    step = max(1, _PAIR_VALUES // max(A.shape[1], 1))
+    for s in range(0, ii.size, step):
+        diff = np.asarray(A[ii[s:s + step]], dtype=np.float64) - np.asarray(B[jj[s:s + step]], dtype=np.float64)
+        out[s:s + step] = np.einsum("ij,ij->i", diff, diff)
+    return out
+
+
+#: Extra candidates per row the symmetric within-set search keeps beyond the k nearest.
+POOL_EXTRA = 11
+
+
+def _cut(vk: np.ndarray, tau: np.ndarray, dtype) -> np.ndarray:
+    """``vk + 2 tau`` in the products' dtype, rounded up (a float32 cut must not lose a candidate)."""
+    cut = (np.asarray(vk, dtype=np.float64) + 2.0 * tau).astype(dtype)
+    return np.nextafter(cut, np.inf, dtype=dtype) if dtype == np.float32 else cut
+
+
+def _finish(a: Prepared, b: Prepared, rows: np.ndarray, ii: np.ndarray, jj: np.ndarray, ks, values, nearest) -> None:
+    """Exact k-th values and nearest index of the rows ``rows`` from their candidates.
+
+    ``ii`` indexes ``rows`` (local), ``jj`` the rows of b; every row has at least max(ks)
+    candidates, among them all of its exact k nearest.
+    """
+    exact = exact_pairs(a.X, b.X, rows[ii], jj)
+    order = np.lexsort((jj, exact, ii))
+    ii, jj, exact = ii[order], jj[order], exact[order]
+    first = np.searchsorted(ii, np.arange(rows.size))
+    for c, k in enumerate(ks):
+        values[rows, c] = exact[first + k - 1]
+    nearest[rows] = jj[first]
+
+
+def _kth_rows(a: Prepared, b: Prepared, own: bool, ks, rows: np.ndarray, tol: float, sq_b_max: float,
+              values, nearest) -> None:
+    """:func:`kth_smallest` for the rows ``rows`` of a against every row of b (one block)."""
+    kmax = int(max(ks))
+    S = _approx_block(a, b, rows)
+    r = S.shape[0]
+    if own:
+        S[np.arange(r), rows] = np.inf
+    kth = sorted({k - 1 for k in ks} | {0})
+    vk = np.partition(S, kth, axis=1)[:, kmax - 1]
+    # every entry errs by at most tau_i = tol (sq_a_i + sq_b_max): the exact k-th value lies within
+    # tau_i of vk, and every row whose exact distance is at most it lies below vk + 2 tau_i
+    cut = _cut(vk, tol * (a.sq[rows] + sq_b_max), S.dtype)
+    ii, jj = np.nonzero(S <= cut[:, None])
+    del S
+    _finish(a, b, rows, ii, jj, ks, values, nearest)
+
+
+def _merge(pool_v: np.ndarray, pool_i: np.ndarray, rows, vals: np.ndarray, idx: np.ndarray) -> None:
+    """Keep in ``pool`` (rows ``rows``) the L smallest of its entries and the new ones ``vals``/``idx``."""
+    L = pool_v.shape[1]
+    cat_v = np.concatenate([pool_v[rows], vals], axis=1)
+    cat_i = np.concatenate([pool_i[rows], idx], axis=1)
+    if cat_v.shape[1] > L:
+        part = np.argpartition(cat_v, L - 1, axis=1)[:, :L]
+        cat_v = np.take_along_axis(cat_v, part, axis=1)
+        cat_i = np.take_along_axis(cat_i, part, axis=1)
+    pool_v[rows] = cat_v
+    pool_i[rows] = cat_i
+
+
+def _smallest(S: np.ndarray, L: int, offset: int) -> tuple:
+    """The L smallest values of each row of S and their column indices plus ``offset``."""
+    if S.shape[1] <= L:
+        return S, np.broadcast_to(np.arange(S.shape[1]) + offset, S.shape)
+    part = np.argpartition(S, L - 1, axis=1)[:, :L]
+    return np.take_along_axis(S, part, axis=1), part + offset
+
+
+def _kth_within(a: Prepared, ks, tol: float, progress, message: str) -> tuple:
+    """Within-set k-th values by the upper triangle of blocks only (half the products).
+
+    Block b gives the rows of b against the columns from b on; those values also serve the later
+    rows (by symmetry). Each row keeps a pool of its L = kmax + POOL_EXTRA smallest approximate
+    values: when the pool's largest exceeds the row's cut (approximate k-th value + two bands),
+    every candidate is in the pool; the rare other rows are searched again in full.
+    """
+    n = a.n
+    kmax = int(max(ks))
+    L = min(kmax + POOL_EXTRA, n - 1)
+    dtype = a.C.dtype
+    pool_v = np.full((n, L), np.inf, dtype=dtype)
+    pool_i = np.full((n, L), -1, dtype=np.intp)
+    step = block_rows(n, dtype.itemsize)
+    n_blocks = -(-n // step)
+    for bi, start in enumerate(range(0, n, step)):
+        stop = min(n, start + step)
+        r = stop - start
+        S = _approx_block(a, a, slice(start, stop), slice(start, n))
+        S[np.arange(r), np.arange(r)] = np.inf
+        v, i = _smallest(S, L, start)
+        _merge(pool_v, pool_i, slice(start, stop), v, i)
+        if stop < n:
+            T = np.ascontiguousarray(S[:, r:].T)  # later rows against this block's rows
+            del S
+            v, i = _smallest(T, L, start)
+            _merge(pool_v, pool_i, slice(stop, n), v, i)
+        report(progress, bi + 1, n_blocks, message)
+    order = np.argsort(pool_v, axis=1, kind="stable")
+    pool_v = np.take_along_axis(pool_v, order, axis=1)
+    pool_i = np.take_along_axis(pool_i, order, axis=1)
+    sq_max = float(a.sq.max())
+    cut = _cut(pool_v[:, kmax - 1], tol * (a.sq + sq_max), dtype)
+    complete = (pool_v[:, -1] > cut) | (L >= n - 1)
+    values = np.empty((n, len(ks)))
+    nearest = np.empty(n, dtype=np.intp)
+    ok = np.flatnonzero(complete)
+    mask = pool_v[ok] <= cut[ok, None]
+    ii, cc = np.nonzero(mask)
+    _finish(a, a, ok, ii, pool_i[ok][ii, cc], ks, values, nearest)
+    redo = np.flatnonzero(~complete)
+    for s in range(0, redo.size, step):
+        _kth_rows(a, a, True, ks, redo[s:s + step], tol, sq_max, values, nearest)
+    return values, nearest
+
+
+def kth_smallest(
+    a: Prepared,
+    b: Optional[Prepared],
+    ks: Sequence[int],
+    *,
+    progress: Optional[ProgressCallback] = None,
+    message: str = "nearest neighbours",
+) -> Tuple[np.ndarray, np.ndarray]:
+    """Exact k-th smallest squared distance from every row of a to the rows of b, for each k in ``ks``.
+
+    ``b=None`` searches a within itself, leaving each row out of its own neighbours (its exact
+    duplicates stay in), over the upper triangle of blocks only. Returns ``(values, nearest)``:
+    ``values`` of shape (n, len(ks)), float64, and ``nearest`` of shape (n,), the index of the
+    nearest row (ties: smaller index).
+    """
+    own = b is None
+    b = a if own else b
+    n, m = a.n, b.n
+    kmax = int(max(ks))
+    if kmax > m - (1 if own else 0):
+        raise DiversityInputError(
+            f"k = {kmax} nearest neighbours need at least {kmax + (1 if own else 0)} items; got {m}."
+        )
+    tol = band(a, a.C.shape[1])
+    step = block_rows(m, a.C.dtype.itemsize)
+    if own and n > step:
+        return _kth_within(a, list(ks), tol, progress, message)
+    sq_b_max = float(b.sq.max()) if m else 0.0
+    values = np.empty((n, len(ks)))
+    nearest = np.empty(n, dtype=np.intp)
+    n_blocks = -(-n // step)
+    for bi, start in enumerate(range(0, n, step)):
+        _kth_rows(a, b, own, list(ks), np.arange(start, min(n, start + step)), tol, sq_b_max, values, nearest)
+        report(progress, bi + 1, n_blocks, message)
+    return values, nearest
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """A radius test ``D2_ij < theta`` (``strict``) or ``<=``, theta per row (``axis=0``) or per column (``axis=1``).
+
+    ``counts`` says which counts the caller needs: ``"rows"`` (per row of a: how many columns
+    pass), ``"cols"`` (per column: how many rows pass), or both.
+    """
+
+    theta: np.ndarray
+    per: str  # "row" or "col"
+    strict: bool
+    counts: Tuple[str, ...]
+
+
+def _counts_for(S, theta, per, strict):
+    """Boolean decisions of one threshold on a block (approximate values)."""
+    th = theta[:, None] if per == "row" else theta[None, :]
+    return np.less(S, th) if strict else np.less_equal(S, th)
+
+
+def radius_counts(
+    a: Prepared,
+    b: Prepared,
+    thresholds: Sequence[Threshold],
+    *,
+    progress: Optional[ProgressCallback] = None,
+    message: str = "radius tests",
+) -> list:
+    """Exact counts of the pairs passing each radius test, per row of a and/or per column of b.
+
+    For each threshold returns a dict with ``"rows"`` (shape (n,), int64) and/or ``"cols"``
+    (shape (m,), int64). Decisions within the round-off band of their threshold are recomputed
+    from exact float64 differences (module docstring).
+    """
+    n, m = a.n, b.n
+    d = a.C.shape[1]
+    tol = band(a, d)
+    sq_a_max, sq_b_max = float(a.sq.max()), float(b.sq.max())
+    out = [{c: np.zeros(n if c == "rows" else m, dtype=np.int64) for c in t.counts} for t in thresholds]
+    # the band of each threshold, per row or per column: tol (sq_i + max sq of the other side)
+    bands = [tol * ((b.sq + sq_a_max) if t.per == "col" else (a.sq + sq_b_max)) for t in thresholds]
+    step = block_rows(m, a.C.dtype.itemsize)
+    n_blocks = -(-n // step)
+    for bi, start in enumerate(range(0, n, step)):
+        rows = slice(start, min(n, start + step))
+        S = _approx_block(a, b, rows)
+        for t, acc, bnd in zip(thresholds, out, bands):
+            theta = t.theta[rows] if t.per == "row" else t.theta
+            tb = bnd[rows] if t.per == "row" else bnd
+            lo = (theta - tb).astype(S.dtype)
+            hi = (theta + tb).astype(S.dtype)
+            if S.dtype == np.float32:
+                lo = np.nextafter(lo, -np.inf, dtype=S.dtype)
+                hi = np.nextafter(hi, np.inf, dtype=S.dtype)
+            sure = _counts_for(S, lo, t.per, True)
+            maybe = _counts_for(S, hi, t.per, False)
+            sure_rows = np.count_nonzero(sure, axis=1)
+            maybe_rows = np.count_nonzero(maybe, axis=1)
+            if "rows" in acc:
+                acc["rows"][rows] += sure_rows
+            if "cols" in acc:
+                acc["cols"] += np.count_nonzero(sure, axis=0)
+            flagged = np.flatnonzero(maybe_rows > sure_rows)
+            if flagged.size:
+                amb = maybe[flagged] & ~sure[flagged]
+                li, jj = np.nonzero(amb)
+                ii = flagged[li]
+                exact = exact_pairs(a.X, b.X, ii + start, jj)
+                th_pair = theta[ii] if t.per == "row" else theta[jj]
+                ok = exact < th_pair if t.strict else exact <= th_pair
+                if "rows" in acc:
+                    np.add.at(acc["rows"], ii[ok] + start, 1)
+                if "cols" in acc:
+                    np.add.at(acc["cols"], jj[ok], 1)
+            del sure, maybe
+        del S
+        report(progress, bi + 1, n_blocks, message)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# approximate search (pynndescent), for data whose centred copies exceed the memory budget
+# ---------------------------------------------------------------------------------------------
+#: Candidates per query the approximate radius tests look at.
+APPROX_CANDIDATES = 30
+
+#: Fewest neighbours an index query asks for (a query for one neighbour finds the true one far less often).
+APPROX_QUERY = 30
+
+
+def approx_knn(X: np.ndarray, Y: Optional[np.ndarray], k: int, seed: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Approximate k nearest rows of Y (or of X itself, leaving each row out) for every row of X.
+
+    Returns ``(indices, squared distances)``, shape (n, k), by increasing distance, the distances
+    recomputed exactly in float64. Built on an NN-descent index (Dong, Charikar & Li, WWW 2011).
+    """
+    pynndescent = require("pynndescent", purpose="the approximate nearest-neighbour search")
+    own = Y is None
+    base = X if own else Y
+    data = np.ascontiguousarray(base, dtype=np.float32)
+    index = pynndescent.NNDescent(data, metric="euclidean", n_neighbors=min(base.shape[0] - 1, max(k + 1, 30)),
+                                  random_state=int(seed), low_memory=True, verbose=False)
+    if own:
+        idx, _ = index.neighbor_graph
+        idx = np.asarray(idx, dtype=np.intp)
+        rows = np.arange(X.shape[0])[:, None]
+        # drop the row itself (wherever it sits), keep k others
+        keep = idx != rows
+        idx = np.array([r[m][:k] for r, m in zip(idx, keep)], dtype=np.intp)
+    else:
+        # a query for few neighbours explores too little of the graph: ask for at least
+        # APPROX_QUERY, keep the k nearest by exact distance
+        kq = min(base.shape[0], max(k, APPROX_QUERY))
+        idx, _ = index.query(np.ascontiguousarray(X, dtype=np.float32), k=kq, epsilon=0.2)
+        idx = np.asarray(idx, dtype=np.intp)
+    ii = np.repeat(np.arange(X.shape[0]), idx.shape[1])
+    d2 = exact_pairs(X, base, ii, idx.ravel()).reshape(idx.shape)
+    order = np.lexsort((idx, d2), axis=1)[:, :k]
+    return np.take_along_axis(idx, order, axis=1), np.take_along_axis(d2, order, axis=1)

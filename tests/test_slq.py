@@ -1,0 +1,268 @@
+"""Full-sample Vendi scores by stochastic Lanczos quadrature (diversity_core.approx.slq) and its blocked operator."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from diversity_core._json import dumps
+from diversity_core.approx import VendiSLQ, iter_vendi_slq, kernel_operator, vendi_slq
+from diversity_core.approx.slq._quadrature import quadrature_bracket, spectral_values
+from diversity_core.exceptions import DiversityInputError
+from diversity_core.kernels import get_kernel
+from diversity_core.spectrum import compute_spectrum
+
+EPS32 = float(np.finfo(np.float32).eps)
+
+
+def _data(kind: str, n: int, rng) -> tuple:
+    """Items and kernel parameters: Gaussian clusters (rbf, laplacian, ...) or sparse fingerprints (tanimoto)."""
+    if kind == "tanimoto":
+        return sp.csr_matrix((rng.random((n, 256)) < 0.06).astype(np.float64)), {}
+    centres = rng.normal(size=(12, 6)) * 2.0
+    X = centres[rng.integers(0, 12, n)] + rng.normal(size=(n, 6))
+    return X, {"laplacian": {"sigma": 6.0}, "polynomial": {"degree": 2}}.get(kind, {})
+
+
+# ------------------------------------------------------------------------------------------
+# the blocked operator: K @ V for many vectors, every kernel
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["rbf", "laplacian", "cosine", "tanimoto", "polynomial", "precomputed"])
+@pytest.mark.parametrize("precision, tol", [("float32", 1e-6), ("float64", 1e-12)])
+def test_blocked_operator_equals_k_times_v(kind, precision, tol, rng):
+    X, params = _data(kind, 300, rng)
+    kern = get_kernel("rbf" if kind == "precomputed" else kind, **params)
+    K = kern.resolve(kern.validate(X)).gram(X)
+    data = K if kind == "precomputed" else X
+    op = kernel_operator(data, kernel=kind, precision=precision, tile=128, **params)   # 3 x 3 tiles, 6 formed
+    V = rng.normal(size=(300, 7))
+    got = op.kernel_matmat(V)
+    assert np.linalg.norm(got - K @ V) <= tol * np.linalg.norm(K @ V)
+    assert op.passes == 1 and op.columns == 7 and op.entry_rtol > 0
+    assert op.backend == ("features" if kind == "cosine" else "numpy")
+
+
+def test_weighted_operator_is_the_density_matrix(rng):
+    X, _ = _data("rbf", 200, rng)
+    w = rng.random(200)
+    p = w / w.sum()
+    kern = get_kernel("rbf").resolve(X, p)
+    rho = np.sqrt(p)[:, None] * kern.gram(X) * np.sqrt(p)[None, :]
+    op = kernel_operator(X, kernel="rbf", weights=w, precision="float64", tile=64)
+    V = rng.normal(size=(200, 3))
+    np.testing.assert_allclose(op.matmat(V), rho @ V, rtol=1e-10, atol=1e-14)
+    assert op.kernel["sigma"] == pytest.approx(kern.sigma)    # the weighted median bandwidth, as the exact path
+
+
+def test_precomputed_memmap_is_read_by_tiles(tmp_path, rng):
+    X, _ = _data("rbf", 150, rng)
+    K = 2.0 * get_kernel("rbf", sigma=3.0).gram(X)            # diagonal 2: rescaled with a warning
+    path = tmp_path / "K.dat"
+    mm = np.memmap(path, dtype=np.float64, mode="w+", shape=K.shape)
+    mm[:] = K
+    mm.flush()
+    mm = np.memmap(path, dtype=np.float64, mode="r", shape=K.shape)
+    with pytest.warns(UserWarning, match="diagonal is not 1"):
+        op = kernel_operator(mm, kernel="precomputed", precision="float32", tile=64)
+    V = rng.normal(size=(150, 4))
+    assert np.linalg.norm(op.kernel_matmat(V) - 0.5 * K @ V) <= 1e-6 * np.linalg.norm(0.5 * K @ V)
+    bad = np.array(K)
+    bad[3, 140] += 1.0
+    mm2 = np.memmap(tmp_path / "bad.dat", dtype=np.float64, mode="w+", shape=K.shape)
+    mm2[:] = bad
+    with pytest.warns(UserWarning), pytest.raises(DiversityInputError, match="symmetric"):
+        kernel_operator(mm2, kernel="precomputed", tile=64).kernel_matmat(V)
+
+
+@pytest.mark.parametrize("kind", ["rbf", "tanimoto", "laplacian"])
+def test_torch_tiles_equal_numpy_tiles(kind, rng):
+    pytest.importorskip("torch", reason="torch (the [rnd] extra)")
+    X, params = _data(kind, 250, rng)
+    V = rng.normal(size=(250, 5))
+    ref = kernel_operator(X, kernel=kind, precision="float64", tile=100, **params).kernel_matmat(V)
+    op = kernel_operator(X, kernel=kind, precision="float32", device="torch-cpu", tile=100, **params)
+    assert op.backend == "torch"
+    assert np.linalg.norm(op.kernel_matmat(V) - ref) <= 1e-6 * np.linalg.norm(ref)
+
+
+def test_dask_row_blocks_equal_the_in_memory_product(rng):
+    da = pytest.importorskip("dask.array", reason="dask (the [dask] extra)")
+    distributed = pytest.importorskip("distributed", reason="distributed (the [dask] extra)")
+    X, _ = _data("rbf", 240, rng)
+    V = rng.normal(size=(240, 4))
+    ref = kernel_operator(X, kernel="rbf", precision="float64").kernel_matmat(V)
+    op = kernel_operator(da.from_array(X, chunks=(70, 6)), kernel="rbf", precision="float32")
+    assert op.backend == "dask"
+    assert np.linalg.norm(op.kernel_matmat(V) - ref) <= 1e-6 * np.linalg.norm(ref)
+    # on a distributed client (in-process here), the whole estimate
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster):
+        est = vendi_slq(da.from_array(X, chunks=(80, 6)), kernel="rbf", q=[1.0], k=32, probes=8, rng=0)
+    assert est.settings["backend"] == "dask" and est.contains(1.0, compute_spectrum(X, kernel="rbf").vendi(1.0))
+
+
+# ------------------------------------------------------------------------------------------
+# the quadrature: Gauss and Gauss-Radau bracket z^T f(A) z at every step
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("q", [0.3, 0.5, 1.0, 1.5, 2.5, 7.0, 30.0])
+def test_gauss_and_radau_rules_bracket_the_integral(q, rng):
+    from diversity_core.approx.slq._quadrature import LanczosBatch
+
+    for trial in range(6):
+        n = 60
+        lam = np.sort(rng.dirichlet(np.full(n, 0.3)))[::-1]
+        lam[-10:] = 0.0                                        # rank deficient, as smooth kernels are
+        U, _ = np.linalg.qr(rng.normal(size=(n, n)))
+        A = (U * lam) @ U.T
+        Z = rng.choice([-1.0, 1.0], size=(n, 4))
+        exact = np.einsum("ij,ij->j", Z, (U * spectral_values(lam, [q])[0]) @ U.T @ Z)
+        batch = LanczosBatch(Z, 12, rng)
+        for m in range(1, 12):
+            batch.advance(A @ batch.vectors())
+            g, r = quadrature_bracket(batch.alpha[:, :m], batch.beta[:, :m], batch.weight, np.array([q]),
+                                      upper=lam[0])
+            lo, hi = np.minimum(g, r)[0], np.maximum(g, r)[0]
+            slack = 1e-9 * np.abs(exact) + 1e-12
+            assert np.all(lo <= exact + slack) and np.all(exact <= hi + slack), (trial, m)
+
+
+# ------------------------------------------------------------------------------------------
+# the estimate: the exact value inside its interval
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["rbf", "laplacian", "tanimoto"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_slq_interval_contains_the_exact_value(kind, weighted, rng):
+    n = 600
+    X, params = _data(kind, n, rng)
+    w = rng.random(n) + 0.2 if weighted else None
+    spec = compute_spectrum(X, kernel=kind, weights=w, **params)
+    est = vendi_slq(X, kernel=kind, weights=w, q=[0.5, 1.0, 2.0, "inf"], k=64, block=16, probes=32, batch=16,
+                    rng=7, **params)
+    assert isinstance(est, VendiSLQ) and est.method == "slq" and est.kind == "estimate" and not est.exact
+    assert est.target.startswith("estimate of the full-sample value")
+    assert est.probes >= 16 and est.steps >= 2 and est.k == 64 and est.settings["passes"] >= est.steps
+    for q in (0.5, 1.0, 2.0, np.inf):
+        exact = spec.vendi(q)
+        lo, hi = est.interval(q)
+        assert lo <= exact <= hi, (q, exact, lo, hi)
+        assert lo <= est.vendi(q) <= hi
+    assert est.relative_half_width(1.0) < 0.1
+    # the half-width's parts are stated, each non-negative; q = 2 quadrature is exact
+    assert np.all(est.statistical >= 0) and np.all(est.quadrature >= 0) and np.all(est.rounding >= 0)
+    assert est.quadrature[list(est.qs).index(2.0)] < 1e-12
+
+
+def test_plain_hutchinson_and_an_exhausted_krylov_space(rng):
+    X, _ = _data("rbf", 300, rng)
+    spec = compute_spectrum(X, kernel="rbf")
+    plain = vendi_slq(X, kernel="rbf", q=[1.0, 2.0], k=0, probes=48, rng=1)
+    assert plain.k == 0 and all(plain.contains(q, spec.vendi(q)) for q in (1.0, 2.0))
+    # a head as large as n spans everything: the head is exact and the probes see nothing
+    full = vendi_slq(X, kernel="rbf", q=[0.5, 1.0, 2.0], k=300, block=100, probes=2, precision="float64", rng=1)
+    assert full.settings["head_exhausted"]
+    for q in (0.5, 1.0, 2.0):
+        assert full.vendi(q) == pytest.approx(spec.vendi(q), rel=1e-6)
+
+
+def test_identity_kernel_gives_n():
+    # K = I: every Rademacher probe has g^T f(rho) g = n f(1/n) exactly
+    est = vendi_slq(np.eye(6), kernel="rbf", sigma=0.01, q=[0.5, 1.0, 2.0, "inf"], k=0, rng=0)
+    np.testing.assert_allclose(est.value, 6.0, rtol=1e-6)
+
+
+def test_q0_is_refused_with_the_bounds_named(rng):
+    X, _ = _data("rbf", 50, rng)
+    with pytest.raises(DiversityInputError, match="rank of rho.*vendi_bounds.*--approx bounds"):
+        vendi_slq(X, kernel="rbf", q=[0.0, 1.0])
+
+
+@pytest.mark.parametrize("bad, match", [({"probes": 1}, "probes"), ({"steps": 1}, "steps"),
+                                        ({"precision": "half"}, "precision"), ({"device": "tpu"}, "device")])
+def test_bad_options_are_refused(bad, match, rng):
+    X, _ = _data("rbf", 50, rng)
+    with pytest.raises(DiversityInputError, match=match):
+        vendi_slq(X, kernel="rbf", **bad)
+
+
+def test_progressive_iteration_shrinks_the_interval_and_can_be_cancelled(rng):
+    X, _ = _data("rbf", 500, rng)
+    results = list(iter_vendi_slq(X, kernel="rbf", q=[1.0], k=32, block=16, probes=64, batch=8, rtol=None, rng=3))
+    assert [r.probes for r in results] == [8, 16, 24, 32, 40, 48, 56, 64]
+    assert results[-1].statistical[0] < results[0].statistical[0]
+    assert results[-1].relative_half_width(1.0) < results[0].relative_half_width(1.0)
+    assert results[-1].settings["stopped"] == "probes" and all(not r.settings["stopped"] for r in results[:-1])
+
+    calls = []
+
+    def cancel(done, total, message):
+        calls.append(done)
+        if len(calls) > 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        vendi_slq(X, kernel="rbf", q=[1.0], k=32, block=16, rng=3, progress=cancel)
+
+
+def test_rtol_and_time_budget_stop_the_progression(rng):
+    X, _ = _data("rbf", 400, rng)
+    loose = vendi_slq(X, kernel="rbf", q=[1.0, 2.0], k=32, block=16, probes=256, batch=8, rtol=0.2, rng=0)
+    assert loose.probes < 256 and "rtol" in loose.settings["stopped"]
+    quick = vendi_slq(X, kernel="rbf", q=[1.0], k=32, block=16, probes=4096, batch=8, rtol=None, max_seconds=0.5,
+                      rng=0)
+    assert quick.probes < 4096 and quick.settings["stopped"].startswith("time budget")
+
+
+def test_result_to_dict_is_json(rng):
+    X, _ = _data("rbf", 120, rng)
+    est = vendi_slq(X, kernel="rbf", q=[1.0, "inf"], k=16, block=8, probes=4, rng=0)
+    d = json.loads(dumps(est.to_dict()))
+    assert d["method"] == "slq" and d["qs"] == ["1", "inf"] and d["probes"] == est.probes
+    assert d["target"].startswith("estimate of the full-sample value")
+    assert {"statistical", "quadrature", "rounding", "steps", "k", "settings"} <= set(d)
+
+
+# ------------------------------------------------------------------------------------------
+# the CLI
+# ------------------------------------------------------------------------------------------
+def test_cli_approx_slq_on_a_small_file(tmp_path, rng):
+    X, _ = _data("rbf", 300, rng)
+    path = tmp_path / "X.npy"
+    np.save(path, X)
+    res = subprocess.run([sys.executable, "-m", "diversity_core.cli", "score", str(path), "--kernel", "rbf",
+                          "--approx", "slq", "--q", "0", "1", "2", "--probes", "16", "--k", "32", "--format", "json"],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert "q = 0 left out" in res.stderr and "--approx bounds" in res.stderr
+    out = json.loads(res.stdout)
+    assert out["method"] == "slq" and out["qs"] == ["1", "2"] and out["plan"]["path"] == "slq"
+    spec = compute_spectrum(X, kernel="rbf")
+    for q, lo, hi in zip((1.0, 2.0), out["low"], out["high"]):
+        assert lo <= spec.vendi(q) <= hi
+    table = subprocess.run([sys.executable, "-m", "diversity_core.cli", "score", str(path), "--kernel", "rbf",
+                            "--approx", "slq", "--q", "1", "--probes", "8", "--k", "32"],
+                           capture_output=True, text=True, timeout=300)
+    assert table.returncode == 0, table.stderr
+    assert "estimate of the full-sample value" in table.stdout and "SLQ" in table.stdout
+
+
+# ------------------------------------------------------------------------------------------
+# the policy: auto picks SLQ beyond the dense limit for q > 0
+# ------------------------------------------------------------------------------------------
+def test_auto_plan_picks_slq_for_positive_orders_sized_to_the_budget():
+    from diversity_core.approx.plan import CLI_NAMES, plan_scores
+    from diversity_core.exceptions import MemoryBudgetError
+
+    p = plan_scores(20000, 24, kernel="rbf", approx="auto", qs=[1.0, 2.0], memory_budget="1G")
+    assert p.path == "slq" and p.slq.sized == "default" and p.slq.peak_bytes <= 2**30
+    assert p.slq.kwargs() == {"k": 512, "block": 64, "probes": 64, "batch": 32, "steps": 30}
+    assert p.bounds is not None and "SLQ estimate of the full-sample value" in p.reason
+    assert plan_scores(20000, 24, kernel="rbf", approx="auto", qs=[0.0], memory_budget="1G").path == "bounds"
+    small = plan_scores(20000, 24, kernel="rbf", approx="slq", memory_budget="300M").slq
+    assert small.sized == "budget" and small.k < 512 and small.peak_bytes <= 300 * 2**20
+    with pytest.raises(MemoryBudgetError, match="--steps 400.*--memory-budget"):
+        plan_scores(20000, 24, kernel="rbf", approx="slq", steps=400, memory_budget="300M", names=CLI_NAMES)

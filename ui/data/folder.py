@@ -1,0 +1,147 @@
+"""The server's data-folder policy and the "Local path" source.
+
+Reading files from the server is off unless the person starting the server names a data
+folder: ``diversity app --data-dir DIR`` (or ``streamlit run app.py`` with the environment
+variable :data:`DATA_DIR_ENV` set). Every typed or linked path then goes through
+:func:`diversity_core.data.resolve_user_path` (inside that folder, or one refusal message for
+everything else) before anything touches the file system; without a folder the "Local path"
+source is hidden and every path is refused.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+import streamlit as st
+
+from diversity_core import DiversityError
+from diversity_core.data import Dataset, load_dataset, resolve_user_path
+
+from ..cache import shared_cache
+from ..state import SOURCES
+from .file_groups import combine_as_groups, group_files
+
+#: The environment variable naming the folder visitors may read from (unset: none).
+DATA_DIR_ENV = "DIVERSITY_DATA_DIR"
+LOCAL_SOURCE = "Local path"
+#: Most files the data folder's picker lists (a folder of thousands is typed, not browsed).
+PICKER_MAX = 500
+
+
+def data_dir() -> Optional[Path]:
+    """The data folder visitors may read from (``$DIVERSITY_DATA_DIR``), or None: reading is off."""
+    value = os.environ.get(DATA_DIR_ENV, "").strip()
+    return Path(value) if value else None
+
+
+def sources() -> tuple:
+    """The data sources the sidebar offers: "Local path" only when a data folder is set."""
+    return SOURCES if data_dir() is not None else tuple(s for s in SOURCES if s != LOCAL_SOURCE)
+
+
+def refuse_local_path(ss) -> None:
+    """Before the sidebar: a link's or an old session's local path, with reading turned off, is
+    refused (one message, nothing read) and the source falls back to the demo."""
+    if ss.get("source") != LOCAL_SOURCE or data_dir() is not None:
+        return
+    path = (ss.get("path") or "").strip()
+    try:
+        resolve_user_path(path or ".", data_dir=None)
+    except DiversityError as exc:
+        ss["load_error"] = f"Could not load {path!r}: {exc}" if path else f"Could not load a local path: {exc}"
+    ss["source"] = "Demo"
+    ss["path"] = ""
+    # the demo counts as tried, so loading it does not clear the refusal; the loaded dataset (the
+    # default demo on a first run) stays
+    ss["_source_tried"] = ("demo", ss.get("demo"))
+
+
+def folder_files() -> list:
+    """Files and folders of the data folder a visitor may pick (relative paths, no hidden entries)."""
+    root = data_dir()
+    if root is None:
+        return []
+    try:
+        base = root.resolve(strict=True)
+        out = []
+        for dirpath, dirnames, filenames in os.walk(base):  # links are not followed
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            rel = Path(dirpath).relative_to(base)
+            if rel.parts:
+                out.append(rel.as_posix() + "/")
+            out.extend((rel / f).as_posix() for f in sorted(filenames) if not f.startswith("."))
+            if len(out) >= PICKER_MAX:
+                return out[:PICKER_MAX]
+        return out
+    except OSError:
+        return []
+
+
+def _picked() -> None:
+    """The picker's choice becomes the path box's value (the box stays editable)."""
+    ss = st.session_state
+    choice = ss.get("_path_pick")
+    if choice:
+        ss["path"] = choice.rstrip("/")
+
+
+def path_input(container) -> None:
+    """The "Local path" source's controls: a picker of the data folder and a path box (key ``path``)."""
+    files = folder_files()
+    if files:
+        container.selectbox(f"Files in the data folder ({len(files)})", files, index=None,
+                            placeholder="pick a file or folder", key="_path_pick", on_change=_picked)
+    container.text_input("Local path (inside the data folder)", key="path", placeholder="embeddings.npy",
+                         help="A file or folder inside the data folder the server was started with; paths "
+                              "outside it are refused.")
+
+
+@shared_cache("data", spinner="Reading the file…")
+def _path(path: str, stamp: tuple, options: tuple, root: str) -> Dataset:
+    return load_dataset(path, data_dir=root, **dict(options))
+
+
+def load_path(path: str, options: dict, root: Optional[Path] = None) -> Dataset:
+    """Load a file or folder inside the data folder (cached by path, modification time and size).
+
+    ``path`` is resolved by :func:`~diversity_core.data.resolve_user_path` inside ``root`` (default:
+    :func:`data_dir`) before anything else; with no data folder every path is refused.
+    """
+    root = data_dir() if root is None else root
+    p = resolve_user_path(path, data_dir=root)  # refuses before any stat, listing or open
+    try:
+        return _load_inside(p, options, root)
+    except DiversityError as exc:
+        # the loaders name files by their resolved, absolute path: said relative to the data folder,
+        # so no message shows where the folder lies on the server (issue 26, item 14)
+        raise type(exc)(inside_folder(str(exc), root)) from None
+
+
+def inside_folder(message: str, root: Path) -> str:
+    """``message`` with the data folder's absolute path left out (``/srv/data/a.npy`` -> ``a.npy``)."""
+    base = str(Path(root).resolve())
+    return message.replace(base + os.sep, "").replace(base, "the data folder")
+
+
+def _load_inside(p: Path, options: dict, root: Path) -> Dataset:
+    """Load a resolved path inside the data folder (cached by path, modification time and size)."""
+    try:
+        st_ = p.stat()
+        stamp = (st_.st_mtime_ns, st_.st_size)
+    except OSError:
+        stamp = (0, 0)  # load_dataset reports the problem with its own message
+    files = group_files(p)
+    if files:  # a folder of embedding files: one group per file
+        stamp = tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in files)
+        return _folder(str(p), stamp, tuple(sorted(options.items())), str(root))
+    return _path(str(p), stamp, tuple(sorted(options.items())), str(root))
+
+
+@shared_cache("data", spinner="Reading the files…")
+def _folder(path: str, stamp: tuple, options: tuple, root: str) -> Dataset:
+    files = group_files(Path(path))
+    # every member is re-checked against the data folder (a link in it may lead out)
+    parts = {f.stem: load_dataset(str(f), data_dir=root, **dict(options)) for f in files}
+    return combine_as_groups(parts, name=Path(path).name, source=path)

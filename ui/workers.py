@@ -1,0 +1,195 @@
+"""The server's worker pool: heavy jobs run in worker processes, not in Streamlit's script threads.
+
+One :class:`~diversity_core.workers.JobPool` per server process, started in the background
+when the app first runs (the first page never waits for it), shared by every session:
+
+- ``DIVERSITY_SCHEDULER=ADDRESS`` (``diversity app --scheduler ADDRESS``): the jobs go to that
+  Dask cluster;
+- otherwise ``DIVERSITY_WORKERS`` (``diversity app --workers N``): ``auto`` (the default) starts
+  a LocalCluster of one worker process per core, each job's BLAS threads limited to its share;
+  ``0`` runs jobs in the script thread, as a single-user tool would (the tests' default).
+
+:func:`run_job` is what :mod:`ui.tasks` calls: it submits ``fn(progress)``, feeds the page's
+progress bar from the job's reports, and cancels the job when Streamlit stops the script (a
+Cancel press, a rerun that changed the inputs, or the session ending).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import streamlit as st
+
+from diversity_core.exceptions import DiversityInputError
+from diversity_core.workers import JobPool, start_pool
+
+#: The folder holding ``app.py`` and the ``ui`` package.
+APP_DIR = Path(__file__).resolve().parents[1]
+WORKERS_ENV = "DIVERSITY_WORKERS"
+SCHEDULER_ENV = "DIVERSITY_SCHEDULER"
+#: Niceness of the local worker processes: a page's own drawing (a q change, a first render) gets the
+#: CPU before the jobs of other sessions, which use what is left.
+JOB_NICENESS = 10
+#: Seconds between two polls of a running job (each may draw the progress bar).
+POLL_INTERVAL = 0.1
+#: Seconds between two no-op draws while a job reports nothing: each is a point where Streamlit
+#: can stop the script (Cancel, rerun, session end), which cancels the job.
+HEARTBEAT_INTERVAL = 0.5
+#: Seconds :func:`pool` waits by default for the pool to finish starting.
+START_WAIT = 60.0
+
+_lock = threading.Lock()
+_pool: Optional[JobPool] = None
+_error: Optional[str] = None
+_started: Optional[threading.Event] = None
+
+
+def configured_workers() -> Optional[int]:
+    """Worker processes asked for: None for "auto" (one per core), 0 for none (jobs in the script thread)."""
+    raw = os.environ.get(WORKERS_ENV, "auto").strip().lower()
+    if raw in ("", "auto"):
+        return None
+    if raw in ("0", "off", "no", "false"):
+        return 0
+    try:
+        n = int(raw)
+    except ValueError:
+        raise DiversityInputError(f"{WORKERS_ENV}={raw!r}: use auto, 0 (no worker processes) or a number "
+                                  "of workers.") from None
+    if n < 0:
+        raise DiversityInputError(f"{WORKERS_ENV}={raw!r}: the number of workers cannot be negative.")
+    return n
+
+
+def enabled() -> bool:
+    """Whether heavy jobs go to worker processes."""
+    return bool(os.environ.get(SCHEDULER_ENV)) or configured_workers() != 0
+
+
+def _start(started: threading.Event) -> None:
+    """Start the pool (in a background thread); remember the error message when it fails."""
+    global _pool, _error
+    try:
+        address = os.environ.get(SCHEDULER_ENV) or None
+        # the local workers import the jobs' functions from this app's folder (its ``ui`` package)
+        # and run at a lower CPU priority than the server's drawing (JOB_NICENESS)
+        pool = start_pool(address, workers=None if address else configured_workers(), pythonpath=[str(APP_DIR)],
+                          nice=JOB_NICENESS)
+    except Exception as exc:  # noqa: BLE001 - shown to every session that needs the pool
+        error, pool = f"The worker processes could not start: {exc}", None
+    else:
+        error = None
+    with _lock:
+        if _started is started:  # not shut down meanwhile
+            _pool, _error = pool, error
+            pool = None
+    if pool is not None:  # shut down while it started: nobody will use it
+        pool.close()
+    started.set()
+
+
+def ensure_started() -> None:
+    """Start the pool in the background once per server process (cheap after the first call)."""
+    global _started
+    if not enabled():
+        return
+    with _lock:
+        if _started is not None:
+            return
+        _started = started = threading.Event()
+    threading.Thread(target=_start, args=(started,), name="diversity-worker-pool", daemon=True).start()
+
+
+def pool(wait: float = START_WAIT) -> Optional[JobPool]:
+    """The running pool (waiting up to ``wait`` s for it to start); None when jobs run in the script thread
+    (no workers asked for, or still starting after ``wait``).
+
+    Raises
+    ------
+    DiversityInputError
+        The pool could not start (an unreachable scheduler, for example).
+    """
+    if not enabled():
+        return None
+    ensure_started()
+    started = _started
+    if started is not None:
+        started.wait(wait)
+    if _error is not None:
+        raise DiversityInputError(_error)
+    return _pool
+
+
+def status() -> str:
+    """One line on where jobs run (for the sidebar's About box)."""
+    if not enabled():
+        return "Jobs run in the app's own process."
+    if _error is not None:
+        return _error
+    if _pool is None:
+        return "Worker processes are starting."
+    return f"Jobs run on {_pool.workers()} worker process(es), {_pool.threads} thread(s) each, at {_pool.address}."
+
+
+def run_job(fn: Callable, progress: Callable, label: str, on_data: Optional[Callable] = None) -> tuple:
+    """``fn(progress)`` on a worker (or here when there are none): ``(value, warning messages)``.
+
+    Progress reports arrive in ``progress``; their payloads (``progress(..., **data)``) in
+    ``on_data(data)``. When Streamlit stops the script meanwhile (Cancel, a rerun, the session
+    ending), the job is cancelled before the stop goes on.
+    """
+    # local workers still starting are not waited for: the job runs here (the first page of a
+    # new server never waits for their start); a cluster asked for by name is always used
+    p = pool(wait=START_WAIT if os.environ.get(SCHEDULER_ENV) else 0)
+    if p is None:
+        return fn(_local_progress(progress, on_data)), []
+    job = p.submit(fn, label=label)
+    heartbeat = st.empty()
+    last_draw = time.monotonic()
+    try:
+        while True:
+            reports = job.reports()
+            for r in reports:
+                progress(r.done, r.total, r.message)
+                if r.data and on_data is not None:
+                    on_data(r.data)
+            if job.done():
+                break
+            if not reports and time.monotonic() - last_draw >= HEARTBEAT_INTERVAL:
+                heartbeat.empty()  # a point where Streamlit may stop this script (and so the job)
+                last_draw = time.monotonic()
+            elif reports:
+                last_draw = time.monotonic()
+            time.sleep(POLL_INTERVAL)
+        for r in job.reports():
+            if r.data and on_data is not None:
+                on_data(r.data)
+        value = job.result()
+    except BaseException:
+        job.cancel()
+        raise
+    return value, job.warnings()
+
+
+def _local_progress(progress: Callable, on_data: Optional[Callable]) -> Callable:
+    """The ``progress(done, total, message, **data)`` a job gets when it runs in the script thread."""
+
+    def report(done, total, message: str = "", **data) -> None:
+        progress(done, total, message)
+        if data and on_data is not None:
+            on_data(data)
+
+    return report
+
+
+def shutdown() -> Any:
+    """Close the pool (tests): running jobs are cancelled, a LocalCluster stops."""
+    global _pool, _error, _started
+    with _lock:
+        p, _pool, _error, _started = _pool, None, None, None
+    if p is not None:
+        p.close()
