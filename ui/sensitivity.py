@@ -19,7 +19,9 @@ from .feedback import literal
 
 #: Items per set the sweep uses at most (a seeded subsample beyond it).
 SWEEP_MAX = 600
-#: Sweeps this small start without a click.
+#: Sweeps of at most this many items in all start without a click (a fraction of a second); larger
+#: ones wait for the button, so the first view of the Scores page never waits for a sweep nobody asked
+#: for (on the digits demo, 4 x 300 items, it was most of a new server's first render).
 AUTO_MAX = 400
 
 
@@ -62,7 +64,7 @@ def sweep_controls(ctx) -> Optional[SensitivityResult]:
     what = ("Morgan fingerprint radii " + ", ".join(map(str, DEFAULT_RADII)) + " under the Tanimoto kernel"
             if molecules else f"{kind.upper()} bandwidths from 1/8 to 8 times the median distance")
     out = tasks.stored("sensitivity", key)
-    auto = min(largest, SWEEP_MAX) <= AUTO_MAX and sets <= 6 and not tasks.cancelled("sensitivity", key)
+    auto = idx.size <= AUTO_MAX and not tasks.cancelled("sensitivity", key)
     if out is None and (auto or tasks.start_button(
         f"Run the sweep over {what}", key="run_sweep", primary=False,
         hint=f"Not run yet: one dense eigendecomposition per set and value "

@@ -27,12 +27,15 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from .._optional import require
-from .._progress import ProgressCallback, report
+from .._progress import ProgressCallback
 from .._validation import check_scalar
 from ..exceptions import DiversityInputError
+from ._runtime import BatchProgress
 
 #: Largest molecule drawn, in atoms; larger ones get a placeholder (drawing cost grows fast).
 MAX_DRAW_ATOMS = 250
+#: Molecules fingerprinted between progress reports (each with the time left, measured).
+_PROGRESS_EVERY = 500
 
 
 def _mol(smiles: str, index: int):
@@ -78,11 +81,13 @@ def fingerprint_bitvects(
         radius=radius, fpSize=n_bits, includeChirality=bool(chirality)
     )
     fps = []
+    clock = BatchProgress(progress, len(smiles), "fingerprinting molecules")
+    clock.start()
     for i, s in enumerate(smiles):
-        if i % 500 == 0:
-            report(progress, i, len(smiles), "fingerprinting molecules")
         fps.append(gen.GetFingerprint(_mol(s, i)))
-    report(progress, len(smiles), len(smiles), "fingerprinting molecules")
+        if (i + 1) % _PROGRESS_EVERY == 0 and i + 1 < len(smiles):
+            clock.update(i + 1)
+    clock.update(len(smiles))
     return fps
 
 

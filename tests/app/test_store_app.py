@@ -37,3 +37,13 @@ def test_without_the_store_the_spectrum_is_computed(monkeypatch):
     clear_caches()
     start()
     assert len(calls) == 2
+
+
+def test_the_first_view_does_not_wait_for_a_sweep_nobody_asked_for():
+    """Issue 22/27: the digits demo's Scores page (4 x 300 items) offers the kernel sweep behind a button."""
+    from ui import tasks
+
+    tasks.clear_stores()
+    at = start()
+    assert any(b.key == "run_sweep" for b in at.button)
+    assert not tasks.store("sensitivity").values()

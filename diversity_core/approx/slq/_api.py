@@ -305,6 +305,10 @@ def _iterate(op: KernelOperator, qs: np.ndarray, *, probes: int, batch: int, s: 
 
     head = BlockKrylov(rng.standard_normal((n, block)), max_blocks=s + min(steps, HEAD_STEPS)) if s else None
     while head is not None and head.blocks < s and head.active:
+        if out_of_time() and head.blocks >= 2:
+            s = head.blocks          # a smaller head: still a Krylov space, the split still exact
+            settings["head_cut"] = f"the time budget ended the head at {s} blocks"
+            break
         head.advance(run([head.vectors()]))
     state = _State(finite.size)
     head_live = head is not None and head.active
@@ -361,6 +365,8 @@ def _iterate(op: KernelOperator, qs: np.ndarray, *, probes: int, batch: int, s: 
         stop = ""
         if done >= probes:
             stop = "probes"
+        elif max_seconds is not None and time.perf_counter() - start + last_seconds > max_seconds:
+            stop = f"time budget: the next batch was predicted to end after {max_seconds:g} s"
         else:
             # an order is done when its interval is narrow enough, or when more probes would not
             # narrow it (the quadrature and rounding bounds dominate its half-width)
@@ -370,8 +376,6 @@ def _iterate(op: KernelOperator, qs: np.ndarray, *, probes: int, batch: int, s: 
                 stop = (f"rtol {rtol:g} reached" if np.all(narrow) else
                         "more probes would not narrow the intervals (rtol reached, or the quadrature and rounding "
                         "bounds dominate)")
-            elif max_seconds is not None and time.perf_counter() - start + last_seconds > max_seconds:
-                stop = f"time budget: the next batch was predicted to end after {max_seconds:g} s"
         if stop:
             res.settings["stopped"] = stop
             report(progress, total, total, "done")
