@@ -101,7 +101,7 @@ def test_dask_row_blocks_equal_the_in_memory_product(rng):
     assert np.linalg.norm(op.kernel_matmat(V) - ref) <= 1e-6 * np.linalg.norm(ref)
     # on a distributed client (in-process here), the whole estimate
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster):
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster):
         est = vendi_slq(da.from_array(X, chunks=(80, 6)), kernel="rbf", q=[1.0], k=32, probes=8, rng=0)
     assert est.settings["backend"] == "dask" and est.contains(1.0, compute_spectrum(X, kernel="rbf").vendi(1.0))
 
