@@ -386,8 +386,8 @@ def estimate_label(estimate) -> str:
 def estimate_note(estimate) -> str:
     """What an estimate's interval means, in one line."""
     if is_slq(estimate):
-        return ("estimate of the full-sample value; its 95% interval adds bounds on the quadrature and rounding "
-                "errors to the probes' spread")
+        # the label already says "estimate of the full-sample value" (estimate_label)
+        return "its 95% interval adds bounds on the quadrature and rounding errors to the probes' spread"
     return "sketch estimate: its error bar shows the sketch's spread, not its bias"
 
 
@@ -546,7 +546,7 @@ def scores_panel(ctx, job: Job, first: FirstLook) -> None:
             c2.metric(f"Estimate (q = {label})", estimate_text(*est),
                       help=f"{estimate_label(snap.estimate)}; 95% t-interval over the replicates. "
                            f"Target: {snap.estimate.target}.")
-            c2.caption(estimate_note(snap.estimate))
+            c2.caption(f"{estimate_label(snap.estimate)}: {estimate_note(snap.estimate)}")
         elif snap.estimate is not None:
             why = ("SLQ estimates every q > 0; q = 0 is a rank" if is_slq(snap.estimate)
                    else "Sketch estimates cover q ≥ 1 only")
