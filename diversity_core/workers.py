@@ -179,9 +179,8 @@ class Progress:
 class _Reporter:
     """The ``progress`` callback a job receives on its worker: sends reports, raises when cancelled."""
 
-    def __init__(self, job_id: str, queue, event):
+    def __init__(self, queue, event):
         self._queue, self._event = queue, event
-        self._job_id = job_id
         self._last_sent = 0.0
         self._last_check = 0.0
         self._pending: Optional[tuple] = None
@@ -211,7 +210,7 @@ def _run_job(fn: Callable, job_id: str, threads: int) -> tuple:
     from distributed import Event, Queue
 
     queue, event = Queue(f"progress-{job_id}"), Event(f"cancel-{job_id}")
-    reporter = _Reporter(job_id, queue, event)
+    reporter = _Reporter(queue, event)
     if event.is_set():
         raise JobCancelledError("cancelled")
     with limit_threads(threads), warnings.catch_warnings(record=True) as caught:

@@ -399,13 +399,19 @@ def _run_approx(args: argparse.Namespace, qs: list, source) -> int:
         n, d = source.n, source.d
         args.kernel = args.kernel or "cosine"
     else:
-        dataset, X, weights, default_kernel = load_for_cli(args)
-        if dataset.group_names():
-            raise DiversityInputError("--approx scores all items together; drop --group-column.")
-        args.kernel = args.kernel or default_kernel
+        X, weights = _load_all_items(args)
         n, d = X.shape
     plan = _plan(args, X, n, d, qs, weights, streamed=source is not None)
     return _run_planned(args, plan, X, weights, qs, n)
+
+
+def _load_all_items(args: argparse.Namespace) -> tuple:
+    """``(X, weights)`` of FILE for the approximate paths, which score all items together; sets the default kernel."""
+    dataset, X, weights, default_kernel = load_for_cli(args)
+    if dataset.group_names():
+        raise DiversityInputError("--approx scores all items together; drop --group-column.")
+    args.kernel = args.kernel or default_kernel
+    return X, weights
 
 
 def _run_slq_on_dask(args: argparse.Namespace, qs: list, source) -> int:
@@ -420,10 +426,7 @@ def _run_slq_on_dask(args: argparse.Namespace, qs: list, source) -> int:
 
             from .._config import chunk_rows
 
-            dataset, X, weights, default_kernel = load_for_cli(args)
-            if dataset.group_names():
-                raise DiversityInputError("--approx scores all items together; drop --group-column.")
-            args.kernel = args.kernel or default_kernel
+            X, weights = _load_all_items(args)
             n, d = X.shape
             X = da.from_array(np.asarray(X.toarray() if hasattr(X, "toarray") else X),
                               chunks=(max(2048, chunk_rows(d)), -1))
