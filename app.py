@@ -17,11 +17,11 @@ configure_environment()
 
 import streamlit as st  # noqa: E402
 
-from ui import runlog  # noqa: E402
+from ui import heap, runlog  # noqa: E402
 from ui.data import check_demo_link, refuse_local_path  # noqa: E402
 from ui.feedback import literal  # noqa: E402
 from ui.fragments import begin_page  # noqa: E402
-from ui.sidebar import render_sidebar  # noqa: E402
+from ui.sidebar import keyboard_section, render_sidebar  # noqa: E402
 from ui.state import init_state, write_query_params  # noqa: E402
 from ui.workers import ensure_started  # noqa: E402
 
@@ -30,9 +30,6 @@ _run = runlog.start()  # the server's own time per run, with DIVERSITY_RUN_LOG s
 # the favicon is a file of this checkout, served by this server: a `:material/...:` or emoji icon makes
 # every browser fetch it from a public host (issue 26, item 15; tests/e2e/test_no_external_requests.py)
 st.set_page_config(page_title="Diversity Explorer", page_icon=str(FAVICON), layout="wide")
-# heavy jobs go to worker processes (ui.workers); the pool starts in the background on the first run
-ensure_started()
-
 init_state()
 begin_page()  # the page about to run names its own q views (ui.fragments)
 # A link's source is checked before the sidebar reads it: a local path with reading turned off is
@@ -51,9 +48,12 @@ PAGES = [
     ("app_pages/6_projection.py", "Projection", ":material/scatter_plot:", "projection"),
     ("app_pages/7_compare.py", "Compare", ":material/compare_arrows:", "compare"),
     ("app_pages/8_curate.py", "Curate", ":material/cleaning_services:", "curate"),
+    ("app_pages/9_robustness.py", "Robustness", ":material/swap_vert:", "robustness"),
 ]
-current = st.navigation([st.Page(path, title=title, icon=icon, url_path=url, default=(url == "vendi"))
-                         for path, title, icon, url in PAGES])
+pages = [st.Page(path, title=title, icon=icon, url_path=url, default=(url == "vendi"))
+         for path, title, icon, url in PAGES]
+current = st.navigation(pages)
+keyboard_section(pages)  # Shift + a page's place in the menu opens it; the help lists every key
 if st.session_state.get("link_error"):
     # composed by ui.data.check_demo_link with the link's value escaped
     st.warning(st.session_state["link_error"], icon=":material/link_off:")
@@ -64,3 +64,8 @@ if st.session_state.get("load_error"):
              f"**{literal(kept.name)}** ({kept.n} items).")
 current.run()
 runlog.end(_run, "page", current.url_path, q=str(st.session_state.get("q")))
+heap.settle()  # after the first page, the imported modules' objects leave the collector's walks
+# Heavy jobs go to worker processes (ui.workers). The pool starts in the background 10 s after the
+# first page: its processes' imports would share the cores with the browser still drawing that page
+# (a job asked for sooner starts it at once, and runs here while it starts).
+ensure_started(delay=10.0)

@@ -229,7 +229,8 @@ def cmd_app(args: list) -> int:
     # this machine only unless the caller asks otherwise (--server.address 0.0.0.0); server files are
     # readable only with DIVERSITY_DATA_DIR set (see `diversity app --data-dir` and docs/security.md)
     address = [] if any(a.startswith("--server.address") for a in args) else ["--server.address", "127.0.0.1"]
-    cmd = [str(PY), "-m", "streamlit", "run", "app.py", "--server.headless", "true", *address, *args]
+    # ui.serve is `streamlit run` with the first page's modules imported while the server starts
+    cmd = [str(PY), "-m", "ui.serve", "app.py", "--server.headless", "true", *address, *args]
     print("+", " ".join(cmd), flush=True)
     proc = subprocess.Popen(cmd, cwd=ROOT)
     try:

@@ -7,7 +7,7 @@ import streamlit as st
 
 from diversity_core import default_q_grid
 from diversity_core.report.figures import bar_figure, q_profile_figure, sensitivity_figure
-from ui import compute, scalable
+from ui import compute, robustness_ui, scalable
 from ui.feedback import attempt
 from ui.fragments import current_q, current_q_label, q_local, q_view
 from ui.page import header
@@ -20,6 +20,9 @@ ctx = header(
     "(small q: every kind counts; large q: only the dominant ones).",
 )
 s, view = ctx.settings, ctx.view
+if view.data.modality == "images" and ctx.featurizer == "pixels" and robustness_ui.background(view).dominated:
+    # pixel scores ruled by a shared background: say so, with the network features one click away
+    robustness_ui.background_panel(view, ctx.featurizer)
 plan = scalable.plan(ctx)
 if scalable.active(ctx, plan):
     # beyond the dense limit: a subsample's first look now, estimates and guaranteed bounds as they arrive
@@ -46,7 +49,8 @@ def headline() -> None:
     c2.metric("VS₁ (Shannon, q = 1)", f"{spec.vendi(1.0):.2f}", help="The Vendi score of Friedman & Dieng.")
     c3.metric("VS∞ (q = ∞)", f"{spec.vendi(math.inf):.2f}", help="1 / the largest eigenvalue: the dominant mode's share.")
     c4.metric("Rank (q = 0)", f"{spec.rank}", help="Number of eigenvalues in the support (VS₀).")
-    st.markdown(compute.reading(vs_q, view.n, {g: gs.vendi(q) for g, gs in groups.items()}, label))
+    st.markdown(compute.reading(vs_q, view.n, {g: gs.vendi(q) for g, gs in groups.items()}, label,
+                                sizes={g: gs.n for g, gs in groups.items()}))
 
 
 headline()

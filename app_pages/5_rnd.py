@@ -16,13 +16,16 @@ ctx = header(
 )
 view = ctx.view
 
-settings = rnd_ui.settings_form(view)
+settings = rnd_ui.settings_form(view, ctx.featurizer)
 key = rnd_ui.result_key(view, ctx.featurizer, settings)
 out = tasks.stored("rnd", key)
 warning = st.empty()  # the setting's warning before training; a result shows its own
 if out is None:
     with warning.container():
-        rnd_ui.show_reliability([rnd_ui.regime_warning(view, ctx.featurizer, settings)])
+        message = rnd_ui.regime_warning(view, ctx.featurizer, settings)
+        rnd_ui.show_reliability([message])
+        if message:
+            rnd_ui.offer_reliable(view, ctx.featurizer, settings)
 if out is None and tasks.start_button(
     "Run RND", key="rnd_run",
     hint="Choose the settings and press **Run RND**: training takes from seconds (a few runs of an MLP) to "

@@ -1,10 +1,9 @@
-"""Projection: the items on a 2-D map (PCA at once, UMAP on demand); select points to see them."""
+"""Projection: the items on a map (PCA at once, UMAP on demand, 2-D or 3-D); hover shows an item, a click opens it."""
 
 import streamlit as st
 
 from diversity_core.projection import UMAP_METRICS
-from diversity_core.report.figures import projection_figure
-from ui import compute, tasks
+from ui import compute, map_ui, tasks
 from ui.data import selection_buttons, selection_csv
 from ui.feedback import attempt
 from ui.fragments import q_local
@@ -19,8 +18,8 @@ ctx = header(
     "Projection",
     "Each point is an item placed so that similar items lie close together: separate clusters are distinct "
     "kinds of items, a dense blob is repetition. Colour by group or by an eigenvector's entries (the "
-    "directions the Spectrum page shows); hover a point for its item, click it to see the item below, or pick "
-    "the lasso or box in the chart's toolbar to select several.",
+    "directions the Spectrum page shows); hover a point to see its item, click it to open it with its nearest "
+    "neighbours, or pick the lasso or box in the chart's toolbar to select several.",
 )
 view = ctx.view
 data = view.data
@@ -31,72 +30,155 @@ spec = ctx.spectrum()  # its eigenvectors colour the map
 @st.fragment
 def projection_map() -> None:
     """The map and what is selected on it: its controls and selections redraw only this part."""
-    c1, c2, c3 = st.columns([1, 1, 2])
+    c1, c2, c3, c4 = st.columns([1, 1, 1, 2])
     method = c1.radio("Map", ["PCA", "UMAP"], horizontal=True, key="proj_method", **KEEP)
+    dims = 3 if c1.toggle("3-D", key="proj_3d", help="Rotate with the mouse; select on the 2-D map.") else 2
     k = 0 if spec.eigenvectors is None else spec.eigenvectors.shape[1]
-    colour_options = (["group"] if data.groups is not None else ["none"]) + [f"eigenvector {j + 1}" for j in range(k)]
+    colour_options = (["group"] if data.groups is not None else ["none"]) + [
+        f"eigenvector {j + 1}" for j in range(k)
+    ]
     colour = c2.selectbox("Colour by", colour_options, key="proj_colour", **KEEP)
+    query = c3.text_input(
+        "Highlight",
+        key="proj_highlight",
+        placeholder="id, group or text",
+        help="Ring the items whose id, group, text or SMILES contains this (the sidebar's search "
+        "keeps only them instead).",
+    )
     if method == "PCA":
-        projection = attempt(lambda: compute.pca(view, ctx.featurizer), "PCA")
+        projection = attempt(
+            lambda: compute.pca(view, ctx.featurizer) if dims == 2 else map_ui.pca_3d(view, ctx.featurizer),
+            "PCA",
+        )
         axes = ("PC 1", "PC 2")
         if projection is not None and projection.explained_variance_ratio is not None:
             evr = projection.explained_variance_ratio
             axes = (f"PC 1 ({evr[0]:.1%} of the variance)", f"PC 2 ({evr[1]:.1%})")
     else:
-        projection, axes = umap_map(c3), ("UMAP 1", "UMAP 2")
+        projection, axes = umap_map(c4, dims), ("UMAP 1", "UMAP 2")
     if projection is not None:
-        selected_items(projection, method, colour, axes)
+        selected_items(projection, method, colour, axes, query)
 
 
-def umap_map(box):
+def umap_map(box, dims: int):
     """The stored UMAP map of the view, or the button that computes it (settings in ``box``)."""
     with box.expander("UMAP settings", expanded=False):
-        metric = st.selectbox("Metric", UMAP_METRICS, index=1 if ctx.settings.kernel == "cosine" else 0,
-                              key="umap_metric", **KEEP)
+        metric = st.selectbox(
+            "Metric",
+            UMAP_METRICS,
+            index=1 if ctx.settings.kernel == "cosine" else 0,
+            key="umap_metric",
+            **KEEP,
+        )
         neighbours = st.slider("Neighbours", 2, 100, 15, key="umap_neighbours", **KEEP)
         min_dist = st.slider("Minimum distance", 0.0, 1.0, 0.1, 0.05, key="umap_min_dist", **KEEP)
-    key = compute.umap_key(view, ctx.featurizer, metric, neighbours, min_dist)
+    key = map_ui.umap_key(view, ctx.featurizer, metric, neighbours, min_dist, dims)
     out = tasks.stored("umap", key)
     if out is None and tasks.start_button(
-        "Compute UMAP", key="umap_run",
-        hint="UMAP runs on demand: the first run in a process compiles UMAP's code (~30 s), later runs take "
-             "seconds on demo data.",
+        f"Compute {'3-D ' if dims == 3 else ''}UMAP",
+        key="umap_run",
+        hint="UMAP runs on demand on a worker, with progress (the PCA map is there at once): the first run in a "
+        "process compiles UMAP's code (~30 s), then demo data takes seconds and 100,000 items a few minutes.",
     ):
-        out = tasks.run("umap", key, compute.umap_task(view, ctx.featurizer, metric, neighbours, min_dist), "UMAP")
+        out = tasks.run(
+            "umap",
+            key,
+            map_ui.umap_task(view, ctx.featurizer, metric, neighbours, min_dist, dims),
+            "UMAP",
+            expanded=True,
+        )
     return None if out is None else out.value
 
 
-def selected_items(projection, method: str, colour: str, axes: tuple) -> None:
+def selected_items(projection, method: str, colour: str, axes: tuple, query: str) -> None:
     """The map, then the items selected on it (kept while only the colour changes)."""
     if colour.startswith("eigenvector"):
         j = int(colour.split()[-1]) - 1
         values, categorical, title = spec.eigenvectors[:, j], False, f"eigenvector {j + 1}"
     else:
         values, categorical, title = compute.optional_group_labels(view), True, "group"
-    fig = projection_figure(projection.coords, color=values, categorical=categorical,
-                            hover=compute.hover_labels(data), color_title=title, axis_titles=axes,
-                            title=f"{method} of {data.n} items ({ctx.featurizer} features)")
+    cards = map_ui.hover_cards(view)
+    hover = map_ui.hover_text(view)
+    matches = map_ui.matching_items(data, query)
+    if query.strip():
+        st.caption(
+            f"**{matches.size}** item{'s' if matches.size != 1 else ''} match '{query.strip()}' (ringed in red)."
+        )
+        selection_buttons(view, matches, key="proj_matches", what="the matching items")
+    caption = f"{method} of {data.n} items ({ctx.featurizer} features)"
+    if projection.coords.shape[1] == 3:
+        fig = map_ui.figure_3d(
+            projection,
+            color=values,
+            categorical=categorical,
+            hover=hover,
+            color_title=title,
+            title=caption,
+            cards=cards is not None,
+            highlight=matches,
+        )
+        st.plotly_chart(fig, key=f"projection3d_{method}_{view.key}")
+        map_ui.hover_layer(cards, key=f"proj_hover3d_{view.key}")
+        st.caption("Drag to rotate, scroll to zoom. Turn 3-D off to select items on the map.")
+        return
+    dense = map_ui.is_density(data.n)
+    sample = map_ui.density_sample(view, data.n) if dense else None
+    fig = map_ui.map_figure(
+        projection,
+        color=values,
+        categorical=categorical,
+        hover=hover,
+        color_title=title,
+        axes=axes,
+        title=caption,
+        cards=cards is not None,
+        highlight=matches,
+        sample=sample,
+    )
+    if dense:
+        st.caption(
+            f"{data.n:,} items: the grey image counts the items in each cell (darker: more); the "
+            f"{sample.size:,} coloured points are a seeded sample. A box or lasso selects every item inside it."
+        )
     # the selection is the page's own state: redrawing the map (other colours) keeps it
     ss = st.session_state
     signature = (view.key, method, colour)
     previous = ss.get("proj_selected", []) if ss.get("_proj_view") == view.key else []
     # the chart's key names the view: a selection made on other items never comes back as this view's
-    event = st.plotly_chart(compute.mark_selected(fig, previous), key=f"projection_{method}_{view.key}",
-                            on_select="rerun", selection_mode=("points", "box", "lasso"))
-    selected = compute.keep_selection(previous, compute.selected_items(event), signature, ss.get("_proj_signature"))
+    event = st.plotly_chart(
+        compute.mark_selected(fig, previous),
+        key=f"projection_{method}_{view.key}",
+        on_select="rerun",
+        selection_mode=("points", "box", "lasso"),
+    )
+    map_ui.hover_layer(cards, key=f"proj_hover_{view.key}")
+    picked = map_ui.region_items(projection.coords, event) or compute.selected_items(event)
+    selected = compute.keep_selection(previous, picked, signature, ss.get("_proj_signature"))
     ss["proj_selected"], ss["_proj_signature"], ss["_proj_view"] = selected, signature, view.key
     if not selected:
-        st.caption("Click a point to see that item here, or pick the lasso or box in the chart's toolbar and draw "
-                   "around several (drag alone moves the map); a double click clears the selection.")
+        st.caption(
+            "Click a point to open that item with its nearest neighbours, or pick the lasso or box in the "
+            "chart's toolbar and draw around several (drag alone moves the map); a double click clears the "
+            "selection."
+        )
         return
     st.subheader(f"{len(selected)} selected item{'s' if len(selected) != 1 else ''}")
+    if len(selected) == 1:
+        map_ui.item_panel(ctx, selected[0])
+        return
     show_items(data, selected[:SHOW_MAX], columns=min(8, max(4, len(selected))))
     if len(selected) > SHOW_MAX:
         st.caption(f"The first {SHOW_MAX} are shown.")
     selection_buttons(view, selected, key="proj_use", what="the selected items")
-    st.download_button("Selected items (CSV)", selection_csv(view, selected), file_name="selected_items.csv",
-                       mime="text/csv", key="proj_csv", on_click="ignore",
-                       help="Row (0-based, in the file as loaded), id and group of each selected item.")
+    st.download_button(
+        "Selected items (CSV)",
+        selection_csv(view, selected),
+        file_name="selected_items.csv",
+        mime="text/csv",
+        key="proj_csv",
+        on_click="ignore",
+        help="Row (0-based, in the file as loaded), id and group of each selected item.",
+    )
 
 
 projection_map()

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import compare_ui, tasks
+from ui import compare_ui, evaluation_ui, tasks
 from ui.compare_ui import RESULTS_KEY
 from ui.feedback import literal
 from ui.fragments import q_local
@@ -33,6 +33,8 @@ problem = compare_ui.check(settings)
 if problem and (submitted or presentation):
     st.error(problem)  # numbers and our own words only (compare_ui.check)
     st.stop()
+# the reference role (issue 24): one group is real data, the others are judged against it
+evaluation = evaluation_ui.section(ctx, groups, sizes)
 key = compare_ui.result_key(ctx, settings)
 out = tasks.stored("compare", key, max_entries=8)
 if out is None:  # said before training; a result says it with its own settings
@@ -47,4 +49,4 @@ if out is None:
             "press **Run comparison**; results stay cached for these settings.")
     st.stop()
 with st.container(key=RESULTS_KEY):
-    compare_ui.show(out, ctx, key, presentation)
+    compare_ui.show(out, ctx, key, presentation, evaluation)

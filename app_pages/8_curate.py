@@ -53,7 +53,7 @@ def items_view(contrib, rare) -> None:
     table = curate_ui.item_table(view, contrib, rare, dup, s.q)
     # keyed by the view: ticked rows of another view's table never come back as this one's
     ticked = st.dataframe(table, hide_index=True, width="stretch", key=f"curate_items_table_{view.key}",
-                          on_select="rerun", selection_mode="multi-row")
+                          on_select="rerun", selection_mode="multi-row", **curate_ui.table_options(view))
     st.caption(f"Contributions by {contrib.method.replace('_', ' ')} leave-one-out ({contrib.spectrum_method} path); "
                f"VS (q = {s.q_label}) of all items is {contrib.vendi[contrib.qs.index(s.q)]:.3f}. "
                "Click a column header to sort; tick rows (left edge) to see those items and use them on every page.")
@@ -101,7 +101,8 @@ def selection_view(box, comparison) -> None:
         return
     sel = comparison.selections[method]
     st.plotly_chart(curate_ui.selection_figure(comparison, s.q), key="curate_curves")
-    st.dataframe(curate_ui.selection_frame(view, sel), hide_index=True, width="stretch", key="curate_selected")
+    st.dataframe(curate_ui.selection_frame(view, sel, with_items=True), hide_index=True, width="stretch",
+                 key="curate_selected", **curate_ui.table_options(view))
     d1, d2 = st.columns(2)
     d1.download_button("Selected ids (CSV)", curate_ui.selection_csv(view, sel), file_name=f"selected_{method}_{k}.csv",
                        mime="text/csv", key="curate_csv", on_click="ignore")

@@ -157,6 +157,7 @@ def scale(args) -> dict:
     return {
         "n_reference": args.n, "n_generated": args.n, "d": args.d, "dtype": "float32", "memory_budget": "4G",
         "seconds": round(wall, 1), "cpu_seconds": round(cpu, 1), "timings": ev.settings["timings"],
+        "cpu_timings": ev.settings.get("cpu_timings"),
         "nn_method": ev.settings["nn_method"], "peak_rss_gb": round(peak / 2**30, 2),
         "load_before": before, "load_after": load(), "meets_target": bool(wall <= TARGET_S),
         "metrics": {r["metric"]: r["value"] for r in ev.table_rows()},

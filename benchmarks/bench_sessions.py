@@ -13,16 +13,18 @@ It prints the median and maximum per N beside the load average of the machine (o
 slow the figures down), and writes ``benchmarks/results/sessions.json``. Every wait is bounded
 (``--timeout`` seconds per session and step); a session that runs out counts as a failure.
 
-Ten headless browsers saturate a 2-core machine by themselves, so the server also measures its
-own time per script run (issue 22): it runs with ``DIVERSITY_RUN_LOG`` (``ui.runlog``), and for
+Ten headless browsers saturate a 2-core machine by themselves, so they run at the lowest CPU
+priority (``--clients-nice``, 19 by default: visitors' browsers are on their own machines) and the
+server also measures its own time per script run (issue 22): it runs with ``DIVERSITY_RUN_LOG`` (``ui.runlog``), and for
 each session the script prints the server time of its first full run (``first render run``) and
 of the runs that drew the new q (``q change run``: from the first to the last fragment or page
 run of that session whose q is not 1), as the 50th and 95th percentiles over sessions. The
 result store is warm (``DIVERSITY_CACHE_DIR``: one folder for the whole benchmark, filled by
 a warm-up session on a server of its own), the in-memory caches of each new server are cold,
-and the server has its worker processes (``DIVERSITY_WORKERS=auto``), as ``diversity app``.
+and the server has its worker processes (``DIVERSITY_WORKERS=auto``) and is started as
+``diversity app`` starts it (``python -m ui.serve app.py``).
 
-Run: ``python benchmarks/bench_sessions.py [--sessions 1 5 10] [--timeout 180]``
+Run: ``python benchmarks/bench_sessions.py [--sessions 1 5 10] [--timeout 180] [--clients-nice 19]``
 (needs /usr/bin/chromium and playwright, like the browser tests).
 """
 
@@ -78,7 +80,7 @@ def start_server(log: Path, timeout: float, env: Optional[dict] = None) -> tuple
     """A fresh ``streamlit run app.py`` on 127.0.0.1; returns (process, url) once it answers."""
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+        [sys.executable, "-m", "ui.serve", "app.py", "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1"],
         cwd=ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT,
         env={**os.environ, "HF_HUB_OFFLINE": "1", "DIVERSITY_WORKERS": "auto", **(env or {})})
@@ -127,12 +129,22 @@ async def one_session(browser, url: str, timeout_ms: float, start: asyncio.Event
     return out
 
 
-async def run_sessions(n: int, url: str, timeout_s: float) -> list:
+def niced_chromium(nice: int, folder: Path) -> str:
+    """A launcher that runs Chromium at niceness ``nice`` (0: Chromium itself)."""
+    if nice <= 0:
+        return CHROMIUM
+    wrapper = folder / "chromium-niced"
+    wrapper.write_text(f'#!/bin/sh\nexec nice -n {int(nice)} "{CHROMIUM}" "$@"\n')
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+async def run_sessions(n: int, url: str, timeout_s: float, chromium: str = CHROMIUM) -> list:
     """N concurrent sessions against one server; their per-session figures."""
     from playwright.async_api import async_playwright
 
     async with async_playwright() as pw:
-        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        browser = await pw.chromium.launch(executable_path=chromium, args=ARGS, headless=True)
         try:
             start = asyncio.Event()
             # a hard cap per session over its two bounded steps (a hung browser call cannot hold the run)
@@ -211,13 +223,17 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds per session and step")
     parser.add_argument("--out", default="sessions.json", help="file name under benchmarks/results/")
     parser.add_argument("--label", default="", help="a note kept in the JSON (e.g. 'before', 'after')")
+    parser.add_argument("--clients-nice", type=int, default=19,
+                        help="niceness of the browsers (0: same priority as the server)")
     args = parser.parse_args(argv)
     if not Path(CHROMIUM).exists():
         print(f"bench_sessions: Chromium not found at {CHROMIUM}", file=sys.stderr)
         return 2
     RESULTS.mkdir(exist_ok=True)
-    report = {"label": args.label, "cpus": os.cpu_count(), "timeout_s": args.timeout, "runs": []}
+    report = {"label": args.label, "cpus": os.cpu_count(), "timeout_s": args.timeout,
+              "clients_nice": args.clients_nice, "runs": []}
     store = Path(tempfile.mkdtemp(prefix="bench-sessions-store-"))
+    chromium = niced_chromium(args.clients_nice, store)
     env = {"DIVERSITY_CACHE_DIR": str(store)}
     # warm the result store once (features, spectra), on a server of its own
     proc, url = start_server(RESULTS / "sessions_warmup.log", args.timeout, env)
@@ -235,7 +251,7 @@ def main(argv=None) -> int:
         cpu0 = _cpu_seconds(proc.pid)
         t0 = time.perf_counter()
         try:
-            sessions = asyncio.run(run_sessions(n, url, args.timeout))
+            sessions = asyncio.run(run_sessions(n, url, args.timeout, chromium))
             wall = time.perf_counter() - t0
             cpu = _cpu_seconds(proc.pid) - cpu0
         finally:

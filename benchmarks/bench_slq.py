@@ -14,7 +14,16 @@ Sections (each runs in its own process, so its peak memory is its own):
   ``os.wait4``), against the exact dense value. The truth (the dense path: 3.2 GB for K and
   minutes) is computed once with ``--truth`` and cached in ``results/slq_truth_n20k.json``.
 
-Run: ``python benchmarks/bench_slq.py [--sections coverage n20k] [--truth] [--datasets 40]``;
+- ``n100k``: 100,000 x 64 Gaussian embeddings, RBF at the median bandwidth, through the CLI as a
+  user runs it (``diversity score X.npy --approx slq --dask local:2 --q 1 --rtol 0.05``): the wall
+  time, VS_1 and its relative half-width, and the peak RSS of every process of the run (the CLI
+  and each Dask worker, polled with psutil). Target: half-width <= 5% in <= 15 min, <= 1.5 GB a
+  worker. There is no dense truth at this size (K alone is 80 GB).
+- ``tanimoto100k``: Morgan fingerprints (2048 bits) of 100,000 distinct molecule analogues,
+  Tanimoto kernel, ``vendi_slq(q=1, rtol=0.05)`` in one process: wall time (fingerprints apart),
+  half-width, peak RSS. Target: half-width <= 5% in <= 15 min.
+
+Run: ``python benchmarks/bench_slq.py [--sections coverage n20k n100k tanimoto100k] [--truth] [--datasets 40]``;
 writes ``benchmarks/results/slq.json`` (the latest of every section) and prints the ratios.
 """
 
@@ -220,16 +229,100 @@ def section_n20k(args) -> dict:
     return out
 
 
+def _tree_rss(proc, peaks: dict) -> None:
+    """Record the RSS (MiB) of ``proc`` and its descendants in ``peaks`` (pid -> (max MiB, command))."""
+    import psutil
+
+    try:
+        family = [proc, *proc.children(recursive=True)]
+    except psutil.Error:
+        return
+    for p in family:
+        try:
+            rss = p.memory_info().rss / 2**20
+            cmd = " ".join(p.cmdline()[:6])
+        except psutil.Error:
+            continue
+        old = peaks.get(p.pid, (0.0, cmd))
+        peaks[p.pid] = (max(old[0], rss), cmd)
+
+
+def section_n100k(args) -> dict:
+    import tempfile
+
+    import psutil
+
+    rng = np.random.default_rng(0)
+    folder = Path(tempfile.mkdtemp(prefix="bench-slq-100k-"))
+    path = folder / "X.npy"
+    np.save(path, rng.normal(size=(100_000, 64)))
+    out_json = folder / "score.json"
+    cmd = [sys.executable, "-m", "diversity_core.cli", "score", str(path), "--kernel", "rbf", "--approx", "slq",
+           "--dask", "local:2", "--q", "1", "--rtol", "0.05", "--time-budget", "900", "--json", str(out_json)]
+    load0 = _load_avg()
+    t0 = time.perf_counter()
+    proc = psutil.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    peaks: dict = {}
+    while proc.poll() is None:
+        _tree_rss(proc, peaks)
+        time.sleep(0.5)
+    seconds = time.perf_counter() - t0
+    stderr = proc.stderr.read().decode(errors="replace")
+    if proc.returncode != 0:
+        raise RuntimeError(f"diversity score failed ({proc.returncode}): {stderr[-2000:]}")
+    result = json.loads(out_json.read_text())
+    workers = [mb for mb, c in peaks.values() if "distributed" in c or "spawn" in c or "multiprocessing" in c]
+    out = {"command": " ".join(cmd[2:]), "seconds": seconds, "load_before": load0, "load_after": _load_avg(),
+           "result": result, "peak_rss_mb": {str(pid): v for pid, v in peaks.items()},
+           "peak_worker_rss_mb": max(workers) if workers else None}
+    print(f"n = 100000 x 64 rbf, --dask local:2: {seconds:.0f} s (target <= 900 s); peak RSS per worker "
+          f"{out['peak_worker_rss_mb']} MiB (target <= 1536); load {load0} -> {out['load_after']}")
+    print(json.dumps(result)[:1500])
+    return out
+
+
+def child_tanimoto100k() -> dict:
+    """SLQ on the Tanimoto kernel of 100,000 Morgan fingerprints (q = 1, rtol = 0.05)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_approx import molecule_analogues
+
+    from diversity_core.approx import vendi_slq
+
+    t0 = time.perf_counter()
+    X = molecule_analogues(100_000, seed=0)
+    fp_seconds = time.perf_counter() - t0
+    load0 = _load_avg()
+    t0 = time.perf_counter()
+    est = vendi_slq(X, kernel="tanimoto", q=[1.0], rng=0, rtol=0.05, max_seconds=900)
+    return {"fingerprint_seconds": fp_seconds, "seconds": time.perf_counter() - t0, "load_before": load0,
+            "load_after": _load_avg(), "nnz_per_row": X.nnz / X.shape[0], "result": est.to_dict()}
+
+
+def section_tanimoto100k(args) -> dict:
+    run, rss = _run_child("tanimoto100k")
+    res = run["result"]
+    j = res["qs"].index("1")
+    value, lo, hi = res["value"][j], res["low"][j], res["high"][j]
+    out = {**run, "peak_rss_mb": rss, "estimate": value, "low": lo, "high": hi,
+           "half_width": (hi - lo) / (2 * value)}
+    print(f"tanimoto, 100000 Morgan fingerprints: VS_1 {value:.5g} [{lo:.5g}, {hi:.5g}], relative half-width "
+          f"{out['half_width']:.2%} (target <= 5%) in {run['seconds']:.0f} s (target <= 900 s; fingerprints "
+          f"{run['fingerprint_seconds']:.0f} s apart), peak RSS {rss:.0f} MiB, {res['probes']} probes, "
+          f"load {run['load_before']} -> {run['load_after']}")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sections", nargs="+", default=["coverage", "n20k"], choices=["coverage", "n20k"])
+    ap.add_argument("--sections", nargs="+", default=["coverage", "n20k"],
+                    choices=["coverage", "n20k", "n100k", "tanimoto100k"])
     ap.add_argument("--datasets", type=int, default=40, help="coverage: datasets (3 cases each)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--truth", action="store_true", help="n20k: recompute the dense truth")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        print(json.dumps({"truth": child_truth, "n20k": child_n20k}[args.child]()))
+        print(json.dumps({"truth": child_truth, "n20k": child_n20k, "tanimoto100k": child_tanimoto100k}[args.child]()))
         return
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / "slq.json"
@@ -237,7 +330,8 @@ def main() -> None:
     for name in args.sections:
         t0 = time.perf_counter()
         load = _load_avg()
-        body = {"coverage": section_coverage, "n20k": section_n20k}[name](args)
+        body = {"coverage": section_coverage, "n20k": section_n20k, "n100k": section_n100k,
+                "tanimoto100k": section_tanimoto100k}[name](args)
         doc[name] = {"machine": platform.platform(), "cpus": os.cpu_count(), "load_before": load,
                      "load_after": _load_avg(), "seconds": time.perf_counter() - t0, **body}
         path.write_text(json.dumps(doc, indent=1, default=float))

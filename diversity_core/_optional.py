@@ -34,6 +34,9 @@ EXTRAS: dict[str, str] = {
     "distributed": "dask",
     "streamlit": "app",
     "pyarrow": "parquet",
+    "transformers": "hf",
+    "torchmetrics": "training",
+    "lightning": "training",
 }
 
 

@@ -479,7 +479,7 @@ def _serve(options: dict) -> None:
     # next worker, three times over, by Dask's default
     with dask.config.set({"distributed.scheduler.allowed-failures": 0, "distributed.worker.daemon": False}):
         cluster = distributed.LocalCluster(n_workers=int(options["workers"]), threads_per_worker=1,
-                                           processes=True, dashboard_address=None,
+                                           processes=True, dashboard_address=":0",  # any free port: no "8787 in use" warning
                                            memory_limit=options["memory_limit"], env=env,
                                            scheduler_port=0, host="127.0.0.1")
         try:

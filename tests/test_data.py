@@ -742,8 +742,8 @@ class TestDataset:
 
 class TestDemos:
     def test_registry(self):
-        assert list_demos() == ["digits", "shapes", "molecules", "text"]
-        assert list_demos("images") == ["digits", "shapes"]
+        assert list_demos() == ["digits", "shapes", "molecules", "text", "icons"]
+        assert list_demos("images") == ["digits", "shapes", "icons"]
         assert set(DEMOS) == set(list_demos())
         with pytest.raises(DiversityInputError, match="unknown demo 'mnist'; choose one of"):
             load_demo("mnist")

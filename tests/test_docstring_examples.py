@@ -20,6 +20,7 @@ NEEDS = {
     "diversity_core.featurizers.images": ("PIL",),
     "diversity_core.featurizers.molecules": ("rdkit",),
     "diversity_core.rnd._api": ("torch",),
+    "diversity_core.robustness": ("PIL",),
 }
 
 

@@ -53,7 +53,13 @@ def test_umap_is_seeded_and_separates_clusters(rng):
     p2 = project(X, method="umap", n_neighbors=10, rng=7)
     np.testing.assert_array_equal(p1.coords, p2.coords)
     assert p1.method == "umap" and p1.explained_variance_ratio is None
-    assert p1.settings == {"n_components": 2, "n_neighbors": 10, "min_dist": 0.1, "metric": "euclidean", "seed": 7}
+    assert p1.settings == {
+        "n_components": 2,
+        "n_neighbors": 10,
+        "min_dist": 0.1,
+        "metric": "euclidean",
+        "seed": 7,
+    }
     gap = np.linalg.norm(p1.coords[:60].mean(0) - p1.coords[60:].mean(0))
     spread = max(p1.coords[:60].std(0).max(), p1.coords[60:].std(0).max())
     assert gap > 3 * spread
@@ -85,3 +91,43 @@ def test_to_dict_has_stable_keys(rng):
     d = project(rng.normal(size=(10, 3))).to_dict()
     assert set(d) == {"method", "coords", "explained_variance_ratio", "settings"}
     assert len(d["coords"]) == 10
+
+
+# ------------------------------------------------------------------------------------------
+# maps of any size: the density grid and the items inside a box or a lasso
+# ------------------------------------------------------------------------------------------
+def test_density_grid_counts_every_point_once(rng):
+    from diversity_core.projection import density_grid
+
+    XY = rng.normal(size=(5000, 2))
+    g = density_grid(XY, bins=(40, 30))
+    assert g.counts.shape == (30, 40) and g.counts.sum() == 5000  # the edges' points included
+    ref, _, _ = np.histogram2d(XY[:, 1], XY[:, 0], bins=(g.y_edges, g.x_edges))
+    assert (np.abs(ref - g.counts) <= 1).all() and np.abs(
+        ref - g.counts
+    ).sum() <= 10  # round-off at edges only
+    clipped = density_grid(XY, bins=(4, 4), extent=(0, 1, 0, 1))
+    assert clipped.counts.sum() == int(((XY >= 0) & (XY <= 1)).all(axis=1).sum())
+    with pytest.raises(DiversityInputError, match="bins must be two positive integers"):
+        density_grid(XY, bins=(0, 3))
+    with pytest.raises(DiversityInputError, match="n x 2"):
+        density_grid(np.zeros((3, 3)))
+
+
+def test_points_in_region_box_and_lasso(rng):
+    from diversity_core.projection import points_in_region
+
+    XY = rng.uniform(-2, 2, size=(4000, 2))
+    box = points_in_region(XY, box=(1, -1, -0.5, 0.5))  # corners in any order
+    assert box.tolist() == np.flatnonzero((np.abs(XY[:, 0]) <= 1) & (np.abs(XY[:, 1]) <= 0.5)).tolist()
+    t = np.linspace(0, 2 * np.pi, 400, endpoint=False)
+    disc = points_in_region(XY, lasso=(np.cos(t), np.sin(t)))
+    inside = np.hypot(XY[:, 0], XY[:, 1])
+    assert set(np.flatnonzero(inside < 0.999)) <= set(disc) <= set(np.flatnonzero(inside < 1.0))
+    # a triangle: exactly the points on its inner side of the three edges
+    tri = points_in_region(XY, lasso=([0, 2, 0], [0, 0, 2]))
+    assert tri.tolist() == np.flatnonzero((XY[:, 0] > 0) & (XY[:, 1] > 0) & (XY.sum(axis=1) < 2)).tolist()
+    with pytest.raises(DiversityInputError, match="exactly one of box"):
+        points_in_region(XY)
+    with pytest.raises(DiversityInputError, match="at least 3 finite vertices"):
+        points_in_region(XY, lasso=([0, 1], [0, 1]))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 
 import pytest
@@ -138,3 +139,29 @@ def test_the_cli_local_cluster_sizes_each_workers_blas_threads(monkeypatch):
     with dask_client(None, 2) as client:
         limits = client.run(lambda: __import__("os").environ.get("OMP_NUM_THREADS"))
     assert set(limits.values()) == {str(threads_per_job(2))}
+
+
+def test_a_delayed_pool_start_begins_at_once_when_a_job_asks(monkeypatch):
+    # ui.workers: the app puts the pool's start off for 10 s after the first page; a job cuts it short
+    import ui.workers as uw
+
+    calls = []
+    monkeypatch.setenv(uw.WORKERS_ENV, "2")
+    monkeypatch.delenv(uw.SCHEDULER_ENV, raising=False)
+    monkeypatch.setattr(uw, "start_pool", lambda *a, **k: calls.append(time.monotonic()) or _FakePool())
+    monkeypatch.setattr(uw, "_wanted", threading.Event())
+    uw.shutdown()
+    try:
+        t0 = time.monotonic()
+        uw.ensure_started(delay=60.0)
+        time.sleep(0.3)
+        assert calls == []  # still waiting
+        assert uw.pool(wait=10.0) is not None  # a job asks: it starts now
+        assert calls and calls[0] - t0 < 5.0
+    finally:
+        uw.shutdown()
+
+
+class _FakePool:
+    def close(self):
+        pass

@@ -211,9 +211,15 @@ class StageView:
 
 
 @shared_cache("results", spinner="Writing the report…")
-def _report(_cmp, _ds, key: tuple, presentation: bool) -> str:
-    """The HTML report of the comparison stored under ``key`` (the arguments with ``_`` are not hashed)."""
-    return report_html(_cmp, datasets=_ds, presentation=presentation)
+def _report(_cmp, _ds, key: tuple, presentation: bool, _evaluation=None) -> str:
+    """The HTML report of the comparison stored under ``key`` (the arguments with ``_`` are not hashed).
+
+    ``_evaluation``: ``(evaluations, reference name, closest-pair rows)`` of the page's reference
+    role (its settings are part of ``key``).
+    """
+    evals, reference, items = _evaluation if _evaluation else (None, None, None)
+    return report_html(_cmp, datasets=_ds, presentation=presentation, evaluations=evals,
+                       evaluation_reference=reference, evaluation_items=items)
 
 
 def _literal_frame(df: pd.DataFrame) -> pd.DataFrame:
@@ -348,11 +354,13 @@ def _figures(cmp, presentation: bool) -> None:
             tab.plotly_chart(fig, key=f"cmp_fig_{name}", config=config)
 
 
-def show(out: Outcome, ctx, key: tuple, presentation: bool) -> None:
+def show(out: Outcome, ctx, key: tuple, presentation: bool, evaluation=None) -> None:
     """The settings line, the tables, the figures (with their download format) and the downloads.
 
     In presentation mode: the headline comparison first, the pairwise table reduced to the
-    resolved pairs (all of them in an expander), large type on every chart.
+    resolved pairs (all of them in an expander), large type on every chart. ``evaluation``: the
+    reference role's ``(evaluations, reference, settings, items)`` (:func:`ui.evaluation_ui.section`),
+    added to the report.
     """
     cmp = out.value
     # the core's rules may quote a group name: literal text
@@ -386,7 +394,10 @@ def show(out: Outcome, ctx, key: tuple, presentation: bool) -> None:
     st.fragment(_figures)(cmp, presentation)
 
     st.subheader("Take it to the meeting")
-    report = _report(cmp, ctx.view.data, key, presentation)
+    # the reference role's results (``evaluation_ui.section``) join the report when computed
+    eval_key = None if evaluation is None else (evaluation[1], tuple(evaluation[0]), evaluation[2])
+    report = _report(cmp, ctx.view.data, key + (eval_key,), presentation,
+                     None if evaluation is None else (evaluation[0], evaluation[1], evaluation[3]))
     d1, d2, d3 = st.columns(3)
     d1.download_button("Download report (HTML)", report, file_name="diversity-comparison.html", mime="text/html",
                        type="primary", key="cmp_dl_report")

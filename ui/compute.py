@@ -15,6 +15,7 @@ Moving q never reaches any of these: every VS_q comes from the cached spectrum i
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -48,15 +49,57 @@ HEATMAP_MAX = 400
 # ------------------------------------------------------------------------------------------
 # features
 # ------------------------------------------------------------------------------------------
-def featurizer_options(ds) -> list:
-    """Featurizers usable on a dataset (installed, and ``embeddings`` only when it has them)."""
+def featurizer_options(ds, own: Optional[dict] = None) -> list:
+    """Featurizers usable on a dataset (installed, and ``embeddings`` only when it has them).
+
+    ``own`` maps the user's own models (``hf:FOLDER``, ``inception:FILE``, see
+    :func:`check_own_model`) to their modality: those of the dataset's modality are listed
+    while they are still found on this machine.
+    """
     out = []
     for f in list_featurizers(ds.modality):
         if f.name == "embeddings" and ds.features is None:
             continue
         if f.available():
             out.append(f.name)
+    from diversity_core.featurizers.hf import hf_found_locally
+
+    for name, modality in (own or {}).items():
+        found = hf_found_locally(name) if name.startswith("hf:") else Path(name.split(":", 1)[1]).is_file()
+        if modality == ds.modality and found:
+            out.append(name)
     return out
+
+
+def check_own_model(text: str) -> tuple:
+    """``(featurizer name, modality)`` of a model the user typed (``hf:FOLDER`` or ``inception:FILE``).
+
+    A folder or file must lie in the data folder (``$DIVERSITY_DATA_DIR``, as every path a
+    visitor types) and is made absolute (the worker processes run elsewhere); a hub id must be in
+    the local Hugging Face cache; nothing is downloaded. Raises :class:`~diversity_core.exceptions.DiversityInputError` saying what is wrong.
+    """
+    from diversity_core.exceptions import DiversityInputError
+    from diversity_core.featurizers import get_featurizer
+
+    text = text.strip()
+    prefix, _, rest = text.partition(":")
+    if prefix not in ("hf", "inception"):
+        raise DiversityInputError(
+            f"{text!r} is not a model of your own; write hf: followed by a folder saved with save_pretrained "
+            "(or a Hugging Face id already in the local cache), or inception: followed by an FID Inception "
+            "weights file."
+        )
+    rest = rest.strip()
+    from diversity_core.featurizers.hf import hf_found_locally
+
+    if not (prefix == "hf" and not Path(rest).exists() and hf_found_locally(text)):  # else a hub id in the cache
+        from diversity_core.data import resolve_user_path
+
+        from .data.folder import data_dir
+
+        # the served app's path rule: a visitor reads only inside $DIVERSITY_DATA_DIR
+        text = f"{prefix}:{resolve_user_path(rest, data_dir=data_dir())}"
+    return text, get_featurizer(text).modality
 
 
 def features(view: View, featurizer: str, *, show_progress: bool = True):
@@ -215,20 +258,31 @@ def score_rows(spec: dc.Spectrum, groups: dict, group_intdiv: dict, q: float) ->
     return rows
 
 
-def reading(vs: float, n: int, group_vs: dict, q_label: str) -> str:
+def reading(vs: float, n: int, group_vs: dict, q_label: str, sizes: Optional[dict] = None) -> str:
     """One sentence that reads the headline: the items' effective number, and which group is most
-    and least diverse (with the gap) when there are groups."""
+    and least diverse when there are groups.
+
+    A VS grows with the number of items, so groups of different sizes (``sizes``: group -> items)
+    are not put side by side as a percentage: the sentence states both sizes and points to Compare,
+    which scores every group at the same n (issue 27, item 4). Groups of one size get the gap.
+    """
     head = f"**Reading:** the {n} items behave like **{vs:.1f}** distinct ones (VS at q = {q_label})"
     if len(group_vs) < 2:
         return head + "."
     ranked = sorted(group_vs.items(), key=lambda kv: kv[1], reverse=True)
     (top, vtop), (low, vlow) = ranked[0], ranked[-1]
-    gap = 1.0 - vlow / vtop if vtop > 0 else 0.0
     from .feedback import literal
 
     # group names come from the data: literal text inside the sentence's Markdown
+    if sizes and len({sizes[g] for g in group_vs}) > 1:
+        return (head + f"; the highest group score is **{literal(top)}**'s ({vtop:.2f} of {sizes[top]:,} items), the "
+                f"lowest **{literal(low)}**'s ({vlow:.2f} of {sizes[low]:,} items). The groups differ in size "
+                f"({min(sizes.values()):,} to {max(sizes.values()):,} items) and a VS grows with the number of items, "
+                "so these are not compared at equal n: **Compare** scores every group at the same n.")
+    gap = 1.0 - vlow / vtop if vtop > 0 else 0.0
+    each = f", {next(iter(sizes.values())):,} items each" if sizes else ""
     return (head + f"; the most diverse group is **{literal(top)}** ({vtop:.2f}), the least **{literal(low)}** "
-            f"({vlow:.2f}, {gap:.0%} lower).")
+            f"({vlow:.2f}, {gap:.0%} lower{each}).")
 
 
 # ------------------------------------------------------------------------------------------

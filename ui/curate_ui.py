@@ -23,10 +23,13 @@ from diversity_core.curation.selection import METHODS
 
 from . import compute
 from .data import selection_buttons
-from .gallery import show_items
+from .gallery import TEXT_ROW_HEIGHT, content_column, content_config, show_items
 
-#: Views of at most this many items are analysed (contributions, rarity, duplicates) without a click.
-AUTO_MAX_ITEMS = 3000
+#: Views of at most this many items are analysed (contributions, rarity, duplicates) without a click:
+#: the first view of the page must not wait on work the user did not start (issue 27, item 6). At
+#: 3000 the three tasks kept the molecules demo's first view (2000 items) waiting 15 s; at 500 they
+#: take about a second (tests/app/test_readable.py times it).
+AUTO_MAX_ITEMS = 500
 #: Selections of at most this many items out of a view of at most AUTO_MAX_ITEMS start by themselves.
 AUTO_MAX_K = 200
 #: Orders every result reports besides the current q.
@@ -85,13 +88,17 @@ def neighbors_for(n: int) -> int:
 
 
 def item_table(view, contrib, rare, dup, q: float) -> pd.DataFrame:
-    """One row per item: ``item``, ``id``, ``group``, contribution at q, ``rarity``, ``duplicate group``."""
+    """One row per item: ``item``, the item itself (``text``, ``SMILES`` or ``image``, when it has one), ``id``,
+    ``group``, contribution at q, ``rarity``, ``duplicate group``."""
     ds = view.data
     table = contrib.to_frame(ids=ds.ids)
     col = f"contribution_{q_key(q)}"
     table = table[["item", "id", col]].rename(columns={col: f"contribution (q = {format_q(q)})"})
+    content = content_column(ds, table["item"])
+    if content is not None:
+        table.insert(1, content[0], content[1])
     if ds.groups is not None:
-        table.insert(2, "group", [str(g) for g in ds.groups])
+        table.insert(list(table.columns).index("id") + 1, "group", [str(g) for g in ds.groups])
     table["rarity"] = rare.to_frame()["rarity"].to_numpy()
     if dup is not None:
         groups = pd.Series(dup.labels, dtype="Int64")
@@ -208,12 +215,30 @@ def selection_figure(comparison: SelectionComparison, q: float):
     return fig
 
 
-def selection_frame(view, sel) -> pd.DataFrame:
-    """The selected items: ``rank``, ``item`` (0-based in the view), ``id`` (and ``group``)."""
+def selection_frame(view, sel, *, with_items: bool = False) -> pd.DataFrame:
+    """The selected items: ``rank``, ``item`` (0-based in the view), ``id`` (and ``group``).
+
+    ``with_items`` adds the items themselves (``text`` or ``SMILES``) before the id, for the screen.
+    """
     table = sel.to_frame(ids=view.data.ids)
+    content = content_column(view.data, sel.indices) if with_items else None
+    if content is not None:
+        table.insert(list(table.columns).index("id"), content[0], content[1])
     if view.data.groups is not None:
         table["group"] = [str(view.data.groups[i]) for i in sel.indices]
     return table
+
+
+def table_options(view) -> dict:
+    """``st.dataframe`` options for a table of items: the item column (text, SMILES, thumbnail) set up,
+    text rows tall enough to wrap three lines."""
+    content = content_column(view.data, [0] if view.n else [])
+    if content is None:
+        return {}
+    options = {"column_config": content_config(content[0])}
+    if view.data.modality == "text":
+        options["row_height"] = TEXT_ROW_HEIGHT
+    return options
 
 
 def selection_csv(view, sel) -> bytes:

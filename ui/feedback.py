@@ -17,6 +17,7 @@ from typing import Callable, Iterator, Optional, TypeVar
 import streamlit as st
 
 from diversity_core import DiversityError
+from diversity_core.featurizers._runtime import format_duration
 
 T = TypeVar("T")
 
@@ -134,8 +135,15 @@ class ProgressBar:
     """A ``progress(done, total, message)`` callback drawing an ``st.progress`` bar.
 
     The bar takes its place on the page when created (an empty placeholder) and appears at the
-    first report, so work that reports nothing (a cache hit) draws nothing.
+    first report, so work that reports nothing (a cache hit) draws nothing. Its text is the
+    task's label, what the core says it is doing, the time so far and the time left from the
+    throughput measured since the first report (the warm-up before it, imports and data loading,
+    does not count; the featurizers' :class:`~diversity_core.featurizers._runtime.BatchProgress`
+    measures the same way).
     """
+
+    #: Seconds of measured work before the time left is estimated.
+    MEASURE_S = 2.0
 
     def __init__(self, label: str, container=None):
         self.label = label
@@ -143,17 +151,21 @@ class ProgressBar:
         self._bar = None
         self._last = 0.0
         self._start: Optional[float] = None
+        self._first: Optional[tuple] = None  # (time, done) of the first report: the throughput's origin
 
     def _eta(self, done: int, total: int, now: float) -> str:
-        """Elapsed time and, from the rate so far, the time left (after a few seconds of work)."""
+        """Elapsed time and the time left at the throughput measured since the first report."""
         if self._start is None:
             self._start = now
+            self._first = (now, done)
             return ""
         elapsed = now - self._start
-        if elapsed < 3.0 or done <= 0 or total <= 0 or done >= total:
-            return ""
-        left = elapsed * (total - done) / done
-        return f" · {_duration(elapsed)} so far, about {_duration(left)} left"
+        t0, done0 = self._first
+        if now - t0 < self.MEASURE_S or done <= done0 or total <= 0 or done >= total:
+            return f" · {_duration(elapsed)} so far" if elapsed >= self.MEASURE_S and done < total else ""
+        left = (now - t0) / (done - done0) * (total - done)
+        said = "a few seconds left" if left < 8 else f"about {format_duration(left)} left"
+        return f" · {_duration(elapsed)} so far, {said}"
 
     def __call__(self, done: int, total: int, message: str = "") -> None:
         now = time.monotonic()

@@ -18,7 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from diversity_core.report.figures import bar_figure, rnd_figure
-from diversity_core.rnd import rnd_regime_warning, rnd_score
+from diversity_core.rnd import rnd_regime_warning, rnd_reliable_setting, rnd_score
 
 from . import compute
 from .feedback import attempt, error_message, show_error, show_warning
@@ -29,10 +29,13 @@ from .tasks import Outcome
 ARCHITECTURES = {
     "auto": "auto: MLP on features, small CNN on image pixels",
     "mlp": "MLP on the chosen representation",
+    "mlp_pixels": "MLP on the image pixels",
     "cnn": "small CNN on image pixels",
     "resnet18": "ResNet-18 on image pixels (the paper's; slow without a GPU)",
 }
 ALL = "all selected items"
+#: The form's own defaults (the paper's lr; fewer epochs and runs than the paper, for speed).
+DEFAULT_EPOCHS, DEFAULT_LAST, DEFAULT_RUNS, DEFAULT_LR = 30, 10, 10, 0.01
 #: Seconds between two frames of the live curves.
 LIVE_INTERVAL = 0.4
 
@@ -54,24 +57,92 @@ class RNDSettings:
                     runs=self.runs, lr=self.lr, architecture=arch, rng=self.seed)
 
 
-def settings_form(view) -> RNDSettings:
-    """Draw the RND settings (kept in session state while the page is open)."""
+def _train_default(ds) -> int:
+    """Training items per run: up to 200, leaving one validation batch of 50 in the smallest group."""
+    smallest = min((int(np.sum(ds.groups == g)) for g in ds.group_names()), default=ds.n)
+    return int(min(200, max(10, smallest - 50)))
+
+
+def _option(rec: dict) -> str:
+    """The form's option for a :func:`~diversity_core.rnd.rnd_reliable_setting` answer."""
+    return "mlp_pixels" if rec["input"] == "pixels" and rec["architecture"] == "mlp" else rec["architecture"]
+
+
+def reliable_option(view, featurizer: str, s: RNDSettings | None = None):
+    """``(option, settings)`` of a network the regime study calls reliable here, or None.
+
+    With ``s`` the user's other settings (training length, lr) are kept when the network alone
+    makes them reliable; otherwise (and without ``s``) the form's defaults are used, and the
+    returned settings say so. Features count only when they are in the core's cache already.
+    """
+    ds = view.data
+    pixels = np.shape(ds.items[0]) if ds.modality == "images" else None
+    X = attempt(lambda: compute.features_at_hand(view, featurizer), f"Reading {featurizer} features")
+    features = None if X is None else X.shape[1:]
+    tries = [] if s is None else [s]
+    tries.append(RNDSettings("auto", _train_default(ds), DEFAULT_EPOCHS, DEFAULT_LAST,
+                             s.runs if s else DEFAULT_RUNS, DEFAULT_LR, s.seed if s else 0,
+                             s.per_group if s else bool(ds.group_names())))
+    for t in tries:
+        rec = rnd_reliable_setting(t.kwargs("auto"), pixel_shape=pixels, feature_shape=features)
+        if rec is not None:
+            return _option(rec), t
+    return None
+
+
+def _use(option: str, s: RNDSettings) -> None:
+    """``on_click`` of the one-click reliable setting: the network and, when needed, the defaults."""
+    st.session_state["rnd_arch"] = option
+    st.session_state["rnd_epochs"] = s.epochs
+    st.session_state["rnd_last"] = s.average_last
+    st.session_state["rnd_lr"] = s.lr
+
+
+def offer_reliable(view, featurizer: str, s: RNDSettings) -> None:
+    """Under a regime warning: a button to the setting the study calls reliable, or why there is none."""
+    found = reliable_option(view, featurizer, s)
+    if found is None:
+        st.caption("No network offered here is known to be reliable for these items: the regime study "
+                   "(docs/rnd.md) found the ordering only for an MLP on at most 64 inputs with a small "
+                   "training budget. Read the score as a comparison under one setting.")
+        return
+    option, t = found
+    label = ARCHITECTURES[option].split(":")[0]
+    changed = "" if t is s else f", {t.epochs} epochs, lr {t.lr:g}"
+    st.button(f"Use a reliable setting: {label}{changed}", key="rnd_use_reliable", on_click=_use,
+              args=(option, t), icon=":material/verified:",
+              help="The setting the project's regime study (docs/rnd.md) found to rank the digits above "
+                   "uniform noise.")
+
+
+def settings_form(view, featurizer: str) -> RNDSettings:
+    """Draw the RND settings (kept in session state while the page is open).
+
+    The network defaults to one the regime study calls reliable for these items
+    (:func:`reliable_option`), else to ``"auto"``.
+    """
     ds = view.data
     groups = ds.group_names()
-    smallest = min((int(np.sum(ds.groups == g)) for g in groups), default=ds.n)
     c1, c2, c3, c4 = st.columns(4)
     arch_options = list(ARCHITECTURES) if ds.modality == "images" else ["auto", "mlp"]
-    arch = c1.selectbox("Network", arch_options, format_func=ARCHITECTURES.get, key="rnd_arch", **KEEP)
+    found = reliable_option(view, featurizer)
+    default = found[0] if found is not None and found[0] in arch_options else "auto"
+    arch = c1.selectbox("Network", arch_options, index=arch_options.index(default), format_func=ARCHITECTURES.get,
+                        key="rnd_arch", **KEEP,
+                        help="The default is a setting the regime study (docs/rnd.md) found reliable for such "
+                             "items, when there is one.")
     per_group = c1.checkbox("Per group", value=bool(groups), key="rnd_per_group", **KEEP, disabled=not groups)
-    fit = int(min(200, max(10, smallest - 50)))  # leave at least one validation batch of 50
+    fit = _train_default(ds)  # leave at least one validation batch of 50
     train = c2.number_input("Training items per run", min_value=10, max_value=max(10, ds.n), value=fit, step=10,
                             key="rnd_train", **KEEP, help="Each run trains on this many random items and validates on "
                             "the rest (at least one batch of 50 must remain in every set).")
-    epochs = c2.number_input("Epochs", min_value=2, max_value=500, value=30, step=5, key="rnd_epochs", **KEEP)
+    epochs = c2.number_input("Epochs", min_value=2, max_value=500, value=DEFAULT_EPOCHS, step=5, key="rnd_epochs",
+                             **KEEP)
     last = c3.number_input("Average the last … epochs", min_value=1, max_value=int(epochs),
-                           value=int(min(10, epochs)), key="rnd_last", **KEEP)
-    runs = c3.number_input("Runs", min_value=2, max_value=200, value=10, step=1, key="rnd_runs", **KEEP)
-    lr = c4.number_input("Learning rate", min_value=1e-5, max_value=1.0, value=0.01, format="%.4g", key="rnd_lr", **KEEP)
+                           value=int(min(DEFAULT_LAST, epochs)), key="rnd_last", **KEEP)
+    runs = c3.number_input("Runs", min_value=2, max_value=200, value=DEFAULT_RUNS, step=1, key="rnd_runs", **KEEP)
+    lr = c4.number_input("Learning rate", min_value=1e-5, max_value=1.0, value=DEFAULT_LR, format="%.4g",
+                         key="rnd_lr", **KEEP)
     seed = c4.number_input("Seed", min_value=0, value=0, step=1, key="rnd_seed", **KEEP)
     st.caption("The paper's protocol: ResNet-18, 200 training items, 50 epochs averaged over the last 10, "
                "40 runs, lr 0.01 (SGD, momentum 0.9). Scores are comparable only under the same settings.")
@@ -89,6 +160,8 @@ def _input(view, featurizer: str, arch: str):
     ds = view.data
     if _convolutional(ds, arch):
         return np.asarray(ds.items), ("cnn" if arch == "auto" else arch)
+    if arch == "mlp_pixels":  # the MLP flattens and standardises them
+        return np.asarray(ds.items), "mlp"
     return compute.dense(compute.features(view, featurizer, show_progress=False)), "mlp"
 
 
@@ -103,6 +176,8 @@ def regime_warning(view, featurizer: str, s: RNDSettings):
     ds = view.data
     if _convolutional(ds, s.architecture):
         arch, shape = ("cnn" if s.architecture == "auto" else s.architecture), np.shape(ds.items[0])
+    elif s.architecture == "mlp_pixels":
+        arch, shape = "mlp", (int(np.prod(np.shape(ds.items[0]))),)
     else:
         X = attempt(lambda: compute.features_at_hand(view, featurizer), f"Reading {featurizer} features")
         if X is None:

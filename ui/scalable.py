@@ -9,11 +9,12 @@ to the budget:
    a seeded random subsample of :data:`SUBSAMPLE` items, labelled as such. Its measured time
    also gives the approximate time of the forced exact path (scaled as n^3).
 2. **Refinement** in a background thread (:class:`Job`), never blocking the page or a page change:
-   by default the estimate of the full-sample VS_q for every q > 0 of the q control by stochastic
-   Lanczos quadrature (:func:`~diversity_core.approx.iter_vendi_slq`: batches of probes, the
-   interval shrinking as they come), then guaranteed bounds for every q from the top
-   k = 20, 50, ... eigenvalues by Lanczos (:func:`~diversity_core.approx.iter_vendi_bounds`, with
-   the top eigenvectors for the galleries). Where SLQ does not fit the budget, a sketch estimate
+   where K fits in memory, first the guaranteed bounds from the top k = 20 eigenvalues by Lanczos
+   (:func:`~diversity_core.approx.iter_vendi_bounds`: seconds; its top eigenvectors fill the
+   Spectrum page's galleries), then by default the estimate of the full-sample VS_q for every
+   q > 0 of the q control by stochastic Lanczos quadrature
+   (:func:`~diversity_core.approx.iter_vendi_slq`: batches of probes, the interval shrinking as
+   they come), then the bounds from k = 50, 100, ... Where SLQ does not fit the budget, a sketch estimate
    for q >= 1 (:func:`~diversity_core.approx.vendi_estimate`) stands in. Each result replaces the
    previous one as it arrives; a **Stop** button ends the refinement at the core's next progress
    report and keeps what has arrived.
@@ -78,8 +79,8 @@ BOUNDS_METHOD = "auto"
 #: budget. And the estimate's replicates.
 SKETCH_SIZE = 1024
 REPLICATES = 3
-#: Seconds the SLQ estimate may take (no batch of probes starts that would end after it); the
-#: bounds follow it.
+#: Seconds the SLQ estimate may take (no batch of probes starts that would end after it); it
+#: comes after the first bounds (k = KS[0]) and before the others.
 SLQ_SECONDS = 120.0
 #: Seconds between two redraws of the live panels while a job runs.
 POLL_SECONDS = 1.0
@@ -270,22 +271,45 @@ def slq_orders() -> np.ndarray:
 
 
 def _work(job: Job, X, kern, weights, p: ScorePlan) -> None:
-    """The job's thread: the SLQ estimate (else a sketch's, q >= 1), then the bounds progression, as the plan sizes them."""
+    """The job's thread, as the plan sizes it: the first bounds (top eigenpairs: galleries and an
+    interval within seconds, where K fits in memory), the SLQ estimate (else a sketch's, q >= 1),
+    then the rest of the bounds progression."""
     qs = q_orders()
+    b = p.bounds
+    lanczos = b is not None and b.method != "nystrom"
+    shown = [-1]  # the k of the bounds on screen: a new progression's k = 0 start never replaces k = 20
+
+    def lanczos_bounds(ks, share) -> None:
+        with p.context("bounds"):
+            for bounds in iter_vendi_bounds(X, kernel=kern, ks=ks, qs=qs, weights=weights, rng=0,
+                                            time_budget=TIME_BUDGET, n_eigenvectors=compute.MAX_EIGENVECTORS,
+                                            progress=job.progress("bounds", share)):
+                if bounds.k >= shown[0]:
+                    shown[0] = bounds.k
+                    job.update(bounds=bounds)
+                if job.stop.is_set():
+                    raise _Stopped
+
     try:
+        start = 0.0
+        if lanczos and p.slq is not None and len(b.ks) > 1:
+            # k = 20 costs seconds where K fits in memory; the SLQ estimate after it takes up to
+            # SLQ_SECONDS, and the Spectrum page's galleries need these eigenvectors
+            lanczos_bounds(b.ks[:1], (0.0, 0.1))
+            start = 0.1
         if p.slq is not None:
             with p.context():
                 for estimate in iter_vendi_slq(X, kernel=kern, q=slq_orders(), weights=weights, rng=0,
-                                               max_seconds=SLQ_SECONDS, progress=job.progress("slq", (0.0, 0.5)),
+                                               max_seconds=SLQ_SECONDS, progress=job.progress("slq", (start, 0.55)),
                                                **p.slq.kwargs()):
                     job.update(estimate=estimate)
+            start = 0.55
         elif p.sketch is not None:
             with p.context("sketch"):
                 estimate = vendi_estimate(X, kernel=kern, q=qs[qs >= 1], replicates=REPLICATES, weights=weights,
                                           rng=0, progress=job.progress("estimate", (0.0, 0.3)), **p.sketch.kwargs())
             job.update(estimate=estimate)
-        b = p.bounds
-        start = 0.5 if p.slq is not None else 0.3
+            start = 0.3
         if b is not None and b.method == "nystrom":
             # past the float32 matrix each Lanczos product is a pass over K (minutes at
             # n = 100,000): the guaranteed bounds come from Nystrom sketches of growing m, up
@@ -299,14 +323,9 @@ def _work(job: Job, X, kern, weights, p: ScorePlan) -> None:
                 job.update(bounds=bounds)
                 if job.stop.is_set():
                     raise _Stopped
-        elif b is not None:
-            with p.context("bounds"):
-                for bounds in iter_vendi_bounds(X, kernel=kern, ks=b.ks, qs=qs, weights=weights, rng=0,
-                                                time_budget=TIME_BUDGET, n_eigenvectors=compute.MAX_EIGENVECTORS,
-                                                progress=job.progress("bounds", (start, 1.0))):
-                    job.update(bounds=bounds)
-                    if job.stop.is_set():
-                        raise _Stopped
+        elif lanczos:
+            rest = b.ks[1:] if p.slq is not None and len(b.ks) > 1 else b.ks
+            lanczos_bounds(rest, (start, 1.0))
     except _Stopped:
         job.update(state="stopped", message="stopped")
     except Exception as exc:  # noqa: BLE001 - the page shows every failure as a message

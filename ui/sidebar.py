@@ -155,7 +155,8 @@ def _representation_section() -> None:
 
     ss = st.session_state
     ds = ss["dataset"]
-    options = featurizer_options(ds)
+    _own_model_input(ds)
+    options = featurizer_options(ds, ss.get("own_models"))
     default = resolve_featurizer(ds, "default")
     if ss.get("featurizer") not in options:
         if ss.get("featurizer") is not None:  # a representation of another dataset: its kernel goes too
@@ -163,7 +164,8 @@ def _representation_section() -> None:
         ss["featurizer"] = default if default in options else options[0]
     st.sidebar.selectbox(
         "Representation", options, key="featurizer", on_change=_featurizer_changed,
-        help="How items become vectors: " + "; ".join(f"{n}: {FEATURIZERS[n].description}" for n in options),
+        help="How items become vectors: " + "; ".join(
+            f"{n}: {FEATURIZERS[n].description if n in FEATURIZERS else 'your model'}" for n in options),
     )
     # only the kernels defined on this representation's features; the others are named with the reason
     hidden = {k: kernel_support(ss["featurizer"], k) for k in KERNEL_CHOICES}
@@ -220,6 +222,38 @@ def _sigma_auto_changed() -> None:
         ss["sigma"] = float(sigma)
 
 
+def _own_model_input(ds) -> None:
+    """A text field for a model of the user's own (``hf:FOLDER``, ``inception:FILE``), listed once it checks out."""
+    if ds.modality not in ("images", "text"):
+        return
+    ss = st.session_state
+    own = ss.setdefault("own_models", {})
+    text = st.sidebar.text_input(
+        "Your own model", key="own_model", placeholder="hf:FOLDER or inception:WEIGHTS-FILE",
+        help="A transformers encoder saved with save_pretrained (hf:FOLDER, or hf:ORG/NAME already in the local "
+             "Hugging Face cache) or the FID Inception weights (inception:FILE), inside the data folder; "
+             "nothing is downloaded. Once found it is listed under Representation (docs/checkpoints.md).",
+    ).strip()
+    if not text or text == ss.get("own_model_checked"):
+        return
+    from diversity_core.exceptions import DiversityError
+
+    from .compute import check_own_model
+    from .feedback import error_message
+
+    try:
+        name, modality = check_own_model(text)
+    except DiversityError as exc:
+        st.sidebar.error(literal(error_message(f"Cannot use {text!r}", exc)))
+        return
+    if modality != ds.modality:
+        st.sidebar.error(literal(f"{text!r} encodes {modality}, but this dataset holds {ds.modality}."))
+        return
+    ss["own_model_checked"] = text
+    own[name] = modality
+    ss["featurizer"], ss["kernel"] = name, default_kernel(name)
+
+
 def _featurizer_changed() -> None:
     ss = st.session_state
     ss["kernel"] = default_kernel(ss["featurizer"])
@@ -236,8 +270,45 @@ def _q_control() -> None:
     st.select_slider(
         "Order q", options=options, key="q", format_func=format_q, on_change=fragments.q_changed,
         help="q = 0 counts the eigenvalues in the support; q = 1 is the Vendi score (Shannon); larger q "
-             "weighs the dominant modes more; q = ∞ is 1 / the largest eigenvalue.",
+             "weighs the dominant modes more; q = ∞ is 1 / the largest eigenvalue. Keys: "
+             + ", ".join(f"{key} for q = {format_q(q)}" for q, key in Q_PRESETS) + ".",
     )
+    _q_presets()
+
+
+#: q presets and their keys (the buttons under the q slider); pages take Shift + their place in the menu.
+Q_PRESETS = ((0.0, "0"), (1.0, "1"), (2.0, "2"), (float("inf"), "I"))
+
+
+def _set_q(q: float) -> None:
+    """A q preset's callback: set q, then rerun the app. Not only the q views, as the slider does:
+    the slider must show the new value too (rerun in its fragment with the q views, it kept its
+    old value in the browser and sent it back on the next full run)."""
+    from .state import write_query_params
+
+    st.session_state["q"] = q
+    write_query_params()
+    st.rerun()
+
+
+def _q_presets() -> None:
+    """One button per preset order, each with its key (works anywhere but in a text field)."""
+    row = st.container(horizontal=True, gap="small")
+    for q, key in Q_PRESETS:
+        row.button(f"q = {format_q(q)}", key=f"q_preset_{key}", shortcut=key, type="tertiary", on_click=_set_q,
+                   args=(q,), help=f"Set q = {format_q(q)} (key {key})")
+
+
+def keyboard_section(pages: list) -> None:
+    """The keyboard's help, and one button per page on Shift + its place in the menu (from ``app.py``,
+    after ``st.navigation``). The buttons answer their keys while the expander is closed."""
+    with st.sidebar.expander("Keyboard shortcuts", icon=":material/keyboard:"):
+        st.markdown("**q presets:** " + ", ".join(f"`{key}` q = {format_q(q)}" for q, key in Q_PRESETS)
+                    + ". **Pages:** `Shift` + the page's place in the menu. Keys do nothing while a text or "
+                      "number field has the cursor.")
+        for n, pg in enumerate(pages[:9], start=1):
+            if st.button(pg.title, key=f"go_page_{n}", shortcut=f"Shift+{n}", type="tertiary", icon=pg.icon):
+                st.switch_page(pg)
 
 
 def _q_section() -> None:

@@ -4,8 +4,9 @@
    featurizer, the settings) and asks :func:`stored` for a finished result.
 2. When there is none, the task starts by itself (small inputs), from :func:`start_button`, or
    from a form's submit button.
-3. :func:`run` computes ``fn(progress)`` inside ``st.status`` with a progress bar fed by the
-   core's ``progress(done, total, message)`` callback, collects the core's warnings, and keeps
+3. :func:`run` computes ``fn(progress)`` under ``st.status``, with a progress bar (open above
+   the box, with what the core is doing and the time left) fed by the core's
+   ``progress(done, total, message)`` callback, collects the core's warnings, and keeps
    the :class:`Outcome` under its key **before** anything else is drawn, so a finished task is
    never lost to a later drawing error or a rerun.
 4. The page shows the outcome (now, and on every later run with the same inputs).
@@ -211,9 +212,10 @@ def run(
         cancel_slot = st.empty()
         cancel_slot.button("Cancel", key=_cancel_key(kind), icon=":material/cancel:",
                            help="Stop this computation (at its next progress step); nothing is kept.")
+        # the bar stays open above the status box, whether or not the box is (issue 27, item 6)
+        bar = ProgressBar(label)
         status = st.status(label, expanded=expanded)
     with status:
-        bar = ProgressBar(label)
         shared = _wait_or_claim(kind, key, max_entries, bar)
         if shared is None:
             try:

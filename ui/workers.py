@@ -70,9 +70,15 @@ def enabled() -> bool:
     return bool(os.environ.get(SCHEDULER_ENV)) or configured_workers() != 0
 
 
-def _start(started: threading.Event) -> None:
-    """Start the pool (in a background thread); remember the error message when it fails."""
+#: Set when a job asks for the pool: a start put off by ``ensure_started(delay=...)`` begins at once.
+_wanted = threading.Event()
+
+
+def _start(started: threading.Event, delay: float = 0.0) -> None:
+    """Start the pool (in a background thread) after ``delay`` s or when a job asks for it; remember
+    the error message when it fails."""
     global _pool, _error
+    _wanted.wait(delay)
     try:
         address = os.environ.get(SCHEDULER_ENV) or None
         # the local workers import the jobs' functions from this app's folder (its ``ui`` package)
@@ -92,16 +98,23 @@ def _start(started: threading.Event) -> None:
     started.set()
 
 
-def ensure_started() -> None:
-    """Start the pool in the background once per server process (cheap after the first call)."""
+def ensure_started(delay: float = 0.0) -> None:
+    """Start the pool in the background once per server process (cheap after the first call).
+
+    With ``delay``, the start waits that many seconds, or until a job asks for the pool
+    (:func:`pool`): the workers' imports then do not share the cores with the browser drawing
+    the first page.
+    """
     global _started
     if not enabled():
         return
+    if delay <= 0:
+        _wanted.set()
     with _lock:
         if _started is not None:
             return
         _started = started = threading.Event()
-    threading.Thread(target=_start, args=(started,), name="diversity-worker-pool", daemon=True).start()
+    threading.Thread(target=_start, args=(started, delay), name="diversity-worker-pool", daemon=True).start()
 
 
 def pool(wait: float = START_WAIT) -> Optional[JobPool]:

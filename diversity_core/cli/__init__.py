@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "rnd": "RND score: diversity by random network distillation",
     "compare": "compare groups (models, datasets) at one n, with intervals and a report",
     "curate": "near-duplicates, per-item contributions, rare items, and a most-diverse subset",
+    "robustness": "does the groups' ranking depend on the representation? every representation and kernel",
     "evaluate": "evaluate generated items against real ones: PRDC, FD, KD, Vendi ratio, copies, per prompt",
     "app": "serve the browser app (server files readable only inside --data-dir)",
     "cache": "show (info) or empty (clear) the result store kept between runs",
@@ -75,6 +76,8 @@ def _command_module(name: str):
 _CACHE_DIR_HELP = ("folder of the result store that keeps model features and spectra between runs "
                    "(default: DIVERSITY_CACHE_DIR, else the user cache folder; see `diversity cache info`)")
 _NO_CACHE_HELP = "neither read nor write the result store for this run (also DIVERSITY_NO_CACHE=1)"
+_ALLOW_DOWNLOAD_HELP = ("let --featurizer hf:HUB-ID download a model missing from the local Hugging Face cache "
+                        "(without it, models load from a folder or the cache only)")
 
 
 def _store_settings(args: argparse.Namespace):
@@ -88,6 +91,17 @@ def _store_settings(args: argparse.Namespace):
     if args.cache_dir is not None and os.path.exists(args.cache_dir) and not os.path.isdir(args.cache_dir):
         raise DiversityError(f"--cache-dir {args.cache_dir!r} is a file; give a folder (it is created if missing).")
     return configured(folder=args.cache_dir, enabled=False if args.no_cache else None)
+
+
+def _download_settings(args: argparse.Namespace):
+    """A context letting ``hf:`` featurizers download a model missing from the local cache (``--allow-download``)."""
+    import contextlib
+
+    if not getattr(args, "allow_download", False):
+        return contextlib.nullcontext()
+    from ..featurizers import downloads_allowed
+
+    return downloads_allowed()
 
 
 def build_parser(commands: Optional[Iterable[str]] = None) -> argparse.ArgumentParser:
@@ -105,6 +119,7 @@ def build_parser(commands: Optional[Iterable[str]] = None) -> argparse.ArgumentP
     parser.add_argument("--memory-budget", type=_memory_size, default=None, metavar="SIZE", help=_BUDGET_HELP)
     parser.add_argument("--cache-dir", default=None, metavar="DIR", help=_CACHE_DIR_HELP)
     parser.add_argument("--no-cache", action="store_true", help=_NO_CACHE_HELP)
+    parser.add_argument("--allow-download", action="store_true", help=_ALLOW_DOWNLOAD_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name, help_line in COMMANDS.items():
@@ -123,6 +138,8 @@ def build_parser(commands: Optional[Iterable[str]] = None) -> argparse.ArgumentP
                                 help=_BUDGET_HELP)
         sub_parser.add_argument("--cache-dir", default=argparse.SUPPRESS, metavar="DIR", help=_CACHE_DIR_HELP)
         sub_parser.add_argument("--no-cache", action="store_true", default=argparse.SUPPRESS, help=_NO_CACHE_HELP)
+        sub_parser.add_argument("--allow-download", action="store_true", default=argparse.SUPPRESS,
+                                help=_ALLOW_DOWNLOAD_HELP)
         sub_parser.set_defaults(_run=module.run)
     return parser
 
@@ -162,7 +179,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # writers report (exit 2, previous file kept), instead of the signal killing the process
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     try:
-        with _store_settings(args):
+        with _store_settings(args), _download_settings(args):
             return int(args._run(args) or 0)
     except MemoryBudgetError as exc:
         if args.debug:

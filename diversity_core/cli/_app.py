@@ -1,6 +1,7 @@
 """``diversity app``: serve the Streamlit app, reading server files only from ``--data-dir``.
 
-The command runs ``python -m streamlit run app.py`` with
+The command runs ``python -m ui.serve app.py`` (``streamlit run app.py`` that imports the first
+page's modules while the web server starts: ``ui/serve.py``) with
 
 - the data folder in the environment variable ``DIVERSITY_DATA_DIR`` (the app reads it in
   ``ui.data.data_dir``; unset, the default, means visitors cannot read any server file and the
@@ -111,14 +112,15 @@ def streamlit_command(args: argparse.Namespace) -> tuple:
     if not script.is_file():
         raise DiversityInputError(f"the app's files are not installed next to this package ({script} is "
                                   "missing); run it from a source checkout (pip install -e '.[app]').")
-    argv = [sys.executable, "-m", "streamlit", "run", str(script),
+    # ``ui.serve`` is ``streamlit run`` that imports the first page's modules while the server starts
+    argv = [sys.executable, "-m", "ui.serve", str(script),
             "--server.address", args.address.strip(), "--server.port", str(args.port),
             "--server.maxUploadSize", str(upload_limit_mb()), "--server.headless", "true"]
     return argv, env
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``streamlit run app.py`` in the foreground until it stops (Ctrl+C)."""
+    """Run the app's server (``streamlit run app.py`` through ``ui.serve``) in the foreground until it stops (Ctrl+C)."""
     from .._optional import require
 
     require("streamlit", purpose="the browser app (diversity app)")

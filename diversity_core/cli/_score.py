@@ -82,7 +82,9 @@ def add_dataset_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--group-column", default=None, help="column (or npz array) naming each item's group")
     parser.add_argument("--weights", default=None, metavar="COLUMN_OR_FILE",
                         help="weight column of FILE, or a file with one weight per item (.npy, .csv, .txt)")
-    parser.add_argument("--featurizer", default="default", help="featurizer for non-embedding data (see `diversity inspect`)")
+    parser.add_argument("--featurizer", default="default",
+                        help="featurizer for non-embedding data (see `diversity inspect`), or a model of your own: "
+                             "hf:MODEL-FOLDER, hf:HUB-ID in the local cache, inception:WEIGHTS-FILE")
     parser.add_argument("--format", choices=("table", "json"), default="table", help="output format")
     add_modality_argument(parser)
     add_preprocess_arguments(parser)
@@ -227,7 +229,7 @@ def dask_client(scheduler, n_local):
 
             # each worker's BLAS/OpenMP pools sized to its share of the cores (never oversubscribed)
             cluster = distributed.LocalCluster(n_workers=n_local, threads_per_worker=1, processes=True,
-                                               dashboard_address=None,
+                                               dashboard_address=":0",  # a free port, no "8787 in use" warning
                                                env=thread_environment(threads_per_job(n_local)))
             client = distributed.Client(cluster)
     except (OSError, TimeoutError, ValueError) as exc:

@@ -15,33 +15,23 @@ from typing import Callable, Optional
 import numpy as np
 import scipy.sparse as sp
 
+from .._nn import EXACT_MAX_N, choose_nn_method  # noqa: F401 - EXACT_MAX_N re-exported
 from .._optional import require
 from .._progress import ProgressCallback, report
 from ..distances import _row_norms
 from ..exceptions import DiversityInputError
 from ._common import KernelRows, block_rows
 
-#: Above this many items ``method="auto"`` uses the approximate index (when pynndescent is installed).
-#: At n = 50,000 (d = 64) the exact duplicate search took 24-35 s and the exact neighbours
-#: 57-74 s on a busy 2-core machine, while a fresh process spends 40-100 s compiling the index
-#: (numba) before it searches in 6-18 s: the exact search wins up to about this size.
-EXACT_MAX_N = 60_000
-
 #: Candidate neighbours per item the approximate duplicate search asks the index for.
 APPROX_NEIGHBORS = 15
 
 
 def resolve_method(method: str, n: int) -> str:
-    """``"auto"`` -> exact up to :data:`EXACT_MAX_N` items (or without pynndescent), else approximate."""
-    if method != "auto":
-        return method
-    if n <= EXACT_MAX_N:
-        return "exact"
-    try:
-        require("pynndescent", purpose="approximate nearest neighbours")
-    except ImportError:
-        return "exact"
-    return "approximate"
+    """``"auto"`` resolved by the project's one rule (:func:`diversity_core._nn.choose_nn_method`).
+
+    The exact searches stream kernel rows in blocks and hold no copy of the data.
+    """
+    return choose_nn_method(method, n)
 
 
 def pairs_above(

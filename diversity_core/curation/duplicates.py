@@ -38,6 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from .._nn import NN_METHODS
 from .._progress import ProgressCallback, report
 from .._validation import check_option, check_positive, check_random_state, check_scalar, check_weights
 from ..baselines import _intdiv
@@ -60,7 +61,7 @@ from .results import DuplicateResult
 
 __all__ = ["find_duplicates", "DEFAULT_THRESHOLDS", "default_threshold"]
 
-METHODS = ("auto", "exact", "approximate")
+METHODS = NN_METHODS
 
 #: Default similarity threshold per kernel name (module docstring).
 DEFAULT_THRESHOLDS = {

@@ -10,6 +10,9 @@ digits         images      scikit-learn's bundled 8 x 8 handwritten digits, grou
 shapes         images      generated shape x colour images (the VS paper's Fig. 1 kind):
                            4 shapes x 4 colours balanced and imbalanced, one colour, one
                            shape, 2 x 2.
+icons          images      generated icon sets built so that the ranking depends on the
+                           representation: dark tiles (2 designs), 24 small glyphs on white,
+                           6 medium glyphs on white (pixel cosine and pixel RBF disagree).
 molecules      molecules   real sets read from the installed RDKit package: the NCI and WEHI
                            screening collections, the congeneric ChEMBL series of RDKit's
                            FreeWilson example (a focused series), and the NCI set with
@@ -200,6 +203,57 @@ def _build_shapes(per_group: int = 200, seed: int = 1) -> Dataset:
             ids.append(f"{colour} {shape} #{k + 1}")
             groups.append(group)
     return _dataset("shapes", "images", np.stack(items), groups, ids)
+
+
+# --------------------------------------------------------------------------------------------
+# icons: built so that the groups' ranking depends on the representation
+# --------------------------------------------------------------------------------------------
+
+ICONS_GROUPS = (
+    "A: 2 dark tiles",
+    "B: 24 small glyphs on white",
+    "C: 6 medium glyphs on white",
+)
+ICON_PALETTE = ((200, 40, 40), (40, 150, 60), (50, 90, 220), (230, 170, 30), (150, 60, 180), (30, 160, 170))
+
+
+def _icon(kind: str, k: int, rng: np.random.Generator, side: int = 32) -> np.ndarray:
+    """One side x side icon of design ``k`` of a set (``"tile"``, ``"small"`` or ``"medium"``), jittered."""
+    Image = require("PIL.Image", purpose="the demo datasets")
+    ImageDraw = require("PIL.ImageDraw", purpose="the demo datasets")
+
+    jx, jy = rng.uniform(-1, 1, size=2)
+    if kind == "tile":  # a dark tile with a light window in one of two corners
+        img = Image.new("RGB", (side, side), (20, 20, 20))
+        x0, y0 = (2 + jx, 2 + jy) if k == 0 else (18 + jx, 18 + jy)
+        ImageDraw.Draw(img).rectangle([x0, y0, x0 + 11, y0 + 11], fill=(240, 240, 240))
+        return np.asarray(img, dtype=np.uint8)
+    img = Image.new("RGB", (side, side), (255, 255, 255))
+    d = ImageDraw.Draw(img)
+    if kind == "small":  # 6 colours x 4 positions, 3 shapes: a small glyph on a white background
+        colour, (cx, cy), shape, r = ICON_PALETTE[k % 6], ((9, 9), (23, 9), (9, 23), (23, 23))[k // 6], (k // 2) % 3, 6
+    else:  # 3 colours x 2 shapes, centred and larger
+        colour, (cx, cy), shape, r = ICON_PALETTE[k % 3], (16, 16), k // 3, 10
+    cx, cy = cx + jx, cy + jy
+    if shape == 0:
+        d.ellipse([cx - r, cy - r, cx + r, cy + r], fill=colour)
+    elif shape == 1:
+        d.rectangle([cx - r, cy - r, cx + r, cy + r], fill=colour)
+    else:
+        d.polygon([(cx, cy - r), (cx - r, cy + r), (cx + r, cy + r)], fill=colour)
+    return np.asarray(img, dtype=np.uint8)
+
+
+def _build_icons(sizes: tuple = (300, 240, 200), seed: int = 5) -> Dataset:
+    """Three icon sets whose order reverses between pixel-cosine and pixel-RBF similarity (see DEMOS)."""
+    rng = np.random.default_rng(seed)
+    items, ids, groups = [], [], []
+    for group, kind, designs, size in zip(ICONS_GROUPS, ("tile", "small", "medium"), (2, 24, 6), sizes):
+        for i in range(size):
+            items.append(_icon(kind, i % designs, rng))
+            ids.append(f"{group[:1]} design {i % designs + 1} #{i // designs + 1}")
+            groups.append(group)
+    return _dataset("icons", "images", np.stack(items), groups, ids)
 
 
 # --------------------------------------------------------------------------------------------
@@ -512,6 +566,16 @@ DEMOS: dict = {
             "300 sentences from Python's bundled documentation (pydoc_data) and 4 x 200 template captions "
             "at increasing diversity (beam search, diverse beam low/high penalty, human-like).",
             _build_text,
+        ),
+        DemoSpec(
+            "icons",
+            "images",
+            "Icon sets: a ranking that depends on the representation",
+            "Three generated 32x32 icon sets: dark tiles in 2 designs, 24 small glyph designs on white, 6 medium "
+            "ones on white. Pixel cosine similarity, dominated by the white background, ranks the tiles first; "
+            "an RBF kernel on the same pixels counts designs and ranks them last (the Robustness page). "
+            "740 images.",
+            _build_icons,
         ),
     )
 }

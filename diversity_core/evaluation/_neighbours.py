@@ -38,15 +38,14 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
-from .._config import check_memory, chunk_rows, fits_memory, get_config
+from .._config import check_memory, chunk_rows
+from .._nn import NN_METHODS, choose_nn_method, search_threads
 from .._optional import require
 from .._progress import ProgressCallback, report
 from ..exceptions import DiversityInputError
 
 __all__ = ["NN_METHODS", "Prepared", "prepare_pair", "resolve_nn_method", "kth_smallest", "radius_counts", "band"]
 
-#: Values of ``nn_method``.
-NN_METHODS = ("auto", "exact", "approximate")
 
 #: Round-off allowance of one squared distance, in units of eps * (|a|^2 + |b|^2): ``C1 sqrt(d) + C2``.
 #: A blocked dot product of d terms errs by about sqrt(d) eps |a||b| (the project's ``slack`` rule);
@@ -136,16 +135,11 @@ def band(a: Prepared, d: int) -> float:
 
 
 def resolve_nn_method(method: str, sizes: Sequence[int], d: int, itemsize: int) -> str:
-    """``"auto"``: exact when the centred copies fit the memory budget (or pynndescent is missing), else approximate."""
-    if method != "auto":
-        return method
-    if fits_memory(prepared_bytes(sizes, d, itemsize) + 4.0 * get_config()["chunk_bytes"]):
-        return "exact"
-    try:
-        require("pynndescent", purpose="approximate nearest neighbours")
-    except ImportError:
-        return "exact"
-    return "approximate"
+    """``"auto"`` resolved by the project's one rule (:func:`diversity_core._nn.choose_nn_method`).
+
+    The exact search holds the centred copies of the sets (:func:`prepared_bytes`).
+    """
+    return choose_nn_method(method, max(sizes), prepared_bytes(sizes, d, itemsize))
 
 
 def block_rows(m: int, itemsize: int) -> int:
@@ -220,25 +214,53 @@ def _kth_rows(a: Prepared, b: Prepared, own: bool, ks, rows: np.ndarray, tol: fl
     _finish(a, b, rows, ii, jj, ks, values, nearest)
 
 
-def _merge(pool_v: np.ndarray, pool_i: np.ndarray, rows, vals: np.ndarray, idx: np.ndarray) -> None:
-    """Keep in ``pool`` (rows ``rows``) the L smallest of its entries and the new ones ``vals``/``idx``."""
+#: Random rows whose distances give every row a first cut in the within-set search.
+CUT_SAMPLE = 1024
+
+
+def _initial_cuts(a: Prepared, L: int) -> np.ndarray:
+    """For every row, the L-th smallest approximate distance to a fixed random sample of other rows.
+
+    An upper bound of the row's L-th smallest distance to all rows (up to round-off, which only
+    costs a full search of the row: :func:`_kth_within` checks completeness).
+    """
+    n = a.n
+    s = min(n, CUT_SAMPLE)
+    idx = np.sort(np.random.default_rng(0).choice(n, s, replace=False))
+    sample = Prepared(X=a.X, C=np.ascontiguousarray(a.C[idx]), sq=a.sq[idx], eps=a.eps)
+    position = np.full(n, -1, dtype=np.intp)
+    position[idx] = np.arange(s)
+    cuts = np.empty(n, dtype=a.C.dtype)
+    step = block_rows(s, a.C.dtype.itemsize)
+    for start in range(0, n, step):
+        stop = min(n, start + step)
+        S = _approx_block(a, sample, slice(start, stop))
+        own = np.flatnonzero(position[start:stop] >= 0)
+        S[own, position[start + own]] = np.inf
+        cuts[start:stop] = np.partition(S, L - 1, axis=1)[:, L - 1]
+    return cuts
+
+
+def _merge_pairs(pool_v: np.ndarray, pool_i: np.ndarray, cuts: np.ndarray, rows: np.ndarray, vals: np.ndarray,
+                 idx: np.ndarray) -> None:
+    """Keep in each row's pool the L smallest of its entries and of the new pairs (row, value, index).
+
+    Every pool row holds L slots (unused: inf, index -1); the row's cut becomes its pool's largest
+    value when that is lower.
+    """
+    if rows.size == 0:
+        return
     L = pool_v.shape[1]
-    cat_v = np.concatenate([pool_v[rows], vals], axis=1)
-    cat_i = np.concatenate([pool_i[rows], idx], axis=1)
-    if cat_v.shape[1] > L:
-        part = np.argpartition(cat_v, L - 1, axis=1)[:, :L]
-        cat_v = np.take_along_axis(cat_v, part, axis=1)
-        cat_i = np.take_along_axis(cat_i, part, axis=1)
-    pool_v[rows] = cat_v
-    pool_i[rows] = cat_i
-
-
-def _smallest(S: np.ndarray, L: int, offset: int) -> tuple:
-    """The L smallest values of each row of S and their column indices plus ``offset``."""
-    if S.shape[1] <= L:
-        return S, np.broadcast_to(np.arange(S.shape[1]) + offset, S.shape)
-    part = np.argpartition(S, L - 1, axis=1)[:, :L]
-    return np.take_along_axis(S, part, axis=1), part + offset
+    u, inv = np.unique(rows, return_inverse=True)
+    group = np.concatenate([np.repeat(np.arange(u.size), L), inv])
+    all_v = np.concatenate([pool_v[u].ravel(), vals])
+    all_i = np.concatenate([pool_i[u].ravel(), idx])
+    order = np.lexsort((all_v, group))
+    first = np.searchsorted(group[order], np.arange(u.size))
+    sel = order[(first[:, None] + np.arange(L)).ravel()]
+    pool_v[u] = all_v[sel].reshape(u.size, L)
+    pool_i[u] = all_i[sel].reshape(u.size, L)
+    cuts[u] = np.minimum(cuts[u], pool_v[u, L - 1])
 
 
 def _kth_within(a: Prepared, ks, tol: float, progress, message: str) -> tuple:
@@ -246,8 +268,12 @@ def _kth_within(a: Prepared, ks, tol: float, progress, message: str) -> tuple:
 
     Block b gives the rows of b against the columns from b on; those values also serve the later
     rows (by symmetry). Each row keeps a pool of its L = kmax + POOL_EXTRA smallest approximate
-    values: when the pool's largest exceeds the row's cut (approximate k-th value + two bands),
-    every candidate is in the pool; the rare other rows are searched again in full.
+    values. Only the entries at most the row's current cut enter the pool (one comparison per
+    entry, no sort of the blocks): the cut starts at the L-th smallest distance to a random
+    sample of rows (:func:`_initial_cuts`) and falls to the pool's largest as the pool fills.
+    A row is complete when its pool holds every entry up to its final cut (the approximate k-th
+    value plus two bands): its pool's largest exceeds that cut, and the filter's cut was not
+    below it; the rare other rows are searched again in full.
     """
     n = a.n
     kmax = int(max(ks))
@@ -255,6 +281,8 @@ def _kth_within(a: Prepared, ks, tol: float, progress, message: str) -> tuple:
     dtype = a.C.dtype
     pool_v = np.full((n, L), np.inf, dtype=dtype)
     pool_i = np.full((n, L), -1, dtype=np.intp)
+    cuts = _initial_cuts(a, L)
+    filter_cut = cuts.copy()  # lowest cut each row's filter used (entries above it never entered)
     step = block_rows(n, dtype.itemsize)
     n_blocks = -(-n // step)
     for bi, start in enumerate(range(0, n, step)):
@@ -262,20 +290,26 @@ def _kth_within(a: Prepared, ks, tol: float, progress, message: str) -> tuple:
         r = stop - start
         S = _approx_block(a, a, slice(start, stop), slice(start, n))
         S[np.arange(r), np.arange(r)] = np.inf
-        v, i = _smallest(S, L, start)
-        _merge(pool_v, pool_i, slice(start, stop), v, i)
-        if stop < n:
-            T = np.ascontiguousarray(S[:, r:].T)  # later rows against this block's rows
-            del S
-            v, i = _smallest(T, L, start)
-            _merge(pool_v, pool_i, slice(stop, n), v, i)
+        # this block's rows against the columns from ``start`` on
+        ii, jj = np.nonzero(S <= cuts[start:stop, None])
+        rows, vals, idx = [ii + start], [S[ii, jj]], [jj + start]
+        np.minimum(filter_cut[start:stop], cuts[start:stop], out=filter_cut[start:stop])
+        if stop < n:  # the later rows against this block's rows (by symmetry)
+            later = S[:, r:]
+            ii, jj = np.nonzero(later <= cuts[None, stop:])
+            rows.append(jj + stop)
+            vals.append(later[ii, jj])
+            idx.append(ii + start)
+        del S
+        np.minimum(filter_cut[stop:], cuts[stop:], out=filter_cut[stop:])
+        _merge_pairs(pool_v, pool_i, cuts, np.concatenate(rows), np.concatenate(vals), np.concatenate(idx))
         report(progress, bi + 1, n_blocks, message)
     order = np.argsort(pool_v, axis=1, kind="stable")
     pool_v = np.take_along_axis(pool_v, order, axis=1)
     pool_i = np.take_along_axis(pool_i, order, axis=1)
     sq_max = float(a.sq.max())
     cut = _cut(pool_v[:, kmax - 1], tol * (a.sq + sq_max), dtype)
-    complete = (pool_v[:, -1] > cut) | (L >= n - 1)
+    complete = (pool_v[:, -1] > cut) & (cut <= filter_cut)
     values = np.empty((n, len(ks)))
     nearest = np.empty(n, dtype=np.intp)
     ok = np.flatnonzero(complete)
@@ -313,15 +347,16 @@ def kth_smallest(
         )
     tol = band(a, a.C.shape[1])
     step = block_rows(m, a.C.dtype.itemsize)
-    if own and n > step:
-        return _kth_within(a, list(ks), tol, progress, message)
-    sq_b_max = float(b.sq.max()) if m else 0.0
-    values = np.empty((n, len(ks)))
-    nearest = np.empty(n, dtype=np.intp)
-    n_blocks = -(-n // step)
-    for bi, start in enumerate(range(0, n, step)):
-        _kth_rows(a, b, own, list(ks), np.arange(start, min(n, start + step)), tol, sq_b_max, values, nearest)
-        report(progress, bi + 1, n_blocks, message)
+    with search_threads():
+        if own and n > step:
+            return _kth_within(a, list(ks), tol, progress, message)
+        sq_b_max = float(b.sq.max()) if m else 0.0
+        values = np.empty((n, len(ks)))
+        nearest = np.empty(n, dtype=np.intp)
+        n_blocks = -(-n // step)
+        for bi, start in enumerate(range(0, n, step)):
+            _kth_rows(a, b, own, list(ks), np.arange(start, min(n, start + step)), tol, sq_b_max, values, nearest)
+            report(progress, bi + 1, n_blocks, message)
     return values, nearest
 
 
@@ -343,6 +378,11 @@ def _counts_for(S, theta, per, strict):
     """Boolean decisions of one threshold on a block (approximate values)."""
     th = theta[:, None] if per == "row" else theta[None, :]
     return np.less(S, th) if strict else np.less_equal(S, th)
+
+
+def _count(mask: np.ndarray, axis: int) -> np.ndarray:
+    """True entries of a boolean block along ``axis`` (bytes summed into int32: faster than count_nonzero)."""
+    return mask.view(np.uint8).sum(axis=axis, dtype=np.int32)
 
 
 def radius_counts(
@@ -367,6 +407,14 @@ def radius_counts(
     # the band of each threshold, per row or per column: tol (sq_i + max sq of the other side)
     bands = [tol * ((b.sq + sq_a_max) if t.per == "col" else (a.sq + sq_b_max)) for t in thresholds]
     step = block_rows(m, a.C.dtype.itemsize)
+    with search_threads():
+        _radius_blocks(a, b, thresholds, out, bands, step, tol, progress, message)
+    return out
+
+
+def _radius_blocks(a, b, thresholds, out, bands, step, tol, progress, message) -> None:
+    """The block loop of :func:`radius_counts` (adds into ``out``)."""
+    n = a.n
     n_blocks = -(-n // step)
     for bi, start in enumerate(range(0, n, step)):
         rows = slice(start, min(n, start + step))
@@ -381,12 +429,12 @@ def radius_counts(
                 hi = np.nextafter(hi, np.inf, dtype=S.dtype)
             sure = _counts_for(S, lo, t.per, True)
             maybe = _counts_for(S, hi, t.per, False)
-            sure_rows = np.count_nonzero(sure, axis=1)
-            maybe_rows = np.count_nonzero(maybe, axis=1)
+            sure_rows = _count(sure, 1)
+            maybe_rows = _count(maybe, 1)
             if "rows" in acc:
                 acc["rows"][rows] += sure_rows
             if "cols" in acc:
-                acc["cols"] += np.count_nonzero(sure, axis=0)
+                acc["cols"] += _count(sure, 0)
             flagged = np.flatnonzero(maybe_rows > sure_rows)
             if flagged.size:
                 amb = maybe[flagged] & ~sure[flagged]
@@ -402,7 +450,6 @@ def radius_counts(
             del sure, maybe
         del S
         report(progress, bi + 1, n_blocks, message)
-    return out
 
 
 # ---------------------------------------------------------------------------------------------

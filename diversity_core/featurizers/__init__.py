@@ -10,6 +10,16 @@ What lives where
 - :mod:`.molecules`: :func:`~.molecules.morgan_fingerprints` (radius 2, 2048 bits, Tanimoto),
   :func:`~.molecules.tanimoto_matrix`, :func:`~.molecules.draw_molecule` (SVG) and
   :func:`~.molecules.draw_molecule_png`.
+- :mod:`.hf`: ``hf:<folder-or-hub-id>``, any transformers vision or text encoder the user has
+  (DINOv2, CLIP towers, BERT, ...), loaded from the local folder or cache only unless
+  ``allow_download=True``; pooled output, cosine.
+- :mod:`.inception`: ``inception:<weights file>``, the FID Inception network (2048-d pool
+  features) from a weights file the user provides, read with ``torch.load(weights_only=True)``.
+
+Parameterised names (:data:`PARAMETERISED`) are not in :data:`FEATURIZERS`: :func:`get_featurizer`
+builds their entry from the model found on this machine, and :func:`featurizer_version` holds a
+hash of its config and the size and modification time of its weights, so new weights give new
+store keys.
 
 The registry :data:`FEATURIZERS` lists each featurizer's name, modality, parameters with their
 defaults, the packages it needs and the kernel it is meant for (:func:`default_kernel`);
@@ -31,6 +41,8 @@ also their sizes and modification times. ``DIVERSITY_NO_CACHE=1`` (or
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import hashlib
 import importlib.metadata
@@ -164,6 +176,29 @@ def _run_minilm(dataset, progress, batch_size=64):
     return minilm_embeddings(dataset.items, batch_size=batch_size, progress=progress)
 
 
+def _run_hf(dataset, progress, name=None, batch_size=32, allow_download=False):
+    from .hf import hf_features
+
+    items = dataset.items
+    if dataset.modality == "images":
+        from ..data.images import iter_original_images
+
+        originals = iter_original_images(dataset)
+        items = dataset.items if originals is None else originals
+    return hf_features(items, name, batch_size=batch_size, allow_download=allow_download, progress=progress,
+                       n_items=dataset.n)
+
+
+def _run_inception(dataset, progress, name=None, batch_size=32):
+    from ..data.images import iter_original_images
+    from .inception import inception_features
+
+    originals = iter_original_images(dataset)
+    images = dataset.items if originals is None else originals
+    return inception_features(images, name[len("inception:"):], batch_size=batch_size, progress=progress,
+                              n_images=dataset.n)
+
+
 def _run_morgan(dataset, progress, radius=2, n_bits=2048, chirality=False):
     from .molecules import morgan_fingerprints
 
@@ -257,6 +292,99 @@ FEATURIZERS: dict = {
     )
 }
 
+#: Prefixes of parameterised featurizer names: ``hf:<folder-or-hub-id>`` and ``inception:<weights file>``.
+PARAMETERISED = ("hf:", "inception:")
+#: Parameters that change how a model is found, not the features: left out of the cache keys.
+_KEYLESS = ("allow_download",)
+
+
+_downloads = contextvars.ContextVar("diversity_featurizer_downloads", default=False)
+
+
+@contextlib.contextmanager
+def downloads_allowed(allowed: bool = True):
+    """Context manager: ``hf:`` featurizers may download a model missing from the local cache.
+
+    What the CLI's ``--allow-download`` sets for its run; in Python, ``featurize(...,
+    allow_download=True)`` does the same for one call. Outside it, models load from a folder or
+    the user's Hugging Face cache only.
+
+    Examples
+    --------
+    >>> with downloads_allowed():
+    ...     pass
+    """
+    token = _downloads.set(bool(allowed))
+    try:
+        yield
+    finally:
+        _downloads.reset(token)
+
+
+def _unknown(featurizer) -> DiversityInputError:
+    valid = ", ".join(repr(o) for o in FEATURIZERS)
+    return DiversityInputError(
+        f"unknown featurizer {featurizer!r}; choose one of: {valid}, 'hf:<model folder or hub id>' or "
+        "'inception:<FID Inception weights file>'."
+    )
+
+
+def _parameterised(featurizer) -> bool:
+    return isinstance(featurizer, str) and featurizer.startswith(PARAMETERISED)
+
+
+def get_featurizer(featurizer: str, *, allow_download: bool = False) -> Featurizer:
+    """The registry entry of a featurizer name, parameterised names included.
+
+    Parameters
+    ----------
+    featurizer : str
+        A name from :data:`FEATURIZERS`, ``"hf:<folder or hub id>"`` or ``"inception:<weights file>"``.
+    allow_download : bool, default False
+        For ``hf:`` names: fetch the config of a hub id missing from the local cache.
+
+    Returns
+    -------
+    Featurizer
+        For a parameterised name, an entry built from the model on this machine: its modality
+        from the config, its :attr:`~Featurizer.version` holding the config's hash and the
+        weights' sizes and times.
+
+    Raises
+    ------
+    DiversityInputError
+        An unknown name; a model that is not found (the message says what to do).
+
+    Examples
+    --------
+    >>> get_featurizer("morgan").kernel
+    'tanimoto'
+    """
+    if featurizer in FEATURIZERS:
+        return FEATURIZERS[featurizer]
+    if not _parameterised(featurizer):
+        raise _unknown(featurizer)
+    if featurizer.startswith("hf:"):
+        from .hf import describe, hf_model, hf_version
+
+        model = hf_model(featurizer, allow_download=allow_download)
+        return Featurizer(
+            featurizer, model.modality, {"batch_size": 32, "allow_download": False}, ("torch", "transformers"),
+            ("torch", "transformers"), "cosine", describe(model), cached=True, persist=True,
+            version=f"1; {hf_version(model)}", reads_source=model.modality == "images", values="real",
+            run=functools.partial(_run_hf, name=featurizer),
+        )
+    from .inception import inception_version
+
+    version = inception_version(featurizer[len("inception:"):])
+    return Featurizer(
+        featurizer, "images", {"batch_size": 32}, ("torch",), ("torch",), "cosine",
+        "FID Inception v3 2048-d pool features from the given weights file (docs/checkpoints.md), cosine kernel.",
+        cached=True, persist=True, version=f"1; {version}", reads_source=True, values="nonnegative",
+        run=functools.partial(_run_inception, name=featurizer),
+    )
+
+
 #: The featurizer ``"default"`` resolves to, per modality.
 DEFAULT_FEATURIZER = {"embeddings": "embeddings", "images": "pixels", "text": "ngram", "molecules": "morgan"}
 
@@ -347,8 +475,7 @@ def featurizer_version(featurizer: str) -> str:
     >>> featurizer_version("ngram").startswith("ngram/1; scipy ")
     True
     """
-    check_option(featurizer, FEATURIZERS, "featurizer")
-    return _version_of(FEATURIZERS[featurizer])
+    return _version_of(get_featurizer(featurizer))
 
 
 def _version_of(spec: Featurizer) -> str:
@@ -385,7 +512,7 @@ def _store_key(spec: Featurizer, dataset, full: dict) -> dict:
         "result": "features",
         "dataset": dataset.content_hash,
         "featurizer": spec.name,
-        "parameters": {k: repr(v) for k, v in sorted(full.items())},
+        "parameters": {k: repr(v) for k, v in sorted(full.items()) if k not in _KEYLESS},
         "version": _version_of(spec),
         "originals": _originals_fingerprint(dataset) if spec.reads_source else None,
     }
@@ -428,7 +555,8 @@ def resolve_featurizer(dataset, featurizer: str = "default") -> str:
         if dataset.features is not None:
             return "embeddings"
         return DEFAULT_FEATURIZER[dataset.modality]
-    check_option(featurizer, list(FEATURIZERS) + ["default"], "featurizer")
+    if featurizer not in FEATURIZERS and not _parameterised(featurizer):
+        raise _unknown(featurizer)
     return featurizer
 
 
@@ -441,7 +569,10 @@ def default_kernel(featurizer: str, dataset=None) -> str:
         if dataset is None:
             raise DiversityInputError("default_kernel('default') needs the dataset to pick the featurizer.")
         featurizer = resolve_featurizer(dataset, featurizer)
-    check_option(featurizer, FEATURIZERS, "featurizer")
+    if _parameterised(featurizer):
+        return "cosine"  # hf: and inception: alike (docs/checkpoints.md); no model is loaded to say so
+    if featurizer not in FEATURIZERS:
+        raise _unknown(featurizer)
     return FEATURIZERS[featurizer].kernel
 
 
@@ -489,10 +620,13 @@ def kernel_support(featurizer: str, kernel: str) -> Optional[str]:
     """
     from ..kernels import KERNELS
 
-    check_option(featurizer, FEATURIZERS, "featurizer")
+    if featurizer not in FEATURIZERS and not _parameterised(featurizer):
+        raise _unknown(featurizer)
     check_option(kernel, KERNELS, "kernel")
     needs = KERNEL_NEEDS.get(kernel)
-    values = FEATURIZERS[featurizer].values
+    # read without loading a model: hf: encoders give real values, Inception's pool features are post-ReLU
+    values = {"hf": "real", "inception": "nonnegative"}.get(featurizer.split(":")[0]) \
+        if _parameterised(featurizer) else FEATURIZERS[featurizer].values
     if needs is None or values == "any" or _RANGES.index(values) <= _RANGES.index(needs[0]):
         return None
     said = {"real": "real values", "nonnegative": "non-negative values that are not probability vectors"}[values]
@@ -523,12 +657,17 @@ def clear_cache() -> None:
 def _run_plan(dataset, featurizer: str, params: dict) -> tuple:
     """``(spec, parameters, cache key)`` of a validated featurizer call (see :func:`featurize`)."""
     name = resolve_featurizer(dataset, featurizer)
-    spec = FEATURIZERS[name]
+    allow = bool(params.get("allow_download", _downloads.get()))
+    spec = get_featurizer(name, allow_download=allow)
+    if "allow_download" in spec.parameters:
+        params = {**params, "allow_download": allow}
     if spec.modality not in ("any", dataset.modality):
         valid = ", ".join(repr(f.name) for f in list_featurizers(dataset.modality))
         raise DiversityInputError(
             f"featurizer {name!r} is for {spec.modality}, but {dataset.name!r} holds {dataset.modality}; "
-            f"choose one of: {valid}."
+            f"choose one of: {valid}"
+            + (f", or hf:<folder> of a model that encodes {dataset.modality}." if dataset.modality in ("images", "text")
+               else ".")
         )
     unknown = sorted(set(params) - set(spec.parameters))
     if unknown:
@@ -546,7 +685,10 @@ def _run_plan(dataset, featurizer: str, params: dict) -> tuple:
             f"pip install 'diversity-explorer[{extras}]' (or [all] for everything)."
         )
     full = {**spec.parameters, **params}
-    return spec, full, (dataset.content_hash, name, tuple(sorted((k, repr(v)) for k, v in full.items())))
+    key = tuple(sorted((k, repr(v)) for k, v in full.items() if k not in _KEYLESS))
+    if _parameterised(name):
+        key += (spec.version,)  # re-saved weights: new features
+    return spec, full, (dataset.content_hash, name, key)
 
 
 def cached_features(dataset, featurizer: str = "default", **params):
@@ -591,8 +733,9 @@ def featurize(
     ----------
     dataset : Dataset
     featurizer : str, default "default"
-        A name from :data:`FEATURIZERS`, or ``"default"`` (the dataset's embeddings when it has
-        them, else pixels / ngram / morgan by modality).
+        A name from :data:`FEATURIZERS`, ``"hf:<model folder or hub id>"``,
+        ``"inception:<weights file>"`` (:func:`get_featurizer`), or ``"default"`` (the
+        dataset's embeddings when it has them, else pixels / ngram / morgan by modality).
     progress : callable, optional
         ``progress(done, total, message)`` for the slow featurizers (not called when the
         features come from the cache).
@@ -600,7 +743,8 @@ def featurize(
         Return a fresh copy of cached features. ``False`` returns the cached matrix itself,
         read-only, without copying (the app reads features on every rerun).
     **params
-        The featurizer's parameters (see ``FEATURIZERS[name].parameters``).
+        The featurizer's parameters (see ``get_featurizer(name).parameters``); ``hf:`` models
+        take ``allow_download=True`` to fetch a hub id missing from the local cache.
 
     Returns
     -------
@@ -631,6 +775,9 @@ __all__ = [
     "cached_features",
     "Featurizer",
     "FEATURIZERS",
+    "PARAMETERISED",
+    "get_featurizer",
+    "downloads_allowed",
     "DEFAULT_FEATURIZER",
     "list_featurizers",
     "resolve_featurizer",

@@ -12,10 +12,25 @@ plotly, jinja2 and kaleido are optional (``pip install 'diversity-explorer[repor
 imported when a figure, a report or an export is made, never when this package is imported.
 """
 
-from .._config import CHROMIUM_PATH  # noqa: F401 - importable from here as before the split
-from .export import export_figure, export_figures, figure_bytes
-from .figures.comparison import FIGURE_TITLES, comparison_figures, presentation_style
-from .html import report_html, write_report
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: Public name -> the submodule holding it. Nothing is imported with the package: the app's Scores
+#: page needs only ``figures`` and would otherwise import the comparison machinery with ``html``
+#: (and with it SciPy's optimize and integrate for magnitude) on a server's first page.
+_LAZY = {
+    "CHROMIUM_PATH": "diversity_core._config",
+    "FIGURE_TITLES": "diversity_core.report.figures.comparison",
+    "comparison_figures": "diversity_core.report.figures.comparison",
+    "presentation_style": "diversity_core.report.figures.comparison",
+    "report_html": "diversity_core.report.html",
+    "write_report": "diversity_core.report.html",
+    "figure_bytes": "diversity_core.report.export",
+    "export_figure": "diversity_core.report.export",
+    "export_figures": "diversity_core.report.export",
+}
 
 __all__ = [
     "FIGURE_TITLES",
@@ -27,3 +42,18 @@ __all__ = [
     "export_figures",
     "presentation_style",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name the first time it is asked for (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    """The public names and what is already bound."""
+    return sorted(set(globals()) | set(__all__))

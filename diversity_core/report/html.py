@@ -227,14 +227,73 @@ def _score_rows(cmp: Comparison) -> List[Dict[str, Any]]:
 
 def _figure_sections(figs: Mapping[str, Any]) -> List[Dict[str, Any]]:
     """Each figure's heading, div id and plotly markup; plotly.js goes inline into the first one only."""
+    from .figures.evaluation import EVALUATION_TITLES
+
+    titles = {**EVALUATION_TITLES, **FIGURE_TITLES}
     sections = []
     for i, (name, fig) in enumerate(figs.items()):
         div_id = f"fig-{name}"
         body = fig.to_html(full_html=False, include_plotlyjs=i == 0, div_id=div_id,
                            config={"displaylogo": False, "responsive": True,
                                    "toImageButtonOptions": {"filename": name, "scale": 2}})
-        sections.append({"name": name, "div_id": div_id, "title": FIGURE_TITLES.get(name, name), "body": body})
+        sections.append({"name": name, "div_id": div_id, "title": titles.get(name, name), "body": body})
     return sections
+
+
+def _item_cell(ds, i: int) -> Dict[str, Any]:
+    """One item of a closest-pair row: a thumbnail (images, molecules) or a snippet, and its id."""
+    cell: Dict[str, Any] = {"id": _short(ds.ids[i], 40), "src": None, "text": ""}
+    if ds.modality == "images":
+        cell["src"] = _png_data_uri(ds.items[i], px=64)
+    elif ds.modality in ("text", "molecules"):
+        cell["text"] = _short(" ".join(str(ds.items[i]).split()), 160)
+    return cell
+
+
+def _evaluation_section(evaluations: Optional[Mapping[str, Any]], reference: Optional[str],
+                        items: Optional[Mapping[str, Any]] = None) -> Optional[Dict[str, Any]]:
+    """The rows of the report's "against the reference" section (None without evaluations).
+
+    ``items``: ``{group: (dataset, generated rows, training rows)}``, the dataset rows behind the
+    positions of the closest pairs (their thumbnails or snippets join the table).
+    """
+    if not evaluations:
+        return None
+    groups = list(evaluations)
+    per_group = {g: {r["metric"]: r for r in evaluations[g].table_rows()} for g in groups}
+    metrics = list(dict.fromkeys(m for g in groups for m in per_group[g]))
+    rows = []
+    for m in metrics:
+        cells = []
+        for g in groups:
+            r = per_group[g].get(m)
+            if r is None:
+                cells.append({"value": "", "ci": ""})
+                continue
+            ci = f"[{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]" if r["ci_low"] is not None else ""
+            cells.append({"value": _fmt(r["value"]), "ci": ci})
+        note = next((per_group[g][m]["note"] for g in groups if m in per_group[g]), "")
+        rows.append({"metric": m, "cells": cells, "note": note})
+    pairs = []
+    for g in groups:
+        mem = evaluations[g].memorization
+        if mem is not None:
+            closest = [{**t, "generated_item": None, "train_item": None} for t in mem.top_items(10)]
+            if items and g in items:
+                ds, gen_rows, train_rows = items[g]
+                for t in closest:
+                    t["generated_item"] = _item_cell(ds, int(gen_rows[t["generated"]]))
+                    t["train_item"] = _item_cell(ds, int(train_rows[t["train"]]))
+            pairs.append({"group": g, "rule": "authenticity test (Alaa et al. 2022)", "closest": closest})
+    prompts = []
+    for g in groups:
+        cond = evaluations[g].conditional
+        if cond is not None and cond.per_prompt:
+            prompts.append({"group": g, "rows": [(str(name), int(p["n"]), _fmt(float(p["vendi"])))
+                                                 for name, p in cond.per_prompt.items()]})
+    nn = sorted({str(evaluations[g].settings.get("nn_method")) for g in groups})
+    return {"reference": reference or "", "groups": groups, "rows": rows, "pairs": pairs, "prompts": prompts,
+            "nn_method": ", ".join(nn)}
 
 
 def report_html(
@@ -244,6 +303,9 @@ def report_html(
     title: Optional[str] = None,
     gallery_items: int = 12,
     presentation: bool = False,
+    evaluations: Optional[Mapping[str, Any]] = None,
+    evaluation_reference: Optional[str] = None,
+    evaluation_items: Optional[Mapping[str, Any]] = None,
 ) -> str:
     """The report as one HTML string (self-contained, offline).
 
@@ -258,6 +320,16 @@ def report_html(
         Items per group in each gallery (a seeded random choice).
     presentation : bool, default False
         Wide layout and large type.
+    evaluations : dict group -> EvaluationResult, optional
+        Generated groups evaluated against one reference group (the Compare page's reference
+        role): their metrics with intervals, the fidelity-diversity plane, the Vendi ratio, the
+        closest generated-training pairs and the per-prompt scores when computed.
+    evaluation_reference : str, optional
+        The reference group's name, for the headings.
+    evaluation_items : dict group -> (Dataset, generated rows, training rows), optional
+        The dataset rows of each evaluated group's generated items and of the training items, in
+        the order the evaluation saw them: the closest pairs are then shown as items
+        (thumbnails, snippets and ids), not only as positions.
 
     Returns
     -------
@@ -277,6 +349,11 @@ def report_html(
     gallery_items = check_scalar(gallery_items, "gallery_items", int, min_val=0)
     galleries = _group_datasets(datasets, cmp.groups)
     template = _environment().get_template(TEMPLATE)
+    figures = dict(comparison_figures(cmp, presentation=presentation))
+    if evaluations:
+        from .figures.evaluation import evaluation_figures
+
+        figures.update(evaluation_figures(evaluations, reference=evaluation_reference))
     generated = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     seed = int(cmp.settings.get("seed") or 0)
     text = template.render(
@@ -289,7 +366,8 @@ def report_html(
         summary=_summary(cmp),
         groups=list(zip(cmp.groups, cmp.group_sizes)),
         score_rows=_score_rows(cmp),
-        figures=_figure_sections(comparison_figures(cmp, presentation=presentation)),
+        figures=_figure_sections(figures),
+        evaluation=_evaluation_section(evaluations, evaluation_reference, evaluation_items),
         galleries=[(g, _gallery(galleries[g], gallery_items, seed + i))
                    for i, g in enumerate(cmp.groups) if g in galleries],
         settings_rows=_settings_rows(cmp, generated),

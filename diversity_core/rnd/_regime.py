@@ -20,7 +20,8 @@ from typing import Any, Mapping, Optional, Sequence
 
 from ..exceptions import DiversityInputError
 
-__all__ = ["rnd_regime_warning", "update_budget", "MLP_MAX_FEATURES", "SGD_MAX_BUDGET", "CONV_MIN_SIDE"]
+__all__ = ["rnd_regime_warning", "rnd_reliable_setting", "update_budget", "MLP_MAX_FEATURES", "SGD_MAX_BUDGET",
+           "CONV_MIN_SIDE"]
 
 #: Largest MLP input (features, or pixels of a flattened image) at which the digits scored above
 #: uniform noise; with 1024 pixel features noise scored above them at every training length
@@ -168,3 +169,54 @@ def rnd_regime_warning(settings: Optional[Mapping[str, Any]] = None, input_shape
         + ". Compare data sets of one kind under one setting, and read a high score as variety the "
         "predictor cannot generalise, not necessarily meaningful diversity (docs/rnd.md)."
     )
+
+
+def rnd_reliable_setting(settings: Optional[Mapping[str, Any]] = None, *, pixel_shape: Optional[Sequence[int]] = None,
+                         feature_shape: Optional[Sequence[int]] = None, device: str = "cpu",
+                         ) -> Optional[dict]:
+    """The first network and input for which :func:`rnd_regime_warning` finds nothing wrong, or None.
+
+    A default that the regime study (``docs/rnd.md``) calls reliable: the app opens the RND
+    page with it, and offers it with one click when a user's choice draws a warning.
+
+    Parameters
+    ----------
+    settings : mapping, optional
+        The other :func:`~diversity_core.rnd.rnd_score` keyword arguments (training length,
+        batch, lr, ...); their ``architecture`` is replaced by each candidate's.
+    pixel_shape : sequence of int, optional
+        The shape of one image, ``(H, W)`` or ``(H, W, C)``, when the items are images.
+    feature_shape : sequence of int, optional
+        The shape of one item's features, ``(d,)``, when they are known.
+    device : {"cpu", "cuda"}, default "cpu"
+        Where the network would train: ResNet-18 is a candidate only on a GPU.
+
+    Returns
+    -------
+    dict or None
+        ``{"architecture": ..., "input": "pixels" or "features", "input_shape": ...}`` for the
+        first candidate without a warning, in this order: the MLP on the flattened pixels (the
+        study's resolved setting on the 8 x 8 digits), the MLP on the features, ResNet-18 on the
+        pixels (GPU only; the rules do not flag it on images of 32 pixels a side or more, but the
+        paper's ordering was not reproduced here). None when no candidate is free of a warning:
+        no setting is known to be reliable for such data.
+
+    Examples
+    --------
+    >>> rnd_reliable_setting(pixel_shape=(8, 8))["architecture"]
+    'mlp'
+    >>> rnd_reliable_setting(feature_shape=(2048,)) is None
+    True
+    """
+    base = {k: v for k, v in (settings or {}).items() if k != "architecture"}
+    candidates = []
+    if pixel_shape is not None:
+        candidates.append(("mlp", "pixels", (math.prod(int(v) for v in pixel_shape),)))
+    if feature_shape is not None:
+        candidates.append(("mlp", "features", tuple(int(v) for v in feature_shape)))
+    if pixel_shape is not None and device == "cuda":
+        candidates.append(("resnet18", "pixels", tuple(int(v) for v in pixel_shape)))
+    for arch, source, shape in candidates:
+        if rnd_regime_warning({**base, "architecture": arch, "device": device}, input_shape=shape) is None:
+            return {"architecture": arch, "input": source, "input_shape": shape}
+    return None

@@ -47,6 +47,11 @@ def no_reads(monkeypatch):
     """Record every load_dataset call and every open() of a path outside the repository."""
     calls = []
     real_load, real_open = dcdata.load_dataset, builtins.open
+    # the server's own limits (/proc/self/cgroup, /proc/self/status) are read once per process,
+    # whenever the first module needing the memory budget is imported: before the visitor's run
+    from diversity_core._config import memory_budget
+
+    memory_budget()
 
     def load(path, *a, **k):
         calls.append(("load_dataset", str(path)))
@@ -165,7 +170,7 @@ def test_cli_app_command(tmp_path, monkeypatch):
     assert cli_app.DATA_DIR_ENV not in env
     assert argv[argv.index("--server.address") + 1] == "127.0.0.1"
     assert argv[argv.index("--server.maxUploadSize") + 1] == str(DEFAULT_MAX_BYTES >> 20)
-    assert Path(argv[4]) == ROOT / "app.py"
+    assert argv[1:3] == ["-m", "ui.serve"] and Path(argv[3]) == ROOT / "app.py"
     args = build_parser().parse_args(["app", "--data-dir", str(tmp_path), "--port", "9000", "--address", "0.0.0.0"])
     argv, env = cli_app.streamlit_command(args)
     assert env[cli_app.DATA_DIR_ENV] == str(tmp_path.resolve())

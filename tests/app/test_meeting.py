@@ -283,17 +283,17 @@ def test_magnitude_result_started_by_a_click_survives_unrelated_changes(monkeypa
 def test_labels_are_whole_distinct_and_plain():
     from ui.compare_ui import score_label
     from ui.feedback import plain
-    from ui.gallery import _tail, _words
+    from ui.gallery import _words, middle
 
     ids = [f"photos_2024_holiday_archive.zip:holiday/day_one/img_{k:04d}.png" for k in range(3)]
-    assert len({_tail(i, 24) for i in ids}) == 3  # items of one zip keep distinct captions
+    assert len({middle(i, 24) for i in ids}) == 3  # items of one zip keep distinct captions
     assert _words("mode collapse (5 images + noise)", 20) == "mode collapse (5…"  # cut between words
     assert _words("mode collapse (5 images + noise)", 22) == "mode collapse (5…"  # not "(5 ima…"
     assert score_label("VS_inf") == "VS (q = ∞)" and score_label("VS_0.5") == "VS (q = 0.5)"
     message = plain("column 'target' holds text. Drop it, or name it with group_column= if it holds groups.")
     assert "group_column=" not in message and "Group column" in message
     at = start()
-    assert at.sidebar.selectbox(key="demo").options == ["digits", "shapes", "molecules", "text"]
+    assert at.sidebar.selectbox(key="demo").options == ["digits", "shapes", "molecules", "text", "icons"]
     assert any("Handwritten digits" in c.value for c in at.sidebar.caption)
     at.switch_page("app_pages/5_rnd.py").run()
     assert not any("kernel" in c.value and "q = " in c.value for c in at.caption[:1])  # RND uses no kernel

@@ -197,7 +197,7 @@ def test_moving_q_reads_the_stored_bounds(monkeypatch):
     snap = _wait(at, lambda s: s.state == "done")
     job = _job()
     before = dict(calls)
-    assert before == {"bounds": 1, "estimate": 1}
+    assert before == {"bounds": 2, "estimate": 1}  # k = KS[0], the SLQ estimate, then the other k
     for q, label in ((2.0, "2"), (0.5, "0.5"), (math.inf, "∞"), (3.0, "3")):
         t0 = time.perf_counter()
         at.sidebar.select_slider(key="q").set_value(q).run()
@@ -283,3 +283,27 @@ def test_the_refinement_runs_the_cores_plan_sized_to_the_budget(monkeypatch):
     spec = _exact_spectrum()
     exact = spec.profile(snap.bounds.qs)
     assert np.all(snap.bounds.low <= exact * (1 + 1e-9)) and np.all(exact <= snap.bounds.high * (1 + 1e-9))
+
+
+def test_the_first_bounds_and_their_eigenvectors_come_before_the_slq_estimate(monkeypatch):
+    # the Spectrum page's galleries need the top eigenvectors: k = KS[0] runs first (seconds), then
+    # SLQ (up to SLQ_SECONDS), then the other k
+    order = []
+    real_update = scalable.Job.update
+
+    def update(self, **fields):
+        if "bounds" in fields:
+            order.append(("bounds", fields["bounds"].k))
+        if "estimate" in fields and not any(o[0] == "estimate" for o in order):
+            order.append(("estimate", None))
+        return real_update(self, **fields)
+
+    monkeypatch.setattr(scalable.Job, "update", update)
+    at = _scores()
+    snap = _wait(at, lambda s: s.state == "done")
+    assert snap.estimate.method == "slq"
+    first_estimate = order.index(("estimate", None))
+    assert order[:first_estimate] == [("bounds", 0), ("bounds", scalable.KS[0])], order  # k = 0: exact VS_2 only
+    ks = [k for what, k in order[first_estimate + 1:]]
+    assert ks and min(ks) >= scalable.KS[0] and ks == sorted(ks), order  # never back to weaker bounds
+    assert snap.bounds.eigenvectors is not None and snap.bounds.k > scalable.KS[0]

@@ -48,7 +48,8 @@ def artifacts() -> Path:
 
 @contextlib.contextmanager
 def _server(log_name: str) -> Iterator[str]:
-    """Run ``streamlit run app.py`` on a free loopback port; yield its URL once it answers."""
+    """Run the app's server as ``diversity app`` does (``python -m ui.serve app.py``: ``streamlit run``
+    with the first page's modules preloaded) on a free loopback port; yield its URL once it answers."""
     port = _free_port()
     log = ARTIFACTS / log_name
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -57,7 +58,7 @@ def _server(log_name: str) -> Iterator[str]:
            "DIVERSITY_WORKERS": "auto"}
     with open(log, "w") as fh:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+            [sys.executable, "-m", "ui.serve", "app.py", "--server.headless", "true",
              "--server.port", str(port), "--server.address", "127.0.0.1"],
             cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env=env,
         )

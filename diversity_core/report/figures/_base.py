@@ -7,6 +7,7 @@ not import plotly.
 
 from __future__ import annotations
 
+import functools
 import html
 import math
 from typing import TYPE_CHECKING, Optional, Sequence, Tuple
@@ -43,10 +44,23 @@ _Q0_POS, _QINF_POS = 0.004, 250.0
 Curve = Tuple[Sequence[float], Sequence[float]]
 
 
+@functools.lru_cache(maxsize=1)
+def _white_template():
+    """Plotly's ``plotly_white`` layout alone (axes, grid, fonts, colourway, colour scales).
+
+    Its per-trace-type defaults are left out: the traces set what matters themselves, and
+    assigning the whole named template validates and copies them all, 35 ms a figure on the
+    development machine, most of a q change's redraw; the layout alone takes a few.
+    """
+    import plotly.io as pio
+
+    return _go().layout.Template(layout=pio.templates["plotly_white"].layout)
+
+
 def _layout(fig: go.Figure, *, title: Optional[str], height: int, legend: bool = True) -> go.Figure:
     """The common layout: white template, title on the left, legend below the plot."""
     fig.update_layout(
-        template="plotly_white",
+        template=_white_template(),
         title=None if title is None else {"text": title, "x": 0.0, "xanchor": "left"},
         height=height,
         margin={"l": 60, "r": 20, "t": 50 if title else 20, "b": 110 if legend else 50},
@@ -93,7 +107,10 @@ def _log_ticks(lo: float, hi: float) -> list:
 def _hline(fig: go.Figure, y: float, *, log: bool = False, text: Optional[str] = None, color: str = "#888",
            dash: str = "dot", width: float = 1.0, below: bool = False) -> None:
     """A horizontal line with a label at the right end (log10(y) for the label on a log axis)."""
-    fig.add_hline(y=float(y), line={"color": color, "dash": dash, "width": width})
+    # the shape fig.add_hline makes, added directly: add_hline walks the figure's subplots on
+    # every call (a quarter of the q-profile's build time); these figures have one pair of axes
+    fig.add_shape(type="line", xref="x domain", x0=0, x1=1, yref="y", y0=float(y), y1=float(y),
+                  line={"color": color, "dash": dash, "width": width})
     if text:
         fig.add_annotation(x=1.0, xref="paper", y=math.log10(y) if log else float(y), yref="y", text=text,
                            showarrow=False, xanchor="right", yanchor="top" if below else "bottom",
@@ -103,7 +120,8 @@ def _hline(fig: go.Figure, y: float, *, log: bool = False, text: Optional[str] =
 def _vline(fig: go.Figure, x: float, *, log: bool = False, text: Optional[str] = None, color: str = "#888",
            dash: str = "dot", width: float = 1.5, top: bool = True) -> None:
     """A vertical line with a label; on a log axis the label's x must be log10(x) (plotly's rule)."""
-    fig.add_vline(x=float(x), line={"color": color, "dash": dash, "width": width})
+    fig.add_shape(type="line", xref="x", x0=float(x), x1=float(x), yref="y domain", y0=0, y1=1,
+                  line={"color": color, "dash": dash, "width": width})  # what fig.add_vline makes (see _hline)
     if text:
         fig.add_annotation(x=math.log10(x) if log else float(x), y=1.0 if top else 0.0, xref="x", yref="paper",
                            text=text, showarrow=False, xanchor="left", yanchor="top" if top else "bottom",

@@ -1,0 +1,226 @@
+"""VendiScore: the Vendi score of everything seen since the last reset, batch by batch."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+import torch
+from torchmetrics import Metric
+from torchmetrics.utilities import dim_zero_cat
+
+from .._orders import check_q
+from ..entropy import EPS64, precision_eps
+from ..exceptions import DiversityInputError
+from ..kernels import get_kernel
+from ..spectrum import _eigh, _finish
+
+_EPS32 = precision_eps(np.float32)
+#: Kernels whose state is the d x d second-moment matrix (memory independent of n).
+FEATURE_KERNELS = ("linear", "cosine")
+
+
+def as_features(x, name: str = "features") -> torch.Tensor:
+    """A detached 2-D floating tensor (one row per item), or a clear error.
+
+    Values are not scanned here (a pass over every batch): NaN and infinite values are reported
+    by ``compute``, which validates what it holds.
+    """
+    t = x.detach() if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x))
+    if t.ndim == 1:
+        t = t.unsqueeze(0)
+    if t.ndim != 2:
+        raise DiversityInputError(f"{name} must be a 2-D (batch, dim) tensor; got shape {tuple(t.shape)}.")
+    if not t.is_floating_point():
+        t = t.to(torch.float64)
+    return t
+
+
+class VendiScore(Metric):
+    r"""Vendi score of order q of every item seen since the last :meth:`reset`.
+
+    .. math:: \mathrm{VS}_q = \exp(H_q(\lambda(C))),\qquad
+              C = \frac{1}{\sum_i w_i} \sum_i w_i\, \phi(x_i)\phi(x_i)^T
+
+    For the ``"linear"`` and ``"cosine"`` kernels (:math:`\phi(x) = x` and :math:`x/\lVert x\rVert`)
+    the state is the d x d matrix :math:`\sum_i w_i \phi(x_i)\phi(x_i)^T` (float64) and the weight
+    total, so memory does not grow with the number of items; its non-zero eigenvalues are those
+    of the density matrix (the dual path of :func:`~diversity_core.spectrum.compute_spectrum`),
+    and ``compute`` applies the same support threshold and order formula. Any other kernel keeps
+    the features (up to ``max_samples``) and calls :func:`~diversity_core.vendi_score` on them.
+
+    Parameters
+    ----------
+    kernel : str, default "cosine"
+        A kernel name of :mod:`diversity_core.kernels`.
+    q : float, "inf" or sequence of them, default 1.0
+        The order(s); a sequence gives a tensor of scores.
+    num_features : int, optional
+        The feature dimension d, to allocate the feature kernels' state at once (needed under
+        distributed training when a process may see no batch before ``compute``).
+    max_samples : int, default 100000
+        Items kept by the kernels without a d x d state; more raise an error.
+    **kwargs
+        Kernel parameters (e.g. ``sigma=1.0``) and torchmetrics' own options
+        (``sync_on_compute``, ``process_group``, ...).
+
+    Notes
+    -----
+    ``update`` costs one d x d product per batch (O(b d^2), in the features' precision, on their
+    device), ``compute`` one d x d eigendecomposition. Batched updates give the one-shot
+    :func:`~diversity_core.vendi_score` to float64 round-off for float64 features (float32
+    features: to float32 round-off, as the one-shot's own chunking does).
+
+    Examples
+    --------
+    >>> import torch
+    >>> m = VendiScore(kernel="cosine", q=1.0)
+    >>> m.update(torch.eye(3, dtype=torch.float64)); m.update(torch.eye(3, dtype=torch.float64))
+    >>> round(float(m.compute()), 12)
+    3.0
+    """
+
+    is_differentiable = False
+    higher_is_better = True
+    full_state_update = False
+
+    def __init__(
+        self,
+        kernel: str = "cosine",
+        q=1.0,
+        *,
+        num_features: Optional[int] = None,
+        max_samples: int = 100_000,
+        **kwargs,
+    ):
+        metric_options = {k: kwargs.pop(k) for k in list(kwargs) if k in _METRIC_OPTIONS}
+        super().__init__(**metric_options)
+        self.kernel = get_kernel(kernel, **kwargs)
+        self.q = q
+        self._qs = check_q(q)
+        self.max_samples = int(max_samples)
+        if self.max_samples < 2:
+            raise DiversityInputError(f"max_samples must be at least 2; got {max_samples!r}.")
+        self.constant_memory = self.kernel.name in FEATURE_KERNELS
+        if self.constant_memory:
+            d = 0 if num_features is None else int(num_features)
+            self.add_state(
+                "second_moment", default=torch.zeros((d, d), dtype=torch.float64), dist_reduce_fx="sum"
+            )
+            self.add_state("weight_total", default=torch.zeros((), dtype=torch.float64), dist_reduce_fx="sum")
+            self.add_state("eps", default=torch.tensor(EPS64, dtype=torch.float64), dist_reduce_fx="max")
+        else:
+            self.add_state("features", default=[], dist_reduce_fx="cat")
+            self.add_state("weights", default=[], dist_reduce_fx="cat")
+        self.add_state("n_items", default=torch.zeros((), dtype=torch.int64), dist_reduce_fx="sum")
+        self.add_state("n_weighted", default=torch.zeros((), dtype=torch.int64), dist_reduce_fx="sum")
+
+    def update(self, features, weights=None) -> None:
+        """Add a batch of items: ``features`` (batch, d), optional non-negative ``weights`` (batch,)."""
+        x = as_features(features)
+        w = None
+        if weights is not None:
+            w = torch.as_tensor(weights, dtype=torch.float64, device=x.device).reshape(-1)
+            if w.shape[0] != x.shape[0] or not bool(torch.isfinite(w).all()) or bool((w < 0).any()):
+                raise DiversityInputError(
+                    f"weights must be {x.shape[0]} finite non-negative numbers, one per row of the batch."
+                )
+        if not self.constant_memory:
+            if int(self.n_items) + x.shape[0] > self.max_samples:
+                raise DiversityInputError(
+                    f"VendiScore with the {self.kernel.name} kernel keeps every feature vector, and more than "
+                    f"max_samples={self.max_samples} arrived; use kernel='cosine' or 'linear' (memory independent "
+                    "of n), raise max_samples, or reset more often."
+                )
+            self.features.append(x)
+            self.weights.append(
+                torch.ones(x.shape[0], dtype=torch.float64, device=x.device) if w is None else w
+            )
+            self._count(x, w)
+            return
+        if self.kernel.name == "cosine":
+            # an all-zero row gives NaN here, which compute reports (no per-batch scan or sync)
+            x = x / torch.linalg.vector_norm(x, dim=1, keepdim=True)
+        if w is not None:
+            x = x * w.sqrt().to(x.dtype)[:, None]
+        d = x.shape[1]
+        if self.second_moment.numel() == 0:
+            self.second_moment = torch.zeros((d, d), dtype=torch.float64, device=x.device)
+        elif self.second_moment.shape[0] != d:
+            raise DiversityInputError(
+                f"features have {d} columns but earlier batches had {self.second_moment.shape[0]}."
+            )
+        self._count(x, w)
+        # one product in the batch's precision, added into the float64 state (as the dual path's chunks)
+        self.second_moment.add_(x.T @ x)  # float32 products are added into the float64 sums
+        if w is not None:  # unweighted: the total is the item count
+            self.weight_total.add_(w.sum())
+        if x.dtype == torch.float32:  # float32 products: the support threshold of float32
+            self.eps.fill_(_EPS32)
+
+    def _count(self, x, w) -> None:
+        self.n_items.add_(x.shape[0])  # in place: no attribute assignment through nn.Module per batch
+        if w is not None:
+            self.n_weighted.add_(x.shape[0])
+
+    def _weights_used(self) -> bool:
+        n_weighted = int(self.n_weighted)
+        if 0 < n_weighted < int(self.n_items):
+            raise DiversityInputError(
+                "weights were given for some batches only; give them for every batch or none."
+            )
+        return n_weighted > 0
+
+    def compute(self) -> torch.Tensor:
+        """The Vendi score(s) of the items seen (float64 tensor: a scalar, or one per order)."""
+        n = int(self.n_items)
+        if n < 1:
+            raise DiversityInputError("VendiScore has seen no items; call update before compute.")
+        weighted = self._weights_used()
+        if self.constant_memory:
+            total = float(self.weight_total) if weighted else float(n)
+            if not total > 0:
+                raise DiversityInputError("the weights of the items seen are all zero.")
+            C = self.second_moment.detach().cpu().numpy() * (1.0 / total)
+            if not np.isfinite(C).all():
+                raise DiversityInputError(
+                    "the features seen held NaN or infinite values"
+                    + (
+                        ", or all-zero rows (cosine similarity is undefined for them)"
+                        if self.kernel.name == "cosine"
+                        else ""
+                    )
+                    + "; fix or drop those rows and reset the metric."
+                )
+            lam, _ = _eigh(C, 0, "cpu")
+            spec = _finish(
+                lam,
+                None,
+                n=n,
+                method="dual",
+                kernel=self.kernel.to_dict(),
+                p=np.ones(1) if weighted else None,
+                eps=float(self.eps),
+                device="cpu",
+            )
+            values = spec.vendi(self._qs.ravel())
+        else:
+            from ..spectrum import compute_spectrum
+
+            X = dim_zero_cat(self.features).cpu().numpy()
+            w = dim_zero_cat(self.weights).cpu().numpy() if weighted else None
+            values = compute_spectrum(X, kernel=self.kernel, weights=w).vendi(self._qs.ravel())
+        out = torch.as_tensor(np.asarray(values, dtype=np.float64).reshape(self._qs.shape))
+        return out.reshape(()) if np.ndim(self.q) == 0 and not isinstance(self.q, (list, tuple)) else out
+
+
+#: torchmetrics.Metric's keyword options (the rest of ``**kwargs`` are kernel parameters).
+_METRIC_OPTIONS = (
+    "compute_on_cpu",
+    "dist_sync_on_step",
+    "process_group",
+    "dist_sync_fn",
+    "distributed_available_fn",
+    "sync_on_compute",
+    "compute_with_cache",
+)

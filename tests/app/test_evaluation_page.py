@@ -1,0 +1,102 @@
+"""Compare page, reference role (issue 24, item 5): real data, a training set, the plane, copies, prompts."""
+
+from __future__ import annotations
+
+from test_app import assert_clean, start
+
+from diversity_core.data import load_demo
+from ui import evaluation_ui
+
+REAL = "all ten classes"
+COLLAPSE = "mode collapse (5 images + noise)"
+DROPPING = "mode dropping (classes 0-2)"
+GROUPS = load_demo("digits").group_names()
+
+
+def _compare_page():
+    at = start({"demo": "digits", "seed": "0"})
+    at.switch_page("app_pages/7_compare.py").run()
+    assert_clean(at)
+    return at
+
+
+def _evaluate(at, **choices):
+    for key, value in choices.items():
+        widget = at.selectbox(key=key) if key in ("eval_reference", "eval_train") else at.toggle(key=key)
+        widget.set_value(value)
+    at.button(key="FormSubmitter:eval_form-Evaluate against the reference").click()
+    at.run(timeout=600)
+    assert_clean(at)
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+def _metrics(at):
+    frames = [d.value for d in at.dataframe if "metric" in d.value.columns]
+    assert frames, "no metrics table"
+    return frames[0].set_index("metric")
+
+
+def test_reference_role_judges_each_group_with_intervals_and_shows_the_closest_training_pairs():
+    at = _compare_page()
+    assert at.selectbox(key="eval_reference").value == REAL  # the name that looks like real data
+    at = _evaluate(at, eval_train=COLLAPSE, eval_intervals=True)
+    table = _metrics(at)
+    # every group but the reference and the training set is judged, each with intervals
+    assert [c for c in table.columns if c != "note"] == [DROPPING, "imbalanced (class 9 at 1%)"]
+    cell = table.loc["precision", DROPPING]
+    assert "[" in cell, cell
+    # mode dropping covers 3 classes of 10: its recall and coverage of the reference are low
+    cov_drop = float(table.loc["coverage", DROPPING].split()[0])
+    cov_imb = float(table.loc["coverage", "imbalanced (class 9 at 1%)"].split()[0])
+    assert cov_drop < 0.6 < cov_imb
+    assert "memorized_fraction" in table.index
+    # the fidelity-diversity plane and the Vendi ratio, with error bars
+    charts = at.get("plotly_chart")
+    assert len(charts) >= 2
+    assert "error_x" in charts[0].proto.spec and "arrayminus" in charts[0].proto.spec
+    assert any("closest generated-training pairs" in h.value.lower() for h in at.subheader)
+
+
+def test_other_groups_as_prompts_give_per_prompt_diversity():
+    at = _compare_page()
+    at = _evaluate(at, eval_prompts=True, eval_intervals=False)
+    table = _metrics(at)
+    assert list(table.columns)[0] == evaluation_ui.PROMPTED
+    assert {"within_prompt_vendi", "conditional_vendi", "information_vendi"} <= set(table.index)
+    assert any(h.value == "Diversity per prompt" for h in at.subheader)
+    prompts = [d.value for d in at.dataframe if "prompt" in d.value.columns]
+    assert prompts and set(prompts[0]["prompt"]) == set(GROUPS) - {REAL}
+
+
+def test_training_set_equal_to_the_reference_is_refused_in_words():
+    at = _compare_page()
+    at.selectbox(key="eval_train").set_value(REAL)
+    at.button(key="FormSubmitter:eval_form-Evaluate against the reference").click().run()
+    assert_clean(at)
+    assert any("training set must be another group" in e.value for e in at.error)
+
+
+def test_the_comparison_report_is_built_with_the_reference_role(monkeypatch):
+    from ui import compare_ui
+
+    seen = {}
+    real = compare_ui.report_html
+
+    def spy(cmp, **kwargs):
+        seen.update(kwargs)
+        return real(cmp, **kwargs)
+
+    monkeypatch.setattr(compare_ui, "report_html", spy)
+    at = _evaluate(_compare_page(), eval_train=COLLAPSE, eval_intervals=False)
+    at.checkbox(key="cmp_magnitude").uncheck()
+    at.multiselect(key="cmp_qs").set_value([1.0])
+    at.number_input(key="cmp_nsub").set_value(2)
+    at.number_input(key="cmp_nres").set_value(3)
+    at.button(key="FormSubmitter:cmp_settings-Run comparison").click()
+    at.run(timeout=600)
+    assert_clean(at)
+    assert not at.error, [e.value for e in at.error]
+    assert set(seen["evaluations"]) == {DROPPING, "imbalanced (class 9 at 1%)"}
+    assert seen["evaluation_reference"] == REAL
+    assert set(seen["evaluation_items"]) == set(seen["evaluations"])

@@ -1,0 +1,59 @@
+"""The app's own-model field (issue 25): ``hf:FOLDER`` is checked, listed and measured like the core."""
+
+from __future__ import annotations
+
+import pytest
+from test_app import assert_clean, headline, start
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "a", "of", "and", "to", "in", "is", "it"]
+
+
+def _tiny_text_model(folder):
+    folder.mkdir()
+    (folder / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    torch.manual_seed(1)
+    transformers.BertModel(
+        transformers.BertConfig(
+            vocab_size=len(VOCAB),
+            hidden_size=8,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=16,
+            max_position_embeddings=64,
+        ),
+        add_pooling_layer=False,  # the mean over tokens: a random tiny pooler gives near-constant features
+    ).save_pretrained(folder)
+    transformers.BertTokenizer(vocab=str(folder / "vocab.txt")).save_pretrained(folder)
+
+
+def test_an_own_hf_model_is_checked_listed_and_measured(tmp_path, monkeypatch):
+    import diversity_core as dc
+    from diversity_core.featurizers import featurize
+
+    _tiny_text_model(tmp_path / "bert")
+    monkeypatch.setenv(
+        "DIVERSITY_DATA_DIR", str(tmp_path)
+    )  # the app reads models inside the data folder only
+    at = start({"demo": "text"})
+    ds = at.session_state["dataset"]
+    at.sidebar.text_input(key="own_model").input("hf:missing-folder").run()
+    assert_clean(at)
+    shown = [e.value.replace("\\", "") for e in at.error]  # as read: Markdown escapes dropped
+    assert any("Cannot use 'hf:missing-folder'" in v and "data folder" in v for v in shown), shown
+    at.sidebar.text_input(key="own_model").input("pixels").run()
+    assert any("not a model of your own" in e.value for e in at.error)
+
+    at.sidebar.text_input(key="own_model").input("hf:bert").run()
+    assert_clean(at)
+    assert not at.error, [e.value for e in at.error]
+    name = f"hf:{(tmp_path / 'bert').resolve()}"
+    box = at.sidebar.selectbox(key="featurizer")
+    assert box.value == name and name in box.options
+    assert at.sidebar.selectbox(key="kernel").value == "cosine"
+    X = featurize(ds, name)
+    vs = dc.vendi_score(X, kernel="cosine")
+    assert vs > 1.1  # features that tell the texts apart, so that the comparison can fail
+    assert headline(at).value == f"{vs:.2f}"

@@ -1,0 +1,46 @@
+"""The Robustness page in the real browser: on the icons demo (built to have a rank flip) the background
+warning offers the network features, and the test of the ranking says that it depends on the
+representation, with the rank chart and the table of intervals.
+
+Screenshot: ``test-artifacts/e2e/robustness_flip.png``.
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_browser import assert_no_traceback, open_page, wait_idle
+
+pytestmark = pytest.mark.e2e
+
+RESULTS = ".st-key-robustness_results"
+
+
+def test_rank_flip_on_the_icons_demo(page, app_url, artifacts):
+    open_page(page, f"{app_url}/robustness?demo=icons")
+    main = page.locator('[data-testid="stMain"]')
+    main.get_by_text("A constant background").first.wait_for()
+    assert main.get_by_role("button", name="Use network features (efficientnet_lite0)").count() == 1
+    main.get_by_role("button", name="Test the ranking").click()
+    results = page.locator(RESULTS)
+    # the headline names the flip once the comparisons (on the server's workers) are done
+    results.get_by_text("The ranking depends on the representation").first.wait_for(timeout=120_000)
+    wait_idle(page)
+    text = results.inner_text()
+    assert (
+        "pixels · cosine ranks A: 2 dark tiles > C: 6 medium glyphs on white > B: 24 small glyphs on white"
+        in text
+    )
+    assert (
+        "pixels · rbf ranks B: 24 small glyphs on white > C: 6 medium glyphs on white > A: 2 dark tiles"
+        in text
+    )
+    assert "n = 200" in text
+    # the rank chart: one line per group
+    results.locator(".js-plotly-plot .scatterlayer .trace").first.wait_for()
+    assert results.locator(".js-plotly-plot .scatterlayer .trace").count() == 3
+    assert_no_traceback(page)
+    page.set_viewport_size(
+        {"width": 1400, "height": 1900}
+    )  # the warning, the headline, chart and table at once
+    wait_idle(page)
+    page.screenshot(path=str(artifacts / "robustness_flip.png"))

@@ -1,0 +1,294 @@
+"""The Robustness page: the groups' ranking under every representation and kernel, and the pixel-background check.
+
+The numbers come from :func:`diversity_core.robustness.representation_robustness` (one
+comparison at equal n per representation and kernel, with intervals), run as a task of
+:mod:`ui.tasks` on the server's workers: features that are not at hand (a network's features
+for a new dataset) are computed there, with progress, and kept in the feature cache and the
+persistent store, so the rest of the app reads them afterwards.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from diversity_core._orders import format_q
+from diversity_core.featurizers import FEATURIZERS, default_kernel, featurize, kernel_support
+from diversity_core.robustness import BackgroundReport, background_dominance, default_kernels
+
+from . import compute
+from .cache import shared_cache
+from .data import View, view_hash
+from .feedback import literal
+from .sensitivity import _capped_indices
+from .tasks import Outcome
+
+#: Items per group the robustness test reads at most (a seeded subsample beyond it): a kernel without a
+#: feature map (rbf) slices one N x N matrix per group.
+GROUP_MAX = 2000
+#: The network featurizer the background warning offers.
+NETWORK = "efficientnet_lite0"
+#: Kernels offered on every representation (those defined on its features).
+KERNELS = ("cosine", "linear", "rbf", "laplacian", "tanimoto")
+#: Orders offered.
+Q_CHOICES = (0.5, 1.0, 2.0, float("inf"))
+#: Session-state key of the chosen "representation · kernel" pairs.
+PAIRS_KEY = "robustness_pairs"
+#: Session-state key of the dataset those pairs were chosen for.
+PAIRS_FOR = "robustness_pairs_for"
+#: Key of the container holding the results (browser tests read inside it).
+RESULTS_KEY = "robustness_results"
+
+
+def label(rep: str, kernel: str) -> str:
+    """``"pixels · cosine"``."""
+    return f"{rep} · {kernel}"
+
+
+def pair_options(ds) -> list:
+    """Every installed representation of the dataset with every kernel defined on it, as labels."""
+    out = []
+    for rep in compute.featurizer_options(ds):
+        own = FEATURIZERS[rep].kernel
+        for k in dict.fromkeys((own, *KERNELS)):
+            if kernel_support(rep, k) is None and not (k == "tanimoto" and rep != "morgan"):
+                out.append(label(rep, k))
+    return out
+
+
+def at_hand(view: View, rep: str) -> bool:
+    """Whether ``rep``'s features need no long run: cheap to compute, or already in a cache."""
+    return not FEATURIZERS[rep].persist or compute.features_at_hand(view, rep) is not None
+
+
+def default_pairs(view: View) -> list:
+    """Each representation at hand with its own kernel and the RBF kernel."""
+    options = pair_options(view.data)
+    reps = [r for r in compute.featurizer_options(view.data) if at_hand(view, r)]
+    return [p for r in reps for k in default_kernels(r) if (p := label(r, k)) in options]
+
+
+def add_network() -> None:
+    """The background warning's button: network features for the whole app, and in this test."""
+    ss = st.session_state
+    ss["featurizer"] = NETWORK
+    ss["kernel"] = default_kernel(NETWORK)
+    pairs = list(ss.get(PAIRS_KEY) or [])
+    ss[PAIRS_KEY] = pairs + [
+        p for p in (label(NETWORK, k) for k in default_kernels(NETWORK)) if p not in pairs
+    ]
+
+
+@shared_cache("results", spinner="Checking the images' background…", hash_funcs={View: view_hash})
+def background(view: View) -> BackgroundReport:
+    """:func:`~diversity_core.robustness.background_dominance` of the view's images (cached)."""
+    return background_dominance(view.data.items, groups=view.data.groups)
+
+
+def background_panel(view: View, featurizer: str) -> Optional[BackgroundReport]:
+    """For images: a warning with the network features one click away when a background dominates."""
+    if view.data.modality != "images":
+        return None
+    report = background(view)
+    if not report.dominated:
+        st.caption(literal(report.message()))
+        return report
+    st.warning(literal(report.message()), icon=":material/wallpaper:")
+    if NETWORK in compute.featurizer_options(view.data) and featurizer != NETWORK:
+        cached = at_hand(view, NETWORK)
+        st.button(
+            f"Use network features ({NETWORK})",
+            on_click=add_network,
+            type="primary",
+            key="use_network",
+            help="Switches the app's representation to the network's features and adds them to the test below"
+            + ("" if cached else "; they are computed in the background when you run it")
+            + ".",
+        )
+    return report
+
+
+def settings(view: View) -> tuple:
+    """The chosen ``[(representation, kernel), ...]`` and order q (the page's own widgets)."""
+    ss = st.session_state
+    options = pair_options(view.data)
+    if ss.get(PAIRS_FOR) != view.full.content_hash:
+        ss[PAIRS_FOR] = view.full.content_hash
+        ss[PAIRS_KEY] = default_pairs(view)
+    ss[PAIRS_KEY] = [p for p in ss.get(PAIRS_KEY) or [] if p in options]
+    c1, c2 = st.columns([4, 1])
+    chosen = c1.multiselect(
+        "Representations and kernels",
+        options,
+        key=PAIRS_KEY,
+        help="Each pair scores every group at the same n, with an interval. Representations whose "
+        "features are not computed yet are computed in the background when you run the test.",
+    )
+    sidebar_q = float(ss.get("q", 1.0))
+    q = c2.selectbox(
+        "Order q",
+        Q_CHOICES,
+        index=Q_CHOICES.index(sidebar_q) if sidebar_q in Q_CHOICES else 1,
+        format_func=format_q,
+        key="robustness_q",
+        help="Opens at the sidebar's q when it is one of these.",
+    )
+    pairs = [tuple(p.split(" · ", 1)) for p in chosen]
+    missing = sorted({r for r, _ in pairs if not at_hand(view, r)})
+    if missing:
+        st.caption(
+            "Computed in the background when you run the test (then kept for every page): "
+            + literal(", ".join(missing))
+            + " features."
+        )
+    return pairs, float(q)
+
+
+def _min_items() -> int:
+    """Compare's smallest group (imported here: ``diversity_core.compare`` brings SciPy's optimizers,
+    which the Scores page, drawing the background warning, does not need)."""
+    from diversity_core.compare import MIN_ITEMS
+
+    return MIN_ITEMS
+
+
+def groups_used(view: View) -> tuple:
+    """``(row indices, group names left out for having fewer than the comparison's minimum items)``."""
+    ds = view.data
+    labels = np.asarray(ds.groups).astype(str)
+    names, counts = np.unique(labels, return_counts=True)
+    small = [str(g) for g, c in zip(names, counts) if c < _min_items()]
+    idx = np.flatnonzero(~np.isin(labels, small))
+    return (idx[_capped_indices(labels[idx], idx.size, GROUP_MAX)] if idx.size else idx), small
+
+
+def result_key(view: View, pairs: list, q: float, seed: int) -> tuple:
+    """The key of the test in the ``"robustness"`` task store."""
+    return (view.key, tuple(pairs), q, seed, GROUP_MAX)
+
+
+def task(view: View, pairs: list, q: float, seed: int) -> Callable:
+    """``fn(progress)`` for :func:`ui.tasks.run`: the missing features, then every comparison."""
+    from diversity_core.robustness import representation_robustness
+
+    def fn(progress):
+        ds = view.data
+        reps = list(dict.fromkeys(r for r, _ in pairs))
+        features = {}
+        for rep in reps:
+            # computed on this worker when missing (kept in the feature cache and the store), with its progress
+            featurize(
+                ds,
+                rep,
+                copy=False,
+                progress=lambda d, t, m, rep=rep: progress(
+                    d, t, f"{rep} features · {m}" if m else f"{rep} features"
+                ),
+            )
+            features[rep] = compute.features(view, rep, show_progress=False)
+        kept_pos, _small = groups_used(view)
+        kernels = {r: [k for rr, k in pairs if rr == r] for r in reps}
+        return representation_robustness(
+            {r: X[kept_pos] for r, X in features.items()},
+            np.asarray(ds.groups).astype(str)[kept_pos],
+            kernels=kernels,
+            q=q,
+            rng=seed,
+            progress=progress,
+            images=ds.items[kept_pos] if ds.modality == "images" else None,
+        )
+
+    return fn
+
+
+def headline(result) -> None:
+    """The verdict in words: a warning when the ranking depends on the representation."""
+    text = literal(result.summary())
+    if result.verdict == "depends":
+        st.warning(f"**Rank flip.** {text}", icon=":material/swap_vert:")
+    elif result.verdict == "unresolved":
+        st.info(text, icon=":material/help:")
+    else:
+        st.success(text, icon=":material/check_circle:")
+
+
+def table_frame(result) -> pd.DataFrame:
+    """One row per representation and kernel; per group its rank, score and interval."""
+    rows = []
+    for r in result.rows:
+        row = {"representation · kernel": r.label}
+        for g in result.groups:
+            est, lo, hi = r.estimates[g]
+            row[g] = f"#{r.ranking.index(g) + 1}  {est:.2f} [{lo:.2f}, {hi:.2f}]"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def rank_figure(result):
+    """The groups' ranks under each representation (1 at the top): crossing lines are rank flips."""
+    from diversity_core.report.figures._base import _colour, _go, _layout, escape_label
+
+    go = _go()
+    x = [r.label for r in result.rows]
+    fig = go.Figure()
+    for i, g in enumerate(result.groups):
+        ranks = [r.ranking.index(g) + 1 for r in result.rows]
+        text = [
+            f"VS = {r.estimates[g][0]:.3g} [{r.estimates[g][1]:.3g}, {r.estimates[g][2]:.3g}]"
+            for r in result.rows
+        ]
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=ranks,
+                mode="lines+markers",
+                name=escape_label(g),
+                text=text,
+                line={"color": _colour(i), "width": 3},
+                marker={"size": 12},
+                hovertemplate="%{x}<br>rank %{y}<br>%{text}<extra>" + escape_label(g) + "</extra>",
+            )
+        )
+    fig.update_yaxes(
+        title="rank (1 = most diverse)", autorange="reversed", tickvals=list(range(1, len(result.groups) + 1))
+    )
+    fig.update_xaxes(type="category")  # the tick labels name the representation and kernel
+    return _layout(
+        fig,
+        title=f"Ranking of the groups by VS (q = {format_q(result.q)}) at n = {result.n}",
+        height=380,
+        legend=True,
+    )
+
+
+def show(out: Outcome, left_out: list) -> None:
+    """The headline, the rank chart, the table with intervals and the flips."""
+    result = out.value
+    with st.container(key=RESULTS_KEY):
+        headline(result)
+        sizes = ", ".join(f"{g}: {n}" for g, n in zip(result.groups, result.group_sizes))
+        st.caption(
+            f"Every score at the same **n = {result.n}** items per group (groups larger than n are subsampled "
+            f"without replacement and averaged; sizes {literal(sizes)}), each with its "
+            f"{result.confidence_level:.0%} interval. Scores of different representations are on different "
+            "scales: compare the ranks."
+        )
+        if left_out:
+            st.caption(f"Left out (fewer than {_min_items()} items): " + literal(", ".join(left_out)) + ".")
+        st.plotly_chart(rank_figure(result), key="robustness_ranks")
+        frame = table_frame(result)
+        st.dataframe(frame, hide_index=True, width="stretch")
+        if result.flips:
+            lines = [
+                f"- **{literal(f.higher)}** above **{literal(f.lower)}** under {literal(f.where_higher)}, below it "
+                f"under {literal(f.where_lower)}"
+                + (" (both orders resolved)" if f.resolved else " (within the intervals)")
+                for f in result.flips
+            ]
+            st.markdown("**Rank flips**\n\n" + "\n".join(lines))
+        from .tasks import show_notes
+
+        show_notes(out)

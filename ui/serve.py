@@ -1,0 +1,80 @@
+"""Serve the app with its modules imported while the server starts: ``python -m ui.serve ARGS``.
+
+``ARGS`` are those of ``streamlit run`` (``app.py`` first). Streamlit runs nothing of the app
+before a browser connects, so a fresh server's first visitor would wait for the imports of
+``app.py`` and of the default page (Streamlit, pandas, plotly, the app's ``ui`` modules: about a
+second). Here a background thread imports them while the web server starts, and the first page
+finds them in ``sys.modules``. Used by ``dev.py app`` and ``diversity app``; the modules are read
+from the scripts' own ``import`` statements, so the list cannot go stale.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import sys
+import threading
+from pathlib import Path
+
+#: The page Streamlit opens first (``default=True`` in ``app.py``).
+DEFAULT_PAGE = "app_pages/2_scores.py"
+
+
+def imported_modules(script: Path) -> list[str]:
+    """The absolute modules a script imports at its top level, in order (relative imports skipped)."""
+    tree = ast.parse(script.read_text(encoding="utf-8"), filename=str(script))
+    names: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.append(node.module)
+            # ``from package import submodule`` imports the submodule too
+            names.extend(f"{node.module}.{alias.name}" for alias in node.names)
+    return list(dict.fromkeys(names))
+
+
+def preload(app: Path) -> list[str]:
+    """Import what ``app`` and the default page import, and draw one figure; the names that imported.
+
+    plotly builds its validators on a process's first figure (0.3 s of the first page's 0.4 s
+    for its q profile here); a two-point q profile does that now.
+    """
+    done = []
+    for script in (app, app.parent / DEFAULT_PAGE):
+        if not script.is_file():
+            continue
+        for name in imported_modules(script):
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - a name that is not a module (a function) or fails now fails later, in the page
+                continue
+            done.append(name)
+    try:
+        from diversity_core.report.figures import q_profile_figure
+
+        q_profile_figure(([0.5, 1.0, 2.0], [1.0, 1.0, 1.0]), q=1.0, n=3).to_json()
+    except Exception:  # noqa: BLE001 - without plotly the first page says what is missing
+        pass
+    return done
+
+
+def main(argv: list[str]) -> None:
+    """Start the preloading thread, then ``streamlit run`` with ``argv``."""
+    if not argv:
+        raise SystemExit("usage: python -m ui.serve app.py [streamlit run options]")
+    app = Path(argv[0]).resolve()
+    # configure the environment before anything imports torch (app.py does the same on its first run)
+    from diversity_core._config import configure_environment
+
+    configure_environment()
+    sys.path.insert(0, str(app.parent))
+    threading.Thread(target=preload, args=(app,), name="diversity-preload", daemon=True).start()
+    from streamlit.web import cli
+
+    sys.argv = ["streamlit", "run", *argv]
+    cli.main(prog_name="streamlit")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
