@@ -158,3 +158,12 @@ def test_seed_files_load(ext):
 @given(data=st.data())
 def test_loaders_raise_only_our_error(ext, data):
     _load(ext, data.draw(inputs(ext)))
+
+
+def test_a_parquet_footer_that_aborts_pyarrow_is_refused_not_fatal():
+    # found by test_loaders_raise_only_our_error: building this file's column-chunk metadata throws
+    # inside pyarrow 26's C++ ("Definition level histogram size mismatch") and aborts the process
+    pytest.importorskip("pyarrow")
+    path = Path(__file__).resolve().parent / "fixtures" / "aborts_pyarrow.parquet"
+    with pytest.raises(DiversityInputError, match="metadata is malformed"):
+        load_dataset(path)

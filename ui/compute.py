@@ -14,6 +14,7 @@ Moving q never reaches any of these: every VS_q comes from the cached spectrum i
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 from typing import Optional
@@ -92,7 +93,11 @@ def check_own_model(text: str) -> tuple:
     rest = rest.strip()
     from diversity_core.featurizers.hf import hf_found_locally
 
-    if not (prefix == "hf" and not Path(rest).exists() and hf_found_locally(text)):  # else a hub id in the cache
+    # a hub id ("name" or "org/name": no "~", no leading "." or "/") already in the local cache is
+    # taken as it is; anything else is a path, under the data-folder rule (a "~/..." folder with a
+    # config.json must not pass as a hub id)
+    hub_id = prefix == "hf" and re.fullmatch(r"[A-Za-z0-9_][\w.-]*(/[A-Za-z0-9_][\w.-]*)?", rest) is not None
+    if not (hub_id and not Path(rest).exists() and hf_found_locally(text)):
         from diversity_core.data import resolve_user_path
 
         from .data.folder import data_dir

@@ -24,8 +24,9 @@ from .feedback import literal
 from .state import KEEP
 from .tasks import Outcome, show_notes
 
-#: Sets of at most this many items in all are computed without a click.
-AUTO_MAX_ITEMS = 1500
+#: Sets of at most this many items in all are computed without a click (a few seconds at most:
+#: a page's first view never waits long on a job the user did not start, as on Curate).
+AUTO_MAX_ITEMS = 500
 METRICS = {"euclidean": "Euclidean", "cityblock": "L1 (city block)", "cosine": "cosine distance",
            "tanimoto": "Tanimoto (Jaccard) distance"}
 #: The distance selectors' first option: the representation's own distance (:func:`default_metric`).

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 import threading
 import warnings
@@ -304,6 +305,35 @@ def _allow_csv_fields(nbytes: int) -> None:
             csv.field_size_limit(min(int(nbytes), 2**31 - 1))
 
 
+#: Reads every column chunk's metadata of the Parquet file named by argv[1] (``_probe_parquet``).
+_PARQUET_PROBE = ("import sys, pyarrow.parquet as pq; m = pq.ParquetFile(sys.argv[1]).metadata; "
+                  "[m.row_group(g).column(j) for g in range(m.num_row_groups) for j in range(m.num_columns)]")
+
+
+def _probe_parquet(path: Path) -> None:
+    """Read the file's column-chunk metadata in a child process first; raise if that process dies.
+
+    A malformed footer can make pyarrow throw inside C++ code that cannot pass the error on
+    (pyarrow 26: "Definition level histogram size mismatch" while building a column chunk's
+    metadata): the process is aborted. A visitor's upload must not stop the server, so the
+    metadata is first read where an abort only ends the child (about 0.3 s).
+    """
+    import subprocess
+    import sys
+
+    try:
+        done = subprocess.run([sys.executable, "-c", _PARQUET_PROBE, str(path)], capture_output=True,
+                              timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    except subprocess.TimeoutExpired:
+        raise DiversityInputError(f"{path}: reading the Parquet file's metadata took over 120 s; "
+                                  "re-export it.") from None
+    if done.returncode != 0:
+        raise DiversityInputError(
+            f"{path}: cannot read the Parquet file (its metadata is malformed). "
+            "It may be truncated or not Parquet; re-export it."
+        )
+
+
 def _read_parquet(path: Path) -> Table:
     """A Parquet file, its size checked from the metadata before any data is read."""
     import pandas as pd
@@ -311,6 +341,7 @@ def _read_parquet(path: Path) -> Table:
     from .._optional import require
 
     pq = require("pyarrow.parquet", purpose="reading Parquet files")
+    _probe_parquet(path)
     try:
         meta = pq.ParquetFile(path).metadata
         rows, columns = int(meta.num_rows), int(meta.num_columns)

@@ -220,6 +220,9 @@ def test_magnitude_page_matches_the_core():
     at = start({"group": groups})
     at.switch_page("app_pages/4_magnitude.py").run()
     assert_clean(at)
+    assert not at.dataframe  # 600 items: nothing runs before the click (the first view never waits)
+    at.button(key="mag_run").click().run()
+    assert_clean(at)
     table = at.dataframe[0].value
     X = featurize(ds)
     expected = compare_magnitude({g: X[ds.group_indices(g)] for g in groups})

@@ -57,3 +57,22 @@ def test_an_own_hf_model_is_checked_listed_and_measured(tmp_path, monkeypatch):
     vs = dc.vendi_score(X, kernel="cosine")
     assert vs > 1.1  # features that tell the texts apart, so that the comparison can fail
     assert headline(at).value == f"{vs:.2f}"
+
+
+def test_a_model_folder_outside_the_data_folder_is_refused_however_it_is_written(tmp_path, monkeypatch):
+    # "~/model" is a path, not a hub id: the data-folder rule applies to it like to any other path
+    from diversity_core.exceptions import DiversityInputError
+    from ui.compute import check_own_model
+
+    home, data = tmp_path / "home", tmp_path / "data"
+    data.mkdir()
+    home.mkdir()
+    _tiny_text_model(home / "model")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("DIVERSITY_DATA_DIR", str(data))
+    for typed in ("hf:~/model", f"hf:{home / 'model'}", "hf:../home/model"):
+        with pytest.raises(DiversityInputError):
+            check_own_model(typed)
+    monkeypatch.delenv("DIVERSITY_DATA_DIR")
+    with pytest.raises(DiversityInputError):  # reading server files turned off: no path at all
+        check_own_model("hf:~/model")
