@@ -26,6 +26,7 @@ PAGES = [
     "app_pages/6_projection.py",
     "app_pages/7_compare.py",
     "app_pages/8_curate.py",
+    "app_pages/9_robustness.py",
 ]
 HEADLINE = "Vendi score (q = "
 

@@ -13,7 +13,7 @@ import pytest
 
 pytestmark = pytest.mark.e2e
 
-PAGES = ["Dataset", "Scores", "Spectrum", "Magnitude", "RND", "Projection", "Compare", "Curate"]
+PAGES = ["Dataset", "Scores", "Spectrum", "Magnitude", "RND", "Projection", "Compare", "Curate", "Robustness"]
 
 
 #: True once no script run has been going for a second (Streamlit's running indicator stayed away).

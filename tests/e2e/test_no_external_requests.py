@@ -18,7 +18,7 @@ import pytest
 pytestmark = pytest.mark.e2e
 
 #: The app's pages by URL path (``app.py``'s PAGES).
-PAGES = ["dataset", "vendi", "spectrum", "magnitude", "rnd", "projection", "compare", "curate"]
+PAGES = ["dataset", "vendi", "spectrum", "magnitude", "rnd", "projection", "compare", "curate", "robustness"]
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 #: Seconds to keep listening after a page finished drawing (late fonts, icons, lazy chunks).
 SETTLE_S = 3.0
