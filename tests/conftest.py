@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -38,6 +39,18 @@ def _result_store_folder(tmp_path_factory):
         os.environ.pop("DIVERSITY_CACHE_DIR", None)
     else:
         os.environ["DIVERSITY_CACHE_DIR"] = previous
+
+
+@pytest.fixture(autouse=True)
+def _keep_the_main_module():
+    """Give ``__main__`` back after a test: an AppTest run leaves the app's script there
+    (Streamlit's script runner installs it), and worker processes started later by
+    ``multiprocessing``'s spawn (a Dask LocalCluster in the test process) would run the whole
+    app as their ``__main__``, outside a Streamlit runtime."""
+    main = sys.modules.get("__main__")
+    yield
+    if main is not None and sys.modules.get("__main__") is not main:
+        sys.modules["__main__"] = main
 
 
 @pytest.fixture

@@ -37,7 +37,7 @@ COMMANDS: dict[str, str] = {
     "rnd": "RND score: diversity by random network distillation",
     "compare": "compare groups (models, datasets) at one n, with intervals and a report",
     "curate": "near-duplicates, per-item contributions, rare items, and a most-diverse subset",
-    "robustness": "does the groups' ranking depend on the representation? every representation and kernel",
+    "robustness": "does the groups' ranking depend on the representation? every representation and kernel, at one n",
     "evaluate": "evaluate generated items against real ones: PRDC, FD, KD, Vendi ratio, copies, per prompt",
     "app": "serve the browser app (server files readable only inside --data-dir)",
     "cache": "show (info) or empty (clear) the result store kept between runs",
