@@ -256,21 +256,21 @@ def section_n100k(args) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="bench-slq-100k-"))
     path = folder / "X.npy"
     np.save(path, rng.normal(size=(100_000, 64)))
-    out_json = folder / "score.json"
     cmd = [sys.executable, "-m", "diversity_core.cli", "score", str(path), "--kernel", "rbf", "--approx", "slq",
-           "--dask", "local:2", "--q", "1", "--rtol", "0.05", "--time-budget", "900", "--json", str(out_json)]
+           "--dask", "local:2", "--q", "1", "--rtol", "0.05", "--time-budget", "900", "--format", "json"]
     load0 = _load_avg()
     t0 = time.perf_counter()
-    proc = psutil.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    peaks: dict = {}
-    while proc.poll() is None:
-        _tree_rss(proc, peaks)
-        time.sleep(0.5)
+    out_path, err_path = folder / "score.json", folder / "score.err"
+    with out_path.open("wb") as out_fh, err_path.open("wb") as err_fh:
+        proc = psutil.Popen(cmd, stdout=out_fh, stderr=err_fh)
+        peaks: dict = {}
+        while proc.poll() is None:
+            _tree_rss(proc, peaks)
+            time.sleep(0.5)
     seconds = time.perf_counter() - t0
-    stderr = proc.stderr.read().decode(errors="replace")
     if proc.returncode != 0:
-        raise RuntimeError(f"diversity score failed ({proc.returncode}): {stderr[-2000:]}")
-    result = json.loads(out_json.read_text())
+        raise RuntimeError(f"diversity score failed ({proc.returncode}): {err_path.read_text()[-2000:]}")
+    result = json.loads(out_path.read_text())
     workers = [mb for mb, c in peaks.values() if "distributed" in c or "spawn" in c or "multiprocessing" in c]
     out = {"command": " ".join(cmd[2:]), "seconds": seconds, "load_before": load0, "load_after": _load_avg(),
            "result": result, "peak_rss_mb": {str(pid): v for pid, v in peaks.items()},

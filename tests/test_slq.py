@@ -104,6 +104,10 @@ def test_dask_row_blocks_equal_the_in_memory_product(rng):
                                   dashboard_address=":0") as cluster, distributed.Client(cluster):
         est = vendi_slq(da.from_array(X, chunks=(80, 6)), kernel="rbf", q=[1.0], k=32, probes=8, rng=0)
     assert est.settings["backend"] == "dask" and est.contains(1.0, compute_spectrum(X, kernel="rbf").vendi(1.0))
+    # one chunk of all rows (as a reader sizes them) is cut into tiles: a tile never holds all of K
+    op = kernel_operator(da.from_array(X, chunks=(240, 6)), kernel="rbf", precision="float32", tile=64)
+    assert op.tile == 64
+    assert np.linalg.norm(op.kernel_matmat(V) - ref) <= 1e-6 * np.linalg.norm(ref)
 
 
 # ------------------------------------------------------------------------------------------

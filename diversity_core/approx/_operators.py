@@ -500,6 +500,11 @@ def _dask_operator(source: DaskSource, kern, p, precision: str, tile: Optional[i
 
     X = source.X
     n = source.n
+    # the row chunks are the tiles: a chunk sized for reading (100,000 x 64 float64 rows is one
+    # 51 MB chunk) would make a 100,000 x 100,000 tile on one worker
+    t = tile or TILE_ROWS
+    if max(int(c) for c in X.chunks[0]) > t:
+        X = X.rechunk({0: t})
     offsets = np.cumsum((0,) + tuple(int(c) for c in X.chunks[0]))
     bounds = [(int(offsets[i]), int(offsets[i + 1])) for i in range(len(offsets) - 1)]
     blocks = X.to_delayed().ravel()
