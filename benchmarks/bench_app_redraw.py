@@ -22,10 +22,11 @@ import time
 import urllib.request
 from pathlib import Path
 
+from diversity_core._config import CHROMIUM_ARGS
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = list(CHROMIUM_ARGS)
 HEADLINE_CHANGED = """(before) => {
   const m = [...document.querySelectorAll('[data-testid=stMetricLabel]')]
     .find(e => e.innerText.includes('Vendi score (q ='));

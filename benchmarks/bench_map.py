@@ -35,18 +35,11 @@ from pathlib import Path
 
 import numpy as np
 
+from diversity_core._config import CHROMIUM_ARGS
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+ARGS = list(CHROMIUM_ARGS)
 RUN_FINISHED = "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
 DRAWN = """(n) => { const g = document.querySelector('.js-plotly-plot');
   return !!g && !!g._fullData && g._fullData.reduce((s, t) => s + ((t.type || '').startsWith('scatter')

@@ -45,12 +45,13 @@ import urllib.request
 from pathlib import Path
 from typing import Optional
 
+from diversity_core._config import CHROMIUM_ARGS
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 # the launch flags of tests/e2e/conftest.py
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = list(CHROMIUM_ARGS)
 HEADLINE = """(want) => {
   const m = [...document.querySelectorAll('[data-testid=stMetricLabel]')]
     .find(e => e.innerText.includes('Vendi score (q ='));

@@ -379,6 +379,9 @@ def configure_environment() -> None:
 
 #: Where Debian's chromium package installs the browser kaleido drives for figure export.
 CHROMIUM_PATH = "/usr/bin/chromium"
+#: Launch flags of headless Chromium on this project's machines (DESIGN.md): the browser benchmarks use them.
+CHROMIUM_ARGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync")
 #: Executable names of Chrome/Chromium that kaleido's own browser lookup finds on PATH.
 _CHROME_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 
