@@ -6,8 +6,10 @@ as a user's; nothing is downloaded or shipped.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -26,8 +28,14 @@ from diversity_core.featurizers import (  # noqa: E402
     kernel_support,
     resolve_featurizer,
 )
-from diversity_core.featurizers.hf import hf_found_locally, pooled_output  # noqa: E402
+from diversity_core.featurizers.hf import (  # noqa: E402
+    UnusedWeightsWarning,
+    hf_found_locally,
+    hf_model,
+    pooled_output,
+)
 
+PROJECTION = 5
 TEXTS = ["the cat sat", "a dog", "the dog sat on a cat", "cat", "a cat and the dog sat", "dog dog dog"]
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "dog", "a", "sat", "on", "and"]
 
@@ -35,7 +43,9 @@ VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "dog", "a",
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     """A tiny DINOv2 (pooler_output: the layer-normalised CLS token) and a tiny BERT saved without its
-    pooler (mean over the mask), with an image processor and a tokenizer made from a vocabulary file."""
+    pooler (mean over the mask), with an image processor and a tokenizer made from a vocabulary file;
+    tiny CLIP vision and text towers with their projections (image_embeds / text_embeds, of
+    PROJECTION dimensions, not the hidden size 8)."""
     root = tmp_path_factory.mktemp("hf-models")
     torch.manual_seed(0)
     vision = transformers.Dinov2Model(
@@ -67,6 +77,39 @@ def models(tmp_path_factory):
     )
     bert.save_pretrained(root / "bert")
     tokenizer.save_pretrained(root / "bert")
+
+    clip_vision = transformers.CLIPVisionModelWithProjection(
+        transformers.CLIPVisionConfig(
+            image_size=16,
+            patch_size=8,
+            hidden_size=8,
+            intermediate_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            projection_dim=PROJECTION,
+        )
+    )
+    clip_vision.save_pretrained(root / "clip-vision")
+    transformers.ViTImageProcessor(size={"height": 16, "width": 16}).save_pretrained(root / "clip-vision")
+    clip_text = transformers.CLIPTextModelWithProjection(
+        transformers.CLIPTextConfig(
+            vocab_size=len(VOCAB),
+            hidden_size=8,
+            intermediate_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            max_position_embeddings=32,
+            projection_dim=PROJECTION,
+            pad_token_id=0,
+            bos_token_id=2,
+            eos_token_id=3,  # [SEP]: CLIP's pooled token is the first end-of-text token
+        )
+    )
+    clip_text.save_pretrained(root / "clip-text")
+    # CLIP's text model takes no token_type_ids: a tokenizer that returns only what it takes
+    transformers.BertTokenizer(
+        vocab=str(root / "vocab.txt"), model_input_names=["input_ids", "attention_mask"]
+    ).save_pretrained(root / "clip-text")
     return root
 
 
@@ -79,27 +122,30 @@ def images(tmp_path_factory):
     return a, path
 
 
-def _direct_vision(folder, arrays):
+def _direct_vision(folder, arrays, cls=None, field="pooler_output"):
     from PIL import Image
 
-    net = transformers.AutoModel.from_pretrained(folder).eval()
+    net = (cls or transformers.AutoModel).from_pretrained(folder).eval()
     proc = transformers.AutoImageProcessor.from_pretrained(folder)
     with torch.no_grad():
         return np.vstack(
             [
-                net(**proc(images=[Image.fromarray(a)], return_tensors="pt")).pooler_output.numpy()
+                getattr(net(**proc(images=[Image.fromarray(a)], return_tensors="pt")), field).numpy()
                 for a in arrays
             ]
         )
 
 
-def _direct_text(folder, texts):
-    net = transformers.AutoModel.from_pretrained(folder).eval()
+def _direct_text(folder, texts, cls=None, field=None):
+    net = (cls or transformers.AutoModel).from_pretrained(folder).eval()
     tok = transformers.AutoTokenizer.from_pretrained(folder)
     rows = []
     with torch.no_grad():
-        for t in texts:  # one text at a time: no padding, the mean over every token
-            rows.append(net(**tok([t], return_tensors="pt")).last_hidden_state[0].mean(0).numpy())
+        for t in texts:  # one text at a time: no padding; by default the mean over every token
+            out = net(**tok([t], return_tensors="pt"))
+            rows.append(
+                out.last_hidden_state[0].mean(0).numpy() if field is None else getattr(out, field)[0].numpy()
+            )
     return np.vstack(rows)
 
 
@@ -117,6 +163,64 @@ def test_vision_and_text_features_equal_the_model(models, images, tmp_path):
     direct = _direct_text(models / "bert", ds.items)
     np.testing.assert_allclose(T, direct, rtol=1e-5, atol=1e-5)
     assert len(set(map(tuple, direct.round(4)))) == len(TEXTS)  # the tokenizer tells the texts apart
+
+
+def test_clip_towers_with_projection_give_the_projected_embeddings(models, images, tmp_path):
+    # config.architectures names CLIP*WithProjection; AutoModel alone would build the tower without
+    # its projection and give the hidden-size pooler output instead of image_embeds / text_embeds
+    arrays, path = images
+    X = featurize(load_dataset(path), f"hf:{models / 'clip-vision'}", batch_size=3)
+    direct = _direct_vision(
+        models / "clip-vision", arrays, transformers.CLIPVisionModelWithProjection, "image_embeds"
+    )
+    assert X.shape == (7, PROJECTION) == direct.shape
+    np.testing.assert_allclose(X, direct, rtol=1e-5, atol=1e-6)
+    assert direct.std(axis=0).min() > 1e-3  # the images differ in these features: the check can fail
+
+    (tmp_path / "t.txt").write_text("\n".join(TEXTS) + "\n")
+    ds = load_dataset(tmp_path / "t.txt")
+    T = featurize(ds, f"hf:{models / 'clip-text'}", batch_size=4)  # padded batches, pooled at [SEP]
+    direct = _direct_text(
+        models / "clip-text", ds.items, transformers.CLIPTextModelWithProjection, "text_embeds"
+    )
+    assert T.shape == (len(TEXTS), PROJECTION) == direct.shape
+    np.testing.assert_allclose(T, direct, rtol=1e-5, atol=1e-6)
+    assert len(set(map(tuple, direct.round(4)))) == len(TEXTS)
+
+
+def test_unused_weights_warn_and_task_heads_fall_back_to_the_encoder(models, images, tmp_path):
+    arrays, path = images
+    # a projection checkpoint whose config lost its architectures: AutoModel drops the projection, loudly
+    folder = tmp_path / "clip-no-arch"
+    shutil.copytree(models / "clip-vision", folder)
+    config = json.loads((folder / "config.json").read_text())
+    del config["architectures"]
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.warns(
+        UnusedWeightsWarning, match=r"1 weight tensors .*not used by the CLIPVisionModel.*visual_projection"
+    ):
+        X = featurize(load_dataset(path), f"hf:{folder}")
+    np.testing.assert_allclose(
+        X, _direct_vision(folder, arrays, transformers.CLIPVisionModel), rtol=1e-5, atol=1e-6
+    )
+
+    # a task model (logits, no hidden states) is read as its base encoder, its head reported unused
+    torch.manual_seed(2)
+    transformers.Dinov2ForImageClassification(
+        transformers.Dinov2Config(
+            image_size=16,
+            patch_size=8,
+            hidden_size=8,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            mlp_ratio=2,
+            num_labels=3,
+        )
+    ).save_pretrained(tmp_path / "dinov2-cls")
+    transformers.ViTImageProcessor(size={"height": 16, "width": 16}).save_pretrained(tmp_path / "dinov2-cls")
+    with pytest.warns(UnusedWeightsWarning, match=r"not used by the Dinov2Model.*classifier"):
+        X = featurize(load_dataset(path), f"hf:{tmp_path / 'dinov2-cls'}")
+    np.testing.assert_allclose(X, _direct_vision(tmp_path / "dinov2-cls", arrays), rtol=1e-5, atol=1e-6)
 
 
 def test_registry_handles_parameterised_names(models, images):
@@ -157,6 +261,112 @@ def test_missing_model_says_what_to_do(images, tmp_path):
         featurize(ds, f"hf:{tmp_path}")
     with pytest.raises(DiversityInputError, match="of the form hf:PATH"):
         featurize(ds, "hf:")
+
+
+# ------------------------------------------------------------------------------------------
+# hub ids: a fake Hugging Face cache in a temporary folder, offline; nothing is downloaded
+
+REVISION = "2525252525252525252525252525252525252525"
+
+
+@pytest.fixture
+def hub_cache(tmp_path, monkeypatch):
+    """An empty Hugging Face cache (HF_HOME, HF_HUB_CACHE) with HF_HUB_OFFLINE=1.
+
+    huggingface_hub reads these variables once, at import: its constants are set to them too.
+    """
+    from huggingface_hub import constants
+
+    home = tmp_path / "hf-home"
+    cache = home / "hub"
+    cache.mkdir(parents=True)
+    for var, value in (("HF_HOME", home), ("HF_HUB_CACHE", cache), ("HF_HUB_OFFLINE", "1")):
+        monkeypatch.setenv(var, str(value))
+    monkeypatch.setattr(constants, "HF_HOME", str(home))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    return cache
+
+
+def _into_cache(cache, repo_id, folder, names=None):
+    """Copy files of a saved model folder into the cache's layout for ``repo_id``:
+    ``models--org--name/snapshots/<revision>/`` and ``refs/main`` naming the revision."""
+    repo = cache / ("models--" + repo_id.replace("/", "--"))
+    snapshot = repo / "snapshots" / REVISION
+    snapshot.mkdir(parents=True, exist_ok=True)
+    (repo / "refs").mkdir(exist_ok=True)
+    (repo / "refs" / "main").write_text(REVISION)
+    copied = []
+    for f in sorted(folder.iterdir()):
+        if f.is_file() and (names is None or f.name in names):
+            shutil.copy2(f, snapshot / f.name)
+            copied.append(f.name)
+    return snapshot, copied
+
+
+def test_a_hub_id_in_the_cache_loads_by_its_id(models, images, hub_cache, monkeypatch):
+    arrays, path = images
+    snapshot, _ = _into_cache(hub_cache, "tiny-org/dinov2", models / "dinov2")
+    name = "hf:tiny-org/dinov2"
+    assert hf_found_locally(name)
+    model = hf_model(name)
+    assert model.folder == snapshot and model.from_hub and model.location == "tiny-org/dinov2"
+    seen = []
+    real = transformers.Dinov2Model.from_pretrained.__func__
+
+    def spy(cls, where, *args, **kwargs):
+        seen.append((str(where), kwargs.get("local_files_only")))
+        return real(cls, where, *args, **kwargs)
+
+    monkeypatch.setattr(transformers.Dinov2Model, "from_pretrained", classmethod(spy))
+    X = featurize(load_dataset(path), name, batch_size=4)
+    assert seen == [("tiny-org/dinov2", True)]  # by its id, offline: the whole cached snapshot
+    np.testing.assert_allclose(X, _direct_vision(models / "dinov2", arrays), rtol=1e-5, atol=1e-5)
+
+
+def test_a_hub_id_missing_or_partly_cached_says_allow_download(models, images, hub_cache):
+    ds = load_dataset(images[1])
+    with pytest.raises(DiversityInputError, match="not in the Hugging Face cache.*--allow-download"):
+        featurize(ds, "hf:tiny-org/dinov2")
+    # only the config was fetched (what hf_model's allow_download fetches first): the weights are missing
+    _into_cache(hub_cache, "tiny-org/dinov2", models / "dinov2", names={"config.json"})
+    assert hf_found_locally("hf:tiny-org/dinov2")
+    with pytest.raises(
+        DiversityInputError,
+        match=r"'tiny-org/dinov2' is only partly in the Hugging Face cache.*--allow-download",
+    ):
+        featurize(ds, "hf:tiny-org/dinov2")
+
+
+def test_allow_download_fetches_the_weights_not_only_the_config(models, images, hub_cache, monkeypatch):
+    # a fake hub: transformers' two download functions copy from a local folder into the cache
+    from huggingface_hub.errors import EntryNotFoundError
+
+    remote, fetched = models / "dinov2", []
+
+    def download(repo_id, filename, *, subfolder=None, cache_dir=None, **kwargs):
+        assert repo_id == "tiny-org/dinov2" and not subfolder
+        if not (remote / filename).is_file():
+            raise EntryNotFoundError(f"{repo_id} has no file {filename}")
+        snapshot, copied = _into_cache(hub_cache, repo_id, remote, names={filename})
+        fetched.extend(copied)
+        return str(snapshot / filename)
+
+    def snapshot_download(repo_id, *, allow_patterns=(), **kwargs):
+        names = {f.name for f in remote.iterdir() if any(fnmatch.fnmatch(f.name, p) for p in allow_patterns)}
+        snapshot, copied = _into_cache(hub_cache, repo_id, remote, names=names)
+        fetched.extend(copied)
+        return str(snapshot)
+
+    monkeypatch.setattr(transformers.utils.hub, "hf_hub_download", download)
+    monkeypatch.setattr(transformers.utils.hub, "snapshot_download", snapshot_download)
+    arrays, path = images
+    X = featurize(load_dataset(path), "hf:tiny-org/dinov2", allow_download=True)
+    assert {"config.json", "model.safetensors", "preprocessor_config.json"} <= set(fetched)
+    np.testing.assert_allclose(X, _direct_vision(models / "dinov2", arrays), rtol=1e-5, atol=1e-5)
+    n = len(fetched)
+    featurize(load_dataset(path), "hf:tiny-org/dinov2", batch_size=5)  # now offline, from the cache
+    assert len(fetched) == n
 
 
 def test_pooling_falls_back_to_cls_for_vision():
@@ -201,6 +411,31 @@ def test_cli_featurizer_hf_and_the_store(models, images, tmp_path, capsys, monke
     monkeypatch.setattr(hf, "hf_features", refuse)
     assert main(argv) == 0
     assert json.loads(capsys.readouterr().out)["results"][0]["vendi"] == row["vendi"]
+
+
+def test_cli_featurizer_hf_text_model(models, tmp_path, capsys):
+    from diversity_core.cli import main
+
+    (tmp_path / "t.txt").write_text("\n".join(TEXTS) + "\n")
+    argv = [
+        "--cache-dir",
+        str(tmp_path / "store"),
+        "score",
+        str(tmp_path / "t.txt"),
+        "--featurizer",
+        f"hf:{models / 'bert'}",
+        "--q",
+        "1",
+        "2",
+        "--format",
+        "json",
+    ]
+    assert main(argv) == 0
+    row = json.loads(capsys.readouterr().out)["results"][0]
+    spec = dc.compute_spectrum(_direct_text(models / "bert", load_dataset(tmp_path / "t.txt").items))
+    assert spec.vendi(1.0) > 1.1  # features that tell the texts apart: the comparison can fail
+    for q in ("1", "2"):
+        assert row["vendi"][q] == pytest.approx(spec.vendi(float(q)), rel=1e-5)
 
 
 def test_cli_missing_model_and_allow_download(images, monkeypatch, capsys):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 
@@ -17,6 +18,17 @@ from diversity_core.exceptions import DiversityInputError  # noqa: E402
 from diversity_core.metrics import PRDC, Memorization, VendiScore  # noqa: E402
 
 RTOL = 1e-12
+MEMORIZATION_KEYS = ("fraction_flagged", "authenticity", "baseline_fraction", "excess")
+
+
+def _memorization_values(res) -> dict:
+    """Every value ``Memorization.compute`` returns, from the one-shot result (with a reference)."""
+    return {
+        "fraction_flagged": res.fraction_flagged.value,
+        "authenticity": res.authenticity,
+        "baseline_fraction": res.baseline_fraction.value,
+        "excess": res.excess,
+    }
 
 
 @pytest.fixture
@@ -85,6 +97,48 @@ def test_vendi_reset_and_errors(rng):
         m.compute()
 
 
+@pytest.mark.parametrize("kernel", ["cosine", "linear", "rbf"])
+def test_vendi_forward_gives_the_batch_value_and_accumulates(rng, kernel):
+    # forward = update + the batch's own value; the first call sums a batch state into an empty one
+    X = rng.normal(size=(70, 6))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    m = VendiScore(kernel=kernel, q=2.0)
+    start = 0
+    for b in _batches(X, [20, 35, 15]):
+        batch = b.numpy()
+        assert float(m(b)) == pytest.approx(dc.vendi_score(batch, kernel=kernel, q=2.0), rel=RTOL)
+        start += batch.shape[0]
+        assert int(m.n_items) == start
+    assert float(m.compute()) == pytest.approx(dc.vendi_score(X, kernel=kernel, q=2.0), rel=RTOL)
+
+
+@pytest.mark.parametrize("num_features", [None, 9])
+def test_vendi_merge_state_equals_one_metric_over_both(rng, num_features):
+    X, w = rng.normal(size=(50, 9)), rng.uniform(0.5, 2.0, size=50)
+    a, b = VendiScore(q=1.0, num_features=num_features), VendiScore(q=1.0, num_features=num_features)
+    a.update(torch.as_tensor(X[:30]), weights=w[:30])
+    b.update(torch.as_tensor(X[30:]), weights=w[30:])
+    a.merge_state(b)
+    want = dc.vendi_score(X, q=1.0, weights=w)
+    assert float(a.compute()) == pytest.approx(want, rel=RTOL)
+
+    empty = VendiScore(q=1.0, num_features=num_features)  # an empty metric on the receiving side ...
+    empty.merge_state(a)
+    # torchmetrics counts update calls only, so a metric filled by merge_state alone warns
+    with pytest.warns(UserWarning, match="called before the ``update`` method"):
+        assert float(empty.compute()) == pytest.approx(want, rel=RTOL)
+    a.merge_state(VendiScore(q=1.0, num_features=num_features))  # ... and on the incoming side
+    assert float(a.compute()) == pytest.approx(want, rel=RTOL)
+    assert tuple(a.second_moment.shape) == (9, 9)
+
+    other = VendiScore()
+    other.update(torch.ones(2, 4, dtype=torch.float64))
+    with pytest.raises(DiversityInputError, match="VendiScore of 9 features with one of 4"):
+        a.merge_state(other)
+    with pytest.raises(DiversityInputError, match="num_features must be a positive integer"):
+        VendiScore(num_features=0)
+
+
 def test_prdc_and_memorization_batched_equal_one_call(rng):
     R, G = rng.normal(size=(80, 6)), rng.normal(size=(70, 6)) + 0.3
     m = PRDC(k=5)
@@ -101,9 +155,10 @@ def test_prdc_and_memorization_batched_equal_one_call(rng):
     mem = Memorization()
     mem.update(torch.as_tensor(G2[:15]), train=torch.as_tensor(T[:30]), reference=torch.as_tensor(R[:20]))
     mem.update(torch.as_tensor(G2[15:]), train=torch.as_tensor(T[30:]), reference=torch.as_tensor(R[20:]))
-    got, want = mem.compute(), memorization(G2, T, reference=R, nn_method="exact")
-    assert float(got["fraction_flagged"]) == pytest.approx(want.fraction_flagged.value, rel=RTOL)
-    assert float(got["excess"]) == pytest.approx(want.excess, rel=RTOL)
+    got, want = mem.compute(), _memorization_values(memorization(G2, T, reference=R, nn_method="exact"))
+    assert set(got) == set(want) == set(MEMORIZATION_KEYS)
+    for name in MEMORIZATION_KEYS:
+        assert float(got[name]) == pytest.approx(want[name], rel=RTOL, abs=0), name
     assert float(got["fraction_flagged"]) >= 10 / 40  # the ten near-copies are flagged
 
 
@@ -122,7 +177,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _worker(rank, world, port, X, R, G, folder):
+def _worker(rank, world, port, X, R, G, T, folder):
     import torch.distributed as dist
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
@@ -130,28 +185,49 @@ def _worker(rank, world, port, X, R, G, folder):
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
         vendi, rbf, pr = VendiScore(num_features=X.shape[1]), VendiScore(kernel="rbf", sigma=2.0), PRDC(k=3)
+        lone = VendiScore(q=2.0)  # no num_features, and only rank 0 sees batches: rank 1's state stays 0 x 0
         for i in range(rank, X.shape[0] // 10, world):  # batches of 10 dealt round-robin
             vendi.update(torch.as_tensor(X[10 * i : 10 * i + 10]))
             rbf.update(torch.as_tensor(X[10 * i : 10 * i + 10]))
+        if rank == 0:
+            lone.update(torch.as_tensor(X))
         half = slice(rank * R.shape[0] // world, (rank + 1) * R.shape[0] // world)
         pr.update(torch.as_tensor(R[half]), real=True)
         pr.update(torch.as_tensor(G[half]), real=False)
-        values = [float(vendi.compute()), float(rbf.compute())] + [float(v) for v in pr.compute().values()]
-        np.save(os.path.join(folder, f"rank{rank}.npy"), np.array(values))
+        mem = Memorization()
+        for what, A in (("generated", G), ("train", T), ("reference", R)):
+            part = slice(rank * A.shape[0] // world, (rank + 1) * A.shape[0] // world)
+            mem.update(**{what: torch.as_tensor(A[part])})
+        values = {"vendi": float(vendi.compute()), "rbf": float(rbf.compute()), "lone": float(lone.compute())}
+        values.update({f"prdc.{k}": float(v) for k, v in pr.compute().items()})
+        values.update({f"memorization.{k}": float(v) for k, v in mem.compute().items()})
+        with open(os.path.join(folder, f"rank{rank}.json"), "w") as f:
+            json.dump(values, f)
     finally:
         dist.destroy_process_group()
 
 
 def test_two_gloo_processes_equal_one(rng, tmp_path):
     X, R, G = rng.normal(size=(60, 7)), rng.normal(size=(40, 7)), rng.normal(size=(40, 7))
+    T = np.vstack([G[:8] + 1e-3, rng.normal(size=(42, 7))])  # eight generated items copy training items
     torch.multiprocessing.start_processes(
-        _worker, args=(2, _free_port(), X, R, G, str(tmp_path)), nprocs=2, join=True, start_method="spawn"
+        _worker, args=(2, _free_port(), X, R, G, T, str(tmp_path)), nprocs=2, join=True, start_method="spawn"
     )
-    one = [dc.vendi_score(X), dc.vendi_score(X, kernel="rbf", sigma=2.0)]
+    one = {
+        "vendi": dc.vendi_score(X),
+        "rbf": dc.vendi_score(X, kernel="rbf", sigma=2.0),
+        "lone": dc.vendi_score(X, q=2.0),
+    }
     res = prdc(R, G, k=3, nn_method="exact", n_resamples=0)
-    one += [getattr(res, k).value for k in ("precision", "recall", "density", "coverage")]
+    one.update({f"prdc.{k}": getattr(res, k).value for k in ("precision", "recall", "density", "coverage")})
+    mem = _memorization_values(memorization(G, T, reference=R, nn_method="exact"))
+    assert mem["fraction_flagged"] >= 8 / 40  # the copies are flagged: the comparison can fail
+    one.update({f"memorization.{k}": v for k, v in mem.items()})
     for rank in (0, 1):
-        np.testing.assert_allclose(np.load(tmp_path / f"rank{rank}.npy"), one, rtol=RTOL)
+        got = json.loads((tmp_path / f"rank{rank}.json").read_text())
+        assert set(got) == set(one)
+        for name, value in one.items():
+            assert got[name] == pytest.approx(value, rel=RTOL, abs=0), (rank, name)
 
 
 def test_lightning_callback_logs_every_n_epochs():

@@ -7,7 +7,16 @@ text tower, ...) for text datasets; the config says which.
 
 Loading is offline: ``local_files_only=True``, so a model that is neither a folder nor in the
 user's Hugging Face cache is an error saying what to do; a download happens only with
-``allow_download=True`` (the CLI's ``--allow-download``).
+``allow_download=True`` (the CLI's ``--allow-download``). A folder is read as it is; a hub id is
+handed to transformers as the id, so that it reads the whole cached snapshot (and, with
+``allow_download=True``, fetches the weights and preprocessing files missing from it).
+
+The network built is the class the config's ``architectures[0]`` names, when transformers has it
+and it is an encoder (a base model such as ``Dinov2Model`` or ``BertModel``, or a
+``...WithProjection`` model); a checkpoint saved from a task model (``...For...``, ``...Head...``)
+or without ``architectures`` gets transformers' ``AutoModel``, its base encoder. Weights the
+checkpoint lacks are an error (they would be random; a missing pooler excepted, see below);
+weights it holds that the network does not use (a task head) give an :class:`UnusedWeightsWarning`.
 
 Pooling (one vector per item), first that applies:
 
@@ -30,6 +39,7 @@ sizes and modification times of its weight files, so re-saving a model gives new
 from __future__ import annotations
 
 import hashlib
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
@@ -38,7 +48,7 @@ import numpy as np
 
 from .._optional import require
 from .._progress import ProgressCallback
-from ..exceptions import DiversityInputError
+from ..exceptions import DiversityInputError, DiversityWarning
 from ._runtime import BatchProgress, Prefetch, import_torch, inference_threads, torch_threads
 
 __all__ = [
@@ -50,11 +60,16 @@ __all__ = [
     "hf_found_locally",
     "pooled_output",
     "describe",
+    "UnusedWeightsWarning",
 ]
 
 #: The prefix of the featurizer names this module serves.
 HF_PREFIX = "hf:"
 _WEIGHTS_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".h5", ".msgpack")
+
+
+class UnusedWeightsWarning(DiversityWarning):
+    """A checkpoint holds weights the network built for it does not use (e.g. a task head)."""
 
 
 @dataclass(frozen=True)
@@ -70,12 +85,22 @@ class HFModel:
     modality : {"images", "text"}
     model_type : str
         The config's ``model_type`` (e.g. ``"dinov2"``, ``"bert"``).
+    from_hub : bool, default False
+        True when ``source`` is a hub id: transformers loads it by that id (the whole cached
+        snapshot, and what is missing from it when downloads are allowed), not from ``folder``,
+        which may hold only the files fetched so far.
     """
 
     source: str
     folder: Path
     modality: str
     model_type: str
+    from_hub: bool = False
+
+    @property
+    def location(self) -> str:
+        """What transformers' ``from_pretrained`` is given: the hub id, or the folder's path."""
+        return self.source if self.from_hub else str(self.folder)
 
 
 def _source_of(name: str) -> str:
@@ -121,6 +146,10 @@ def hf_found_locally(name: str) -> bool:
         return False
 
 
+def _is_local_path(source: str) -> bool:
+    return Path(source).expanduser().is_dir()
+
+
 def _not_found(source: str) -> DiversityInputError:
     path = Path(source).expanduser()
     if path.is_dir():
@@ -164,7 +193,8 @@ def hf_model(name: str, *, allow_download: bool = False) -> HFModel:
     name : str
         ``"hf:"`` followed by a folder saved with ``save_pretrained`` or a hub id.
     allow_download : bool, default False
-        Fetch a hub id missing from the local cache (its config now, the weights when it runs).
+        Fetch a hub id missing from the local cache (its config now; the weights and the
+        preprocessing files when :func:`hf_features` loads it by its id).
 
     Returns
     -------
@@ -194,17 +224,25 @@ def hf_model(name: str, *, allow_download: bool = False) -> HFModel:
         if folder is None:
             raise _not_found(source)
     return HFModel(
-        source=source, folder=folder, modality=_config_kind(config), model_type=str(config.model_type)
+        source=source,
+        folder=folder,
+        modality=_config_kind(config),
+        model_type=str(config.model_type),
+        from_hub=not _is_local_path(source),
     )
 
 
 def hf_version(model: HFModel) -> str:
     """``"config <hash>; weights <hash>"``: the model's config and the sizes and times of its weight files.
 
-    Part of the result store's key: features computed with other weights are never reused.
+    Part of the result store's key: features computed with other weights are never reused. For a
+    hub id the snapshot's folder name (the commit of the revision in the cache) is hashed too, so
+    another revision is another key even before its weights are fetched.
     """
     config = (model.folder / "config.json").read_bytes()
     h = hashlib.blake2b(digest_size=16)
+    if model.from_hub:
+        h.update(f"revision|{model.folder.name}\n".encode("utf-8", "surrogatepass"))
     for f in sorted(model.folder.iterdir()):
         if f.suffix in _WEIGHTS_SUFFIXES or f.name.endswith(".index.json"):
             st = f.stat()
@@ -239,32 +277,99 @@ def pooled_output(output, attention_mask=None, *, modality: str, use_pooler: boo
     return (hidden * mask).sum(1) / mask.sum(1).clamp_min(1.0)
 
 
-def _load(model: HFModel, torch, allow_download: bool):
-    transformers = require("transformers", purpose="hf: featurizers")
-    where = str(model.folder)
-    try:
-        net, info = transformers.AutoModel.from_pretrained(
-            where, local_files_only=not allow_download, output_loading_info=True
-        )
-        if model.modality == "images":
-            prep = transformers.AutoImageProcessor.from_pretrained(where, local_files_only=not allow_download)
-        else:
-            prep = transformers.AutoTokenizer.from_pretrained(where, local_files_only=not allow_download)
-    except (OSError, ValueError) as exc:
-        what = "image processor (preprocessor_config.json)" if model.modality == "images" else "tokenizer"
-        raise DiversityInputError(
-            f"could not load model {model.source!r} and its {what} from {where}: {exc}. Save both with "
+def _is_encoder_class(name: str) -> bool:
+    """Whether an ``architectures`` entry names an encoder whose output the pooling rule reads.
+
+    Task models (``ViTForImageClassification``, ``BertForMaskedLM``, ``GPT2LMHeadModel``) return
+    logits, not hidden states: their checkpoints are loaded into the base encoder instead.
+    """
+    return "For" not in name and "Head" not in name
+
+
+def _model_class(transformers, config):
+    """The class that builds the network for ``config``.
+
+    ``config.architectures[0]`` when transformers has it and it is an encoder (module docstring),
+    else ``AutoModel``.
+    """
+    for name in (getattr(config, "architectures", None) or [])[:1]:
+        if not isinstance(name, str) or not _is_encoder_class(name):
+            continue
+        try:
+            cls = getattr(transformers, name, None)
+        except Exception:  # noqa: BLE001 - a class whose backend is missing: fall back to AutoModel
+            cls = None
+        if isinstance(cls, type) and issubclass(cls, transformers.PreTrainedModel):
+            return cls
+    return transformers.AutoModel
+
+
+def _load_failed(model: HFModel, what: str, exc: Exception, allow_download: bool) -> DiversityInputError:
+    if not model.from_hub:
+        return DiversityInputError(
+            f"could not load model {model.source!r} and its {what} from {model.folder}: {exc}. Save both with "
             "save_pretrained into that folder."
-        ) from None
-    missing = [k for k in info.get("missing_keys", ()) if k]
+        )
+    if allow_download:
+        return DiversityInputError(
+            f"could not download model {model.source!r} and its {what} into the Hugging Face cache: {exc}. "
+            "Check the hub id and the network, or give the path of a folder saved with save_pretrained."
+        )
+    return DiversityInputError(
+        f"model {model.source!r} is only partly in the Hugging Face cache ({model.folder}): its weights or its "
+        f"{what} are missing ({exc}). Let it download the rest once with --allow-download "
+        "(allow_download=True in Python), or give the path of a folder saved with save_pretrained."
+    )
+
+
+def _check_loading(model: HFModel, net, info) -> bool:
+    """Refuse missing or mis-shaped weights, warn about unused ones; whether the pooler's weights were saved."""
+    cls = type(net).__name__
+    mismatched = [str(k[0] if isinstance(k, tuple) else k) for k in info.get("mismatched_keys", ()) if k]
+    if mismatched:
+        raise DiversityInputError(
+            f"model {model.source!r} has {len(mismatched)} weight tensors whose shapes do not fit the "
+            f"{cls} its config describes (e.g. {sorted(mismatched)[:3]}); save the config and the weights of "
+            "the same model with save_pretrained."
+        )
+    missing = sorted(k for k in info.get("missing_keys", ()) if k)
     pooler = [k for k in missing if k.split(".")[0] == "pooler"]
     if len(missing) > len(pooler):
         others = [k for k in missing if k not in pooler]
         raise DiversityInputError(
-            f"model {model.source!r} lacks {len(others)} weight tensors the {type(net).__name__} needs (e.g. "
+            f"model {model.source!r} lacks {len(others)} weight tensors the {cls} needs (e.g. "
             f"{others[:3]}); they would be random. Save the whole model with save_pretrained."
         )
-    return net.eval(), prep, not pooler
+    unused = sorted(k for k in info.get("unexpected_keys", ()) if k)
+    if unused:
+        warnings.warn(
+            f"model {model.source!r}: {len(unused)} weight tensors of the checkpoint are not used by the {cls} "
+            f"built from its config (e.g. {unused[:3]}); the features are that {cls}'s pooled output. If those "
+            "weights belong to the encoder (a projection), set the config's architectures to the class that "
+            "uses them (e.g. CLIPVisionModelWithProjection) and save it again.",
+            UnusedWeightsWarning,
+            stacklevel=4,
+        )
+    return not pooler
+
+
+def _load(model: HFModel, torch, allow_download: bool):
+    transformers = require("transformers", purpose="hf: featurizers")
+    where, offline = model.location, not allow_download
+    what = "image processor (preprocessor_config.json)" if model.modality == "images" else "tokenizer"
+    try:
+        config = transformers.AutoConfig.from_pretrained(where, local_files_only=offline)
+        net, info = _model_class(transformers, config).from_pretrained(
+            where, config=config, local_files_only=offline, output_loading_info=True
+        )
+        if model.modality == "images":
+            prep = transformers.AutoImageProcessor.from_pretrained(where, local_files_only=offline)
+        else:
+            prep = transformers.AutoTokenizer.from_pretrained(where, local_files_only=offline)
+    except (OSError, ValueError) as exc:
+        raise _load_failed(model, what, exc, allow_download) from None
+    use_pooler = _check_loading(model, net, info)
+    return net.eval(), prep, use_pooler
 
 
 def _rgb(img):
@@ -305,7 +410,8 @@ def hf_features(
     batch_size : int, default 32
         Items per forward pass.
     allow_download : bool, default False
-        Let transformers download what is missing from the local cache.
+        Let transformers download what a hub id is missing from the local cache (the config, the
+        weights, the image processor or tokenizer).
     progress : callable, optional
         ``progress(done, total, message)`` per batch, with the time left.
     n_items : int, optional
@@ -320,7 +426,13 @@ def hf_features(
     ------
     DiversityInputError
         See :func:`hf_model`; an empty input; a checkpoint without its image processor or
-        tokenizer.
+        tokenizer, or lacking weights its network needs (a hub id only partly in the cache: the
+        message names ``--allow-download``).
+
+    Warns
+    -----
+    UnusedWeightsWarning
+        The checkpoint holds weights the network does not use (e.g. a classification head).
     """
     if int(batch_size) < 1:
         raise DiversityInputError(f"batch_size must be a positive integer; got {batch_size!r}.")

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 from torchmetrics import Metric
 from torchmetrics.utilities import dim_zero_cat
+from torchmetrics.utilities.distributed import gather_all_tensors
 
 from .._orders import check_q
 from ..entropy import EPS64, precision_eps
@@ -56,8 +57,9 @@ class VendiScore(Metric):
     q : float, "inf" or sequence of them, default 1.0
         The order(s); a sequence gives a tensor of scores.
     num_features : int, optional
-        The feature dimension d, to allocate the feature kernels' state at once (needed under
-        distributed training when a process may see no batch before ``compute``).
+        The feature dimension d, to allocate the feature kernels' state at once (and to refuse
+        batches of another width from the first one). Optional: an empty state takes its size
+        from the first batch, or from the other side when states are combined (Notes).
     max_samples : int, default 100000
         Items kept by the kernels without a d x d state; more raise an error.
     **kwargs
@@ -70,6 +72,13 @@ class VendiScore(Metric):
     device), ``compute`` one d x d eigendecomposition. Batched updates give the one-shot
     :func:`~diversity_core.vendi_score` to float64 round-off for float64 features (float32
     features: to float32 round-off, as the one-shot's own chunking does).
+
+    Without ``num_features`` the d x d state is empty (0 x 0) until the first batch tells d. An
+    empty state counts as zeros of the other side's size wherever states are summed: in
+    ``forward`` (the batch value, then the batch added to the running state), in
+    ``merge_state`` (either metric may be empty) and in the distributed sync (a process that saw
+    no batch first learns d from the others, at the cost of one gather of an integer). States of
+    two different sizes d are an error.
 
     Examples
     --------
@@ -102,6 +111,14 @@ class VendiScore(Metric):
         if self.max_samples < 2:
             raise DiversityInputError(f"max_samples must be at least 2; got {max_samples!r}.")
         self.constant_memory = self.kernel.name in FEATURE_KERNELS
+        if num_features is not None and not (
+            isinstance(num_features, (int, np.integer))
+            and not isinstance(num_features, bool)
+            and num_features > 0
+        ):
+            raise DiversityInputError(
+                f"num_features must be a positive integer (the feature dimension d) or None; got {num_features!r}."
+            )
         if self.constant_memory:
             d = 0 if num_features is None else int(num_features)
             self.add_state(
@@ -157,6 +174,50 @@ class VendiScore(Metric):
             self.weight_total.add_(w.sum())
         if x.dtype == torch.float32:  # float32 products: the support threshold of float32
             self.eps.fill_(_EPS32)
+
+    def _matched_second_moment(self, other: torch.Tensor) -> torch.Tensor:
+        """``other`` and this metric's d x d state at one size: an empty (0 x 0) side becomes zeros.
+
+        Sets this metric's state to zeros when it is the empty one, and returns ``other`` (or zeros
+        of this metric's size when ``other`` is the empty one).
+        """
+        mine = self.second_moment
+        if mine.shape == other.shape:
+            return other
+        if other.numel() == 0:
+            return torch.zeros_like(mine)
+        if mine.numel() == 0:
+            self.second_moment = torch.zeros_like(other, device=mine.device)
+            return other
+        raise DiversityInputError(
+            f"cannot combine a VendiScore of {mine.shape[0]} features with one of {other.shape[0]}; update "
+            "both with features of the same dimension."
+        )
+
+    def _reduce_states(self, incoming_state) -> None:
+        """Add ``incoming_state`` to this state (``forward`` and ``merge_state``), empty states as zeros."""
+        if self.constant_memory and "second_moment" in incoming_state:
+            incoming_state = dict(incoming_state)
+            incoming_state["second_moment"] = self._matched_second_moment(incoming_state["second_moment"])
+        super()._reduce_states(incoming_state)
+
+    def _sync_dist(self, dist_sync_fn=gather_all_tensors, process_group=None) -> None:
+        """Sum the states of every process, after giving an empty (0 x 0) state the others' size d."""
+        if self.constant_memory:
+            size = torch.tensor([self.second_moment.shape[0]], dtype=torch.int64, device=self.n_items.device)
+            sizes = {
+                int(t.reshape(-1)[0]) for t in dist_sync_fn(size, group=process_group or self.process_group)
+            }
+            sizes.discard(0)
+            if len(sizes) > 1:
+                raise DiversityInputError(
+                    f"the processes saw features of different dimensions ({sorted(sizes)}); every process must "
+                    "update with features of the same dimension."
+                )
+            if sizes and self.second_moment.numel() == 0:
+                d = sizes.pop()
+                self.second_moment = torch.zeros((d, d), dtype=torch.float64, device=self.n_items.device)
+        super()._sync_dist(dist_sync_fn, process_group=process_group)
 
     def _count(self, x, w) -> None:
         self.n_items.add_(x.shape[0])  # in place: no attribute assignment through nn.Module per batch
