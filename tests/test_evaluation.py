@@ -366,7 +366,7 @@ def test_evaluate_runs_every_part_and_serialises(rng, tmp_path):
     data = json.loads(ev.to_json(tmp_path / "e.json"))
     assert data["format"] == "diversity-evaluation/1" and data["settings"]["nn_method"] == "exact"
     assert data["prdc"]["precision"]["interval"] == "extrapolated"
-    assert ev.to_csv().splitlines()[0] == "metric,value,se,ci_low,ci_high,interval,note"
+    assert ev.to_csv().splitlines()[0] == "metric,value,se,sd,ci_low,ci_high,interval,note"
 
 
 def test_cli_evaluate(rng, tmp_path, capsys):
@@ -409,3 +409,148 @@ def test_within_set_search_by_the_upper_triangle_is_exact(rng, kind):
     np.fill_diagonal(D, np.inf)
     np.testing.assert_allclose(values, np.sort(D, axis=1)[:, [0, 2, 4]], rtol=64 * EPS, atol=0)
     np.testing.assert_array_equal(D[np.arange(X.shape[0]), nearest], np.sort(D, axis=1)[:, 0])
+
+
+# ---------------------------------------------------------------------------------------------
+# review of issue 24: orders q, the independent-prompts identity, the Kronecker branch, intervals
+# of unequal sets, the kernel distance's sd, the per-item memorisation table
+# ---------------------------------------------------------------------------------------------
+ORDERS = st.sampled_from([0.5, 1.0, 2.0, math.inf])
+
+
+@given(seed=SEEDS, m=st.integers(2, 6), n_prompts=st.integers(2, 4), d=st.integers(1, 5), q=ORDERS)
+def test_independent_prompts_share_no_information(seed, m, n_prompts, d, q):
+    # a product design: the same m items under every prompt, so K_X o K_T is a Kronecker product
+    # and the joint entropy is the sum of the two: I(X;T) = 0 at every order
+    r = np.random.default_rng(seed)
+    items = r.normal(size=(m, d))
+    X = np.tile(items, (n_prompts, 1))
+    labels = np.repeat(np.arange(n_prompts), m)
+    P = r.normal(size=(n_prompts, 3))[labels]  # prompt features: any prompt kernel, still independent
+    for prompts in (labels, P):
+        c = conditional_vendi(X, prompts, q=q)
+        assert c.mutual_information == pytest.approx(0.0, abs=1e-9)
+        assert c.h_conditional == pytest.approx(c.h_items, abs=1e-9)
+        assert c.information_vendi == pytest.approx(1.0, abs=1e-8)
+
+
+@given(seed=SEEDS, n=st.integers(3, 12), n_prompts=st.integers(1, 4), d=st.integers(1, 5), q=ORDERS)
+def test_identities_hold_at_every_order(seed, n, n_prompts, d, q):
+    r = np.random.default_rng(seed)
+    X = r.normal(size=(n, d))
+    one = conditional_vendi(X, ["p"] * n, q=q)
+    assert one.h_conditional == pytest.approx(one.h_items, abs=1e-9) and one.mutual_information == pytest.approx(0.0, abs=1e-9)
+    assert one.vendi == pytest.approx(vendi_score(X, q=q), rel=1e-9) and one.q == q
+    labels = r.integers(0, n_prompts, size=n)
+    det = conditional_vendi(np.eye(n_prompts)[labels], labels, q=q)  # items determined by their prompts
+    assert det.h_conditional == pytest.approx(0.0, abs=1e-9)
+    assert det.mutual_information == pytest.approx(det.h_items, abs=1e-9)
+    # labels (block spectra) and prompt features (the dense joint kernel) agree at every order
+    a, b = conditional_vendi(X, labels, q=q), conditional_vendi(X, np.eye(n_prompts)[labels], q=q)
+    assert a.h_joint == pytest.approx(b.h_joint, abs=1e-9) and a.h_prompts == pytest.approx(b.h_prompts, abs=1e-9)
+
+
+def test_within_prompt_scores_follow_the_order():
+    X = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    c = conditional_vendi(X, ["a"] * 3 + ["b"] * 3, q=2)
+    # each prompt holds two identical items and one orthogonal: eigenvalues (2/3, 1/3), VS_2 = 1/(4/9 + 1/9)
+    assert c.per_prompt["a"]["vendi"] == pytest.approx(1.8, rel=1e-12)
+    assert c.within_prompt.value == pytest.approx(1.8, rel=1e-12)
+    assert c.conditional_vendi == pytest.approx(1.8, rel=1e-12)  # both prompts alike: VS_2 of either
+
+
+def test_evaluate_passes_its_order_to_the_prompt_scores(rng):
+    R, G = rng.normal(size=(80, 5)), rng.normal(size=(60, 5))
+    prompts = rng.choice(["a", "b", "c"], size=60)
+    ev = evaluate(R, G, prompts=prompts, q=2, kid_subsets=0, magnitude=False, n_resamples=0, rng=0)
+    ref = conditional_vendi(G, prompts, q=2)
+    assert ev.conditional.q == 2.0 and ev.conditional.conditional_vendi == pytest.approx(ref.conditional_vendi, rel=1e-12)
+    assert ev.conditional.conditional_vendi != pytest.approx(conditional_vendi(G, prompts).conditional_vendi, rel=1e-6)
+    notes = {r["metric"]: r["note"] for r in ev.table_rows()}
+    assert "H_2(X|T)" in notes["conditional_vendi"] and notes["within_prompt_vendi"].startswith("VS_2")
+
+
+def test_kronecker_feature_map_matches_the_dense_joint_kernel(rng, monkeypatch):
+    import diversity_core.evaluation._conditional as cond
+    from diversity_core import config_context
+
+    X = rng.normal(size=(300, 3))
+    P = rng.normal(size=(300, 2)) + np.array([1.0, 0.0])  # prompt features (dual dimension 3 x 2 = 6 < n)
+    dense = {q: conditional_vendi(X, P, q=q) for q in (1.0, 2.0)}
+    seen = []
+    real = cond.compute_spectrum
+
+    def spy(Z, **kw):
+        seen.append(np.shape(Z))
+        return real(Z, **kw)
+
+    monkeypatch.setattr(cond, "compute_spectrum", spy)
+    with config_context(memory_budget="1M"):  # the 300 x 300 joint kernel (1.4 MB) does not fit
+        small = {q: conditional_vendi(X, P, q=q) for q in (1.0, 2.0)}
+    assert (300, 6) in seen  # the joint feature map took the place of the joint kernel
+    for q in (1.0, 2.0):
+        for name in ("h_joint", "h_conditional", "mutual_information", "h_prompts"):
+            assert getattr(small[q], name) == pytest.approx(getattr(dense[q], name), rel=1e-10, abs=1e-12)
+
+
+@pytest.mark.parametrize("n_r, n_g", [(2000, 50), (50, 2000)])
+def test_intervals_are_sized_on_the_smaller_set(rng, n_r, n_g):
+    from diversity_core.evaluation._intervals import fit_sizes_for
+
+    M, sizes, reason = fit_sizes_for(n_r, n_g, 2048, 20)
+    assert len(sizes) >= 2 and reason == ""
+    for m in sizes:  # every subset pair holds at least 20 items of each set, at most half of each
+        assert 20 <= min(m, m * n_r // n_g) and m <= n_g // 2
+    R, G = rng.normal(size=(n_r, 4)), rng.normal(size=(n_g, 4)) * 1.1
+    r = prdc(R, G, rng=0)
+    for e in (r.precision, r.recall, r.density, r.coverage):
+        assert e.interval == "extrapolated" and e.ci_low <= e.value <= e.ci_high and e.note == ""
+    assert frechet_distance(R, G, rng=0).value.interval == "extrapolated"
+    assert vendi_ratio(R, G, rng=0, n_subsamples=2).ratio.interval == "extrapolated"
+
+
+def test_no_interval_says_why(rng):
+    R, G = rng.normal(size=(2000, 4)), rng.normal(size=(30, 4))
+    r = prdc(R, G, rng=0)
+    assert r.precision.interval == "none" and r.precision.ci_low is None
+    assert "generated set has 30 items" in r.precision.note and "more items" in r.precision.note
+    assert r.to_dict()["precision"]["note"] == r.precision.note
+    ev = evaluate(R, G, kid_subsets=0, magnitude=False, rng=0)
+    assert any("no intervals" in n and "30 items" in n for n in ev.settings["notes"])
+    assert "30 items" in ev.settings["interval"]["reason"]
+
+
+def test_kernel_distance_row_shows_its_subset_sd(rng):
+    R, G = rng.normal(size=(120, 4)), rng.normal(size=(100, 4)) + 0.5
+    ev = evaluate(R, G, kid_subsets=6, kid_subset_size=40, magnitude=False, n_resamples=0, rng=0)
+    row = next(r for r in ev.table_rows() if r["metric"] == "kernel_distance")
+    assert row["sd"] == ev.kernel_distance.std > 0 and row["se"] is None and "±" in row["note"]
+    line = next(ln for ln in ev.to_csv().splitlines() if ln.startswith("kernel_distance,"))
+    assert line.split(",")[3] == repr(ev.kernel_distance.std)
+    assert all(r["sd"] is None for r in ev.table_rows() if r["metric"] != "kernel_distance")
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_every_generated_item_has_its_row(rng, metric, tmp_path):
+    import csv as csv_module
+
+    T = rng.normal(size=(40, 3))
+    G = np.vstack([T[:3] + 1e-9, rng.normal(size=(5, 3))])
+    r = memorization(G, T, metric=metric)
+    gen_ids = [f"g{i}" for i in range(8)]
+    train_ids = [f"t{i}" for i in range(40)]
+    text = r.items_csv(tmp_path / "items.csv", generated_ids=gen_ids, train_ids=train_ids)
+    assert (tmp_path / "items.csv").read_text() == text
+    rows = list(csv_module.DictReader(text.splitlines()))
+    assert [row["generated_id"] for row in rows] == gen_ids and len(rows) == r.n_generated
+    assert [row["nearest_train_id"] for row in rows[:3]] == ["t0", "t1", "t2"]
+    assert [row["flagged"] for row in rows[:3]] == ["True"] * 3
+    for row, i in zip(rows, range(8)):
+        assert float(row["distance"]) == r.distance[i] and float(row["train_radius"]) == r.train_radius[i]
+        if metric == "cosine":
+            assert float(row["similarity"]) == pytest.approx(
+                G[i] @ T[r.nearest[i]] / np.linalg.norm(G[i]) / np.linalg.norm(T[r.nearest[i]]), abs=1e-9)
+        else:
+            assert row["similarity"] == ""
+    with pytest.raises(DiversityInputError, match="one id per item: expected 8, got 2"):
+        r.items_csv(generated_ids=["a", "b"])

@@ -60,3 +60,69 @@ def test_pynndescent_path_beyond_the_budget_states_its_method():
     for name in ("precision", "recall", "density", "coverage"):
         e, a = getattr(exact, name).value, getattr(approx, name).value
         assert abs(a - e) <= 0.05 * max(e, 0.1), (name, a, e)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_PYNNDESCENT, reason="pynndescent is not installed")
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_injected_copies_are_found_by_the_approximate_search(metric):
+    from diversity_core.evaluation import memorization
+
+    rng = np.random.default_rng(11)
+    T = rng.normal(size=(2000, 32)).astype(np.float32)
+    fresh = rng.normal(size=(400, 32)).astype(np.float32)
+    src = rng.choice(2000, 200, replace=False)
+    G = np.vstack([fresh, T[src] + rng.normal(scale=1e-4, size=(200, 32)).astype(np.float32)])
+    r = memorization(G, T, reference=rng.normal(size=(500, 32)), metric=metric, nn_method="approximate", rng=0)
+    assert r.nn_method == "approximate"
+    assert r.flagged[400:].mean() >= 0.99  # recall of the injected copies
+    assert (r.nearest[400:] == src).mean() >= 0.99
+    assert r.excess > 0.1
+
+
+class _HoleyIndex:
+    """A pynndescent index whose graph and queries lose neighbours (index -1), as a sparse graph does."""
+
+    real = None
+
+    def __init__(self, data, **kwargs):
+        self._index = self.real(data, **kwargs)
+
+    @property
+    def neighbor_graph(self):
+        idx, dist = self._index.neighbor_graph
+        idx = idx.copy()
+        idx[::7, 1:] = -1  # every 7th row keeps only itself
+        return idx, dist
+
+    def query(self, X, k, **kwargs):
+        idx, dist = self._index.query(X, k=k, **kwargs)
+        idx = idx.copy()
+        idx[::5, 2:] = -1  # every 5th query finds two neighbours
+        idx[3, :] = -1  # one finds none
+        return idx, dist
+
+
+@pytest.mark.skipif(not HAS_PYNNDESCENT, reason="pynndescent is not installed")
+def test_missing_approximate_neighbours_are_searched_exactly(monkeypatch):
+    import pynndescent
+
+    from diversity_core.evaluation._neighbours import approx_knn
+
+    rng = np.random.default_rng(2)
+    X, Y = rng.normal(size=(300, 5)), rng.normal(size=(250, 5))
+    monkeypatch.setattr(_HoleyIndex, "real", pynndescent.NNDescent)
+    monkeypatch.setattr(pynndescent, "NNDescent", _HoleyIndex)
+    for A, B, own in ((X, Y, False), (X, None, True)):
+        idx, d2 = approx_knn(A, B, 4, seed=0)
+        base = A if own else B
+        D = cdist(A, base, "sqeuclidean")
+        if own:
+            np.fill_diagonal(D, np.inf)
+        assert idx.min() >= 0 and np.all(np.diff(d2, axis=1) >= 0)
+        np.testing.assert_allclose(d2, D[np.arange(A.shape[0])[:, None], idx], rtol=1e-12, atol=1e-12)
+        holes = np.arange(0, A.shape[0], 7 if own else 5)
+        # the rows that lost neighbours got their exact k nearest
+        np.testing.assert_allclose(d2[holes], np.sort(D[holes], axis=1)[:, :4], rtol=1e-12, atol=1e-12)
+        if own:
+            assert np.all(idx != np.arange(A.shape[0])[:, None])

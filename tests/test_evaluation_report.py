@@ -50,6 +50,9 @@ def test_report_includes_the_reference_role_with_copies_flagged():
     assert section.count("<td>yes</td>") == 10
     assert "Vendi score per prompt: model &lt;b&gt;" in section and "<td>a</td><td>65</td>" in section
     assert 'data-section="evaluation"' not in report_html(cmp)  # without evaluations: no section
+    # the kernel distance shows its spread over subsets: mean ± sd
+    kd = section.split("<td>kernel_distance</td>")[1].split("</tr>")[0]
+    assert f"{ev.kernel_distance.mean:.4g} ± {ev.kernel_distance.std:.4g}" in kd
 
 
 def test_report_shows_the_closest_pairs_as_items():

@@ -3,14 +3,21 @@
 One group is the reference (real data), optionally one is the model's training set; every other
 group is a generated set, evaluated with :func:`diversity_core.evaluation.evaluate` in the page's
 features: precision, recall, density, coverage (and the improved P/R), FD, KD, the Vendi ratio,
-memorisation against the training group, and, when the other groups are the prompts of one
-model, the per-prompt and conditional Vendi scores. The work runs through :func:`ui.tasks.run`
-(a worker process, with progress); this module only lays out the core's results.
+memorisation against the training group (with a download of every generated item's nearest
+training item), and the per-prompt and conditional Vendi scores: of each generated group by a
+prompt column of the loaded table, or of the pooled groups when they are the prompts of one model.
+The choices are checked here, in our own words, before the work runs through
+:func:`ui.tasks.run` (a worker process, with progress); this module only lays out the core's
+results.
 """
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Dict, Optional
 
 import numpy as np
@@ -20,7 +27,8 @@ import streamlit as st
 from diversity_core.report.figures.evaluation import EVALUATION_TITLES, evaluation_figures
 
 from . import compute
-from .feedback import literal
+from .cache import shared_cache
+from .feedback import literal, plain
 from .gallery import show_items
 
 NONE = "(none)"
@@ -44,6 +52,13 @@ class EvaluationSettings:
     k: int
     intervals: bool
     seed: int
+    prompt_column: Optional[str] = None
+
+
+#: Neighbours of the improved precision and recall (``evaluate``'s default).
+K_IMPROVED = 3
+#: Data-source options the loaders take (the sidebar's column options).
+_COLUMN_OPTIONS = ("group_column", "weight_column", "text_column", "smiles_column")
 
 
 def _guess_reference(groups: list) -> int:
@@ -54,8 +69,12 @@ def _guess_reference(groups: list) -> int:
     return 0
 
 
-def settings_form(groups: list, seed: int) -> tuple:
-    """``(EvaluationSettings, submitted)`` from the reference-role form."""
+def settings_form(groups: list, seed: int, prompt_columns: tuple = ()) -> tuple:
+    """``(EvaluationSettings, submitted)`` from the reference-role form.
+
+    ``prompt_columns``: the loaded table's columns that can name each item's prompt
+    (:func:`prompt_columns`); the selector offers none without them.
+    """
     with st.form("eval_form", border=False):
         c1, c2 = st.columns(2)
         reference = c1.selectbox(
@@ -73,6 +92,17 @@ def settings_form(groups: list, seed: int) -> tuple:
             "of generated items closer to it than the training set's own neighbours are.",
         )
         c3, c4, c5 = st.columns(3)
+        prompt_column = c3.selectbox(
+            "Prompt column (optional)",
+            [NONE, *prompt_columns],
+            key="eval_prompt_column",
+            disabled=not prompt_columns,
+            help="A column of the loaded table naming each item's prompt or condition: every generated "
+            "group gets its diversity within each prompt and the conditional Vendi score H(X|T) "
+            "(Jalali et al. 2024). Offered for a table loaded from one file (upload or local path)."
+            if prompt_columns else "No column of the loaded data can name prompts: load one table (upload or "
+            "local path) with a text column of prompts beside the items.",
+        )
         prompts = c3.toggle(
             "The other groups are prompts of one model",
             value=False,
@@ -93,13 +123,20 @@ def settings_form(groups: list, seed: int) -> tuple:
             "Vendi ratio (a fixed extra cost).",
         )
         submitted = st.form_submit_button("Evaluate against the reference", type="primary")
+    column = None if prompt_column in (None, NONE) else str(prompt_column)
     return EvaluationSettings(
-        str(reference), None if train == NONE else str(train), bool(prompts), k, bool(intervals), int(seed)
+        str(reference), None if train == NONE else str(train), bool(prompts), k, bool(intervals), int(seed), column
     ), submitted
 
 
-def check(s: EvaluationSettings, groups: list, sizes: Dict[str, int]) -> Optional[str]:
-    """A problem with the choices in our own words, or None."""
+def check(s: EvaluationSettings, groups: list, sizes: Dict[str, int], prompt_labels=None) -> Optional[str]:
+    """A problem with the choices in our own words, or None (before any work is submitted).
+
+    Everything :func:`~diversity_core.evaluation.evaluate` would refuse on a worker is caught
+    here: the roles, the sizes of the reference, generated and training groups against k, and a
+    prompt column that names a prompt for every generated item (``prompt_labels``: one per item
+    of the view, None where the table has none; a str when it could not be read: the reason).
+    """
     generated = generated_groups(s, groups)
     if s.train is not None and s.train == s.reference:
         return "The training set must be another group than the reference."
@@ -107,9 +144,28 @@ def check(s: EvaluationSettings, groups: list, sizes: Dict[str, int]) -> Optiona
         return (
             "No generated group is left: choose a reference (and training set) that leave at least one group."
         )
-    small = [g for g in [s.reference, *generated] if sizes[g] <= s.k + 1]
+    k = max(s.k, K_IMPROVED)
+    small = [g for g in [s.reference, *generated] if sizes[g] <= k + 1]
     if small:
-        return f"Groups {literal(', '.join(small))} have too few items for k = {s.k} neighbours."
+        return (f"Groups {literal(', '.join(small))} have too few items for k = {k} neighbours: each needs at "
+                f"least {k + 2}. Lower k or choose larger groups.")
+    if s.train is not None and sizes[s.train] < 2:
+        return (f"The training set {literal(s.train)} has {sizes[s.train]} item; the memorisation test compares "
+                "each training item with its nearest other one, so it needs at least 2. Choose a larger group or "
+                "no training set.")
+    if s.prompt_column is not None:
+        if s.prompts:
+            return ("Choose one source of prompts: the prompt column, or the other groups as prompts of one model "
+                    "(switch one off).")
+        if isinstance(prompt_labels, str):
+            return prompt_labels
+        if prompt_labels is None:
+            return (f"The prompt column {literal(s.prompt_column)} cannot be read from the loaded data; reload the "
+                    "table, or choose no prompt column.")
+        missing = int(sum(1 for v in prompt_labels if v is None))
+        if missing:
+            return (f"The prompt column {literal(s.prompt_column)} names no prompt for {missing} of the items "
+                    "measured; fill those cells, or choose no prompt column.")
     return None
 
 
@@ -123,23 +179,28 @@ def result_key(ctx, s: EvaluationSettings) -> tuple:
     return (ctx.view.key, ctx.featurizer, ctx.settings.kernel, ctx.settings.kernel_params, s)
 
 
-def task(ctx, s: EvaluationSettings) -> Callable:
-    """``fn(progress)`` evaluating every generated group against the reference (for :func:`ui.tasks.run`)."""
+def task(ctx, s: EvaluationSettings, prompt_labels=None) -> Callable:
+    """``fn(progress)`` evaluating every generated group against the reference (for :func:`ui.tasks.run`).
+
+    ``prompt_labels``: one prompt per item of the view (the prompt column), passed as each
+    generated group's ``prompts``.
+    """
     view, ds = ctx.view, ctx.view.data
     groups = ds.group_names()
+    labels = None if prompt_labels is None else np.asarray(prompt_labels, dtype=object).astype(str)
 
     def fn(progress):
         from diversity_core.evaluation import evaluate
 
         X = compute.features(view, ctx.featurizer, show_progress=False)
-        R = X[ds.group_indices(s.reference)]
-        T = None if s.train is None else X[ds.group_indices(s.train)]
+        R = _dense(X[ds.group_indices(s.reference)])
+        T = None if s.train is None else _dense(X[ds.group_indices(s.train)])
         gen = generated_groups(s, groups)
         if s.prompts:
             idx = np.concatenate([ds.group_indices(g) for g in gen])
             jobs = {PROMPTED: (idx, np.asarray(ds.groups)[idx].astype(str))}
         else:
-            jobs = {g: (ds.group_indices(g), None) for g in gen}
+            jobs = {g: (ds.group_indices(g), None if labels is None else labels[ds.group_indices(g)]) for g in gen}
         out = {}
         for j, (name, (idx, prompts)) in enumerate(jobs.items()):
 
@@ -149,7 +210,7 @@ def task(ctx, s: EvaluationSettings) -> Callable:
             out[name] = {
                 "result": evaluate(
                     R,
-                    X[idx],
+                    _dense(X[idx]),
                     train=T,
                     prompts=prompts,
                     k=s.k,
@@ -168,19 +229,29 @@ def task(ctx, s: EvaluationSettings) -> Callable:
     return fn
 
 
+def _dense(X):
+    """Rows of the page's features as an array: the evaluation's neighbour searches take dense features
+    (n-gram text features are sparse), as ``diversity evaluate`` gives them."""
+    return X.toarray() if hasattr(X, "toarray") else X
+
+
 def results(value: dict) -> dict:
     """``{generated group: EvaluationResult}`` of a finished task."""
     return {g: v["result"] for g, v in value.items()}
 
 
 def metrics_frame(evals: dict) -> pd.DataFrame:
-    """One row per metric, one column of ``value [interval]`` per generated group, then the note."""
+    """One row per metric, one column of ``value [interval]`` per generated group, then the note.
+
+    The kernel distance shows ``mean ± sd`` (the spread of its subsets' values, not an interval).
+    """
     rows: Dict[str, dict] = {}
     for g, ev in evals.items():
         for r in ev.table_rows():
             row = rows.setdefault(r["metric"], {"metric": r["metric"]})
             ci = f" [{r['ci_low']:.4g}, {r['ci_high']:.4g}]" if r["ci_low"] is not None else ""
-            row[g] = f"{r['value']:.4g}{ci}"
+            sd = f" ± {r['sd']:.4g}" if r.get("sd") is not None else ""
+            row[g] = f"{r['value']:.4g}{sd}{ci}"
             row.setdefault("note", r["note"])
     return pd.DataFrame(list(rows.values()), columns=["metric", *evals, "note"]).fillna("")
 
@@ -204,14 +275,38 @@ def _pairs(ev, ds, gen_idx: np.ndarray, train_idx: np.ndarray, group: str) -> No
     show_items(ds, [int(train_idx[t["train"]]) for t in top], columns=PAIRS_SHOWN)
 
 
+def _items_download(ev, ds, gen_idx: np.ndarray, train_idx: np.ndarray, group: str, i: int) -> None:
+    """A CSV of every generated item's nearest training item, distance, radius and flag (the core's table).
+
+    The CSV is written on the click only (one row per generated item: no work on every rerun).
+    """
+
+    def csv() -> str:
+        return ev.memorization.items_csv(generated_ids=[ds.ids[int(j)] for j in gen_idx],
+                                         train_ids=[ds.ids[int(j)] for j in train_idx])
+
+    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in str(group))[:60] or "group"
+    st.download_button(
+        f"Nearest training item of every generated item ({ev.memorization.n_generated} rows, CSV)",
+        csv,
+        file_name=f"memorisation-{safe}.csv",
+        mime="text/csv",
+        key=f"eval_items_{i}",
+        help="One row per generated item: its id, its nearest training item and that item's id, the distance, "
+        "the training item's own nearest-neighbour distance (radius), their ratio and whether it is flagged "
+        "(ratio below 1).",
+    )
+
+
 def _prompt_table(ev) -> None:
     """The Vendi score within each prompt, and the conditional and information Vendi scores."""
     c = ev.conditional
     within = c.within_prompt.text() if c.within_prompt is not None else "–"
+    q = f"{c.q:g}"
     st.markdown(
-        f"Mean within-prompt Vendi score **{within}** over {c.n_prompts} prompts; "
-        f"conditional Vendi score exp H(X|T) = **{c.conditional_vendi:.4g}**, information Vendi score "
-        f"exp I(X;T) = **{c.information_vendi:.4g}**."
+        f"Mean within-prompt Vendi score (order {q}) **{within}** over {c.n_prompts} prompts; "
+        f"conditional Vendi score exp H_{q}(X|T) = **{c.conditional_vendi:.4g}**, information Vendi score "
+        f"exp I_{q}(X;T) = **{c.information_vendi:.4g}**."
     )
     rows = [{"prompt": name, "items": p["n"], "Vendi score": p["vendi"]} for name, p in c.per_prompt.items()]
     st.dataframe(
@@ -236,6 +331,8 @@ def show(out, ctx, s: EvaluationSettings) -> None:
         f"{first.settings['confidence_level']:.0%} intervals" + ("" if s.intervals else " off")
     )
     show_notes(out)
+    for note in dict.fromkeys(n for ev in evals.values() for n in ev.settings.get("notes", [])):
+        st.info(literal(plain(note)))
     st.dataframe(
         metrics_frame(evals),
         hide_index=True,
@@ -249,11 +346,16 @@ def show(out, ctx, s: EvaluationSettings) -> None:
     if s.train is not None:
         st.subheader("Memorisation: closest generated-training pairs")
         train_idx = ds.group_indices(s.train)
-        for g, v in out.value.items():
+        for i, (g, v) in enumerate(out.value.items()):
             _pairs(v["result"], ds, v["indices"], train_idx, g)
-    for ev in evals.values():
-        if ev.conditional is not None:
-            st.subheader("Diversity per prompt")
+            _items_download(v["result"], ds, v["indices"], train_idx, g, i)
+    with_prompts = {g: ev for g, ev in evals.items() if ev.conditional is not None}
+    if with_prompts:
+        st.subheader("Diversity per prompt")
+        for g, ev in with_prompts.items():
+            if len(with_prompts) > 1 or s.prompt_column is not None:
+                st.markdown(f"**{literal(g)}**" + (f" (prompts from column {literal(s.prompt_column)})"
+                                                   if s.prompt_column else ""))
             _prompt_table(ev)
 
 
@@ -270,15 +372,18 @@ def section(ctx, groups: list, sizes: Dict[str, int]):
             "Choose which group is real data (and, optionally, the training set); every other group is "
             "evaluated against it in the same features: fidelity, coverage, distances, copies."
         )
-        s, submitted = settings_form(groups, ctx.settings.seed)
-        problem = check(s, groups, sizes)
+        source = table_source()
+        s, submitted = settings_form(groups, ctx.settings.seed, prompt_columns(source, ctx.view.data.modality))
+        labels = None if s.prompt_column is None or not submitted else prompt_labels(source, s.prompt_column,
+                                                                                    ctx.view.data.ids)
+        problem = check(s, groups, sizes, labels)
         if problem and submitted:
             st.error(problem)
             return None
         key = result_key(ctx, s)
         out = tasks.stored(KIND, key, max_entries=4)
         if out is None and submitted and problem is None:
-            out = tasks.run(KIND, key, task(ctx, s), "Evaluating against the reference", max_entries=4)
+            out = tasks.run(KIND, key, task(ctx, s, labels), "Evaluating against the reference", max_entries=4)
         if out is None:
             return None
         show(out, ctx, s)
@@ -287,3 +392,119 @@ def section(ctx, groups: list, sizes: Dict[str, int]):
             train_rows = ctx.view.data.group_indices(s.train)
             items = {g: (ctx.view.data, v["indices"], train_rows) for g, v in out.value.items()}
         return results(out.value), s.reference, s, items
+
+
+# ---------------------------------------------------------------------------------------------
+# the prompt column: a column of the loaded table, read again from its source
+# ---------------------------------------------------------------------------------------------
+def table_source() -> Optional[tuple]:
+    """The one table file the loaded dataset was read from: ``(spec, upload)``, or None.
+
+    ``spec`` is the sidebar's source (:func:`ui.data.requested_source`: a local path or one
+    upload, with the column options), ``upload`` the uploaded file (None for a path). None for a
+    demo, several uploads, a folder, a file that is not a table, or a dataset kept from before a
+    failed load (its table is not the one asked for).
+    """
+    from diversity_core.data._tables import TABLE_EXTENSIONS
+
+    from . import data as uidata
+
+    ss = st.session_state
+    uploads = ss.get("upload") if ss.get("source") == "Upload" else None
+    spec = uidata.requested_source(ss, uploads)
+    if spec is None or spec[0] not in ("path", "upload") or spec != ss.get("_source_tried") or ss.get("load_error"):
+        return None
+    name = spec[1] if spec[0] == "path" else spec[2]
+    if Path(str(name)).suffix.lower() not in TABLE_EXTENSIONS:
+        return None
+    upload = None
+    if spec[0] == "upload":
+        upload = uploads[0] if isinstance(uploads, list) else uploads
+    return spec, upload
+
+
+@contextlib.contextmanager
+def _table_file(spec: tuple, upload):
+    """A path to read the source's table from: the data-folder path, or the upload in a temporary file."""
+    from diversity_core.data import resolve_user_path
+
+    from .data import data_dir
+
+    if spec[0] == "path":
+        yield resolve_user_path(spec[1], data_dir=data_dir())
+        return
+    tmpdir = tempfile.mkdtemp(prefix="diversity-prompts-")
+    try:
+        target = Path(tmpdir) / (Path(spec[2]).name or "upload")
+        upload.seek(0)
+        with open(target, "wb") as fh:
+            shutil.copyfileobj(upload, fh, length=1 << 22)
+        yield target
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+@shared_cache("data", spinner="Reading the table's columns…")
+def _columns(spec: tuple, modality: str, _upload=None) -> tuple:
+    """String columns of the table with a value in every row (the data layer's group-column candidates).
+
+    The columns the loader used (group, weight, text, SMILES; the text column also when it was
+    found by its name) are left out.
+    """
+    from diversity_core import DiversityError
+    from diversity_core.data import DEFAULT_MAX_BYTES
+    from diversity_core.data._tables import _group_candidates, read_table
+    from diversity_core.data.text import _pick_text_column
+
+    options = dict(spec[-1])
+    used = [options[k] for k in _COLUMN_OPTIONS if options.get(k)]
+    with _table_file(spec, _upload) as path:
+        table = read_table(Path(path), DEFAULT_MAX_BYTES)
+    if modality == "text":
+        with contextlib.suppress(DiversityError):
+            used.append(_pick_text_column(table, options.get("text_column"), options.get("group_column"),
+                                          options.get("weight_column")))
+    return tuple(str(c) for c in _group_candidates(table, used))
+
+
+def prompt_columns(source: Optional[tuple], modality: str) -> tuple:
+    """The columns of the loaded table that can name prompts (none without a table source)."""
+    from diversity_core import DiversityError
+
+    if source is None:
+        return ()
+    try:
+        return _columns(source[0], modality, _upload=source[1])
+    except (DiversityError, OSError, ValueError):
+        return ()
+
+
+@shared_cache("data", spinner="Reading the prompt column…")
+def _labels_by_id(spec: tuple, column: str, _upload=None) -> dict:
+    """``item id -> prompt`` from the table loaded again with ``column`` as its group column."""
+    from .data import load_path
+    from .data.uploads import load_upload
+
+    options = {**{k: v for k, v in spec[-1] if k in _COLUMN_OPTIONS}, "group_column": column}
+    if spec[0] == "path":
+        ds = load_path(spec[1], options)
+    else:
+        ds = load_upload(spec[2], _upload, options)
+    return dict(zip(ds.ids, (str(g) for g in ds.groups)))
+
+
+def prompt_labels(source: Optional[tuple], column: str, ids) -> Optional[object]:
+    """One prompt per item (``ids``: the view's item ids; None where the column has none).
+
+    The table is read again with ``column`` as its group column (the loaders' own rows and ids,
+    so the rows line up with the loaded items); a str is the reason it could not be read.
+    """
+    from diversity_core import DiversityError
+
+    if source is None:
+        return None
+    try:
+        by_id = _labels_by_id(source[0], column, _upload=source[1])
+    except DiversityError as exc:
+        return f"The prompt column {literal(column)} could not be read: {literal(plain(str(exc)))}"
+    return [by_id.get(i) for i in ids]

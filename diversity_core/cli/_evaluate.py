@@ -1,9 +1,10 @@
 """``diversity evaluate GENERATED --reference REAL``: fidelity, diversity, distances and copies of generated items.
 
-Loads the generated items (with an optional prompt column and quality column), the reference
+Loads the generated items (with an optional text, prompt and quality column), the reference
 (real items) and an optional training set, featurizes them alike, and prints one table of every
 metric of :func:`diversity_core.evaluation.evaluate` with its interval (``--format json``: the
-result's JSON). ``--json``, ``--csv`` and ``--out report.html`` write files, all in one
+result's JSON). ``--json``, ``--csv``, ``--items`` (one row per generated item: its nearest
+training item, distance, radius and flag) and ``--out report.html`` write files, all in one
 :func:`~diversity_core._atomic.output_transaction` (all replaced together, or none). The output
 paths are checked before any work. Exit 2 with one line on bad input.
 """
@@ -36,6 +37,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--train", default=None, metavar="TRAIN", help="the model's training items (memorisation)")
     p.add_argument("--prompt-column", default=None, metavar="COL",
                    help="column (or npz array) of GENERATED naming each item's prompt or condition")
+    # named as in `diversity inspect` (add_data_arguments)
+    p.add_argument("--text-column", default=None, metavar="COL",
+                   help="column holding the text of GENERATED when it is a table (default: found by name, "
+                        "never the prompt or quality column)")
     p.add_argument("--quality-column", default=None, metavar="COL",
                    help="column (or npz array) of GENERATED with each item's non-negative quality score")
     p.add_argument("--featurizer", default="default", help="featurizer for non-embedding data")
@@ -59,17 +64,20 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("table", "json"), default="table", help="stdout format")
     p.add_argument("--json", default=None, metavar="PATH", help="save the result as JSON")
     p.add_argument("--csv", default=None, metavar="PATH", help="save the table of metrics as CSV")
+    p.add_argument("--items", default=None, metavar="FILE.csv",
+                   help="with --train: save one row per generated item (id, nearest training item and its id, "
+                        "distance, that item's own nearest-neighbour radius, flagged) as CSV")
     p.add_argument("--out", default=None, metavar="REPORT.html", help="write a self-contained HTML page")
     return p
 
 
-def _features(path: str, args, *, group_column=None, weight_column=None, modality=None):
+def _features(path: str, args, *, group_column=None, weight_column=None, text_column=None, modality=None):
     """(dataset, features) of one input, featurized with ``--featurizer``."""
     from ..data import load_dataset
     from ..featurizers import featurize
 
     ds = load_dataset(path, modality=modality or args.modality, group_column=group_column,
-                      weight_column=weight_column)
+                      weight_column=weight_column, text_column=text_column)
     warn_skipped(ds)
     with TqdmProgress("features") as progress:
         X = featurize(ds, args.featurizer, progress=progress)
@@ -85,15 +93,17 @@ def run(args: argparse.Namespace) -> int:
 
     if args.rng < 0:
         raise DiversityInputError(f"--rng must be a non-negative seed; got {args.rng}.")
-    check_outputs({"--json": args.json, "--csv": args.csv, "--out": args.out},
+    if args.items is not None and args.train is None:
+        raise DiversityInputError("--items writes each generated item's nearest training item; give --train TRAIN too.")
+    check_outputs({"--json": args.json, "--csv": args.csv, "--items": args.items, "--out": args.out},
                   inputs=[a for a in (args.generated, args.reference, args.train) if a])
     ref_ds, R = _features(args.reference, args)
-    # GENERATED is read like REAL: a table of embeddings with a text prompt column would otherwise be
-    # detected as text
-    like = "embeddings" if args.modality == "auto" and ref_ds.modality == "embeddings" else None
+    # GENERATED is read as the same kind of data as REAL: a table of embeddings with a text prompt
+    # column would otherwise be detected as text, a table of texts without a known column name as embeddings
+    like = ref_ds.modality if args.modality == "auto" else None
     gen_ds, G = _features(args.generated, args, group_column=args.prompt_column,
-                          weight_column=args.quality_column, modality=like)
-    T = None if args.train is None else _features(args.train, args)[1]
+                          weight_column=args.quality_column, text_column=args.text_column, modality=like)
+    train_ds, T = (None, None) if args.train is None else _features(args.train, args)
     if R.shape[1] != G.shape[1]:
         raise DiversityInputError(
             f"{args.reference} has {R.shape[1]} features and {args.generated} has {G.shape[1]}; featurize both alike."
@@ -110,8 +120,9 @@ def run(args: argparse.Namespace) -> int:
             **kernel_params(args),
         )
     ev.settings["sources"] = {"generated": args.generated, "reference": args.reference, "train": args.train,
-                              "prompt_column": args.prompt_column, "quality_column": args.quality_column}
-    written = _write_outputs(args, ev)
+                              "prompt_column": args.prompt_column, "quality_column": args.quality_column,
+                              "text_column": args.text_column}
+    written = _write_outputs(args, ev, gen_ids=gen_ds.ids, train_ids=None if train_ds is None else train_ds.ids)
     if args.format == "json":
         print(ev.to_json())
     else:
@@ -128,20 +139,25 @@ def _cell(v) -> str:
     return f"{float(v):.4g}"
 
 
+def _value(row) -> str:
+    """A row's value, with ``± sd`` where the row has a spread (the kernel distance's subset sd)."""
+    return _cell(row["value"]) + ("" if row.get("sd") is None else f" ± {_cell(row['sd'])}")
+
+
 def _print_table(ev) -> None:
     """The metrics table on stdout, with a header line of the settings."""
     s = ev.settings
     level = s["confidence_level"]
     print(f"# {ev.n_generated} generated vs {ev.n_reference} reference items, d = {ev.d}; neighbours: "
           f"{s['nn_method']} search; kernel {s['kernel_description']}; {level:.0%} intervals; seed {s['seed']}")
-    rows = [[r["metric"], _cell(r["value"]), _cell(r["ci_low"]), _cell(r["ci_high"]), r["note"]] for r in ev.table_rows()]
+    rows = [[r["metric"], _value(r), _cell(r["ci_low"]), _cell(r["ci_high"]), r["note"]] for r in ev.table_rows()]
     print(format_table(["metric", "value", "ci_low", "ci_high", "note"], rows))
     for note in s.get("notes", []):
         print(f"warning: {note}", file=sys.stderr)
 
 
-def _write_outputs(args, ev) -> list:
-    """JSON, CSV and HTML in one transaction; returns the paths written."""
+def _write_outputs(args, ev, *, gen_ids=None, train_ids=None) -> list:
+    """JSON, CSV, the per-item CSV and HTML in one transaction; returns the paths written."""
     from .._atomic import atomic_write, output_transaction
 
     with output_transaction() as tx:
@@ -149,6 +165,8 @@ def _write_outputs(args, ev) -> list:
             ev.to_json(args.json)
         if args.csv is not None:
             ev.to_csv(args.csv)
+        if args.items is not None:
+            ev.memorization.items_csv(args.items, generated_ids=gen_ids, train_ids=train_ids)
         if args.out is not None:
             atomic_write(args.out, render_html(ev))
     return tx.written
@@ -195,7 +213,7 @@ def render_html(ev) -> str:
     rows = []
     for r in ev.table_rows():
         ci = "" if r["ci_low"] is None else f"[{_cell(r['ci_low'])}, {_cell(r['ci_high'])}]"
-        rows.append({"metric": r["metric"], "value": _cell(r["value"]), "ci": ci, "interval": r["interval"],
+        rows.append({"metric": r["metric"], "value": _value(r), "ci": ci, "interval": r["interval"],
                      "note": r["note"]})
     copies = []
     if ev.memorization is not None:

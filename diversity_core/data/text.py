@@ -5,8 +5,11 @@ first undecodable byte. Blank lines and empty cells are skipped and reported; li
 they are apart from the trailing newline and surrounding whitespace.
 
 The text column is ``text_column`` when given, else the first column named ``text``,
-``sentence``, ``caption``, ``content``, ``body``, ``prompt``, ``response`` or ``completion``, else the only
-non-numeric column that is neither the group nor the weight column.
+``sentence``, ``caption``, ``content``, ``body``, ``response``, ``completion``, ``output`` or
+``prompt`` (in that order, so a table of prompts and responses is read as its responses), leaving
+out the group and weight columns (``diversity evaluate --prompt-column prompt`` passes the prompt
+column as the group column: it is never the text); else the only non-numeric column that is
+neither the group nor the weight column.
 """
 
 from __future__ import annotations
@@ -30,10 +33,11 @@ TEXT_COLUMN_NAMES = (
     "captions",
     "content",
     "body",
-    "prompt",
     "response",
     "completion",
     "output",
+    # last: in a table of prompts and responses, the items are the responses
+    "prompt",
 )
 
 
@@ -43,8 +47,10 @@ def _pick_text_column(table: Table, text_column, group_column, weight_column) ->
     if text_column is not None:
         table.column(text_column, "text")
         return text_column
-    found = table.find_column(TEXT_COLUMN_NAMES)
-    if found is not None and is_text_column(table.df[found]):
+    # the group and weight columns (evaluate's prompt and quality columns) are never the text
+    reserved = {str(c).lower() for c in (group_column, weight_column) if c}
+    found = table.find_column([c for c in TEXT_COLUMN_NAMES if c not in reserved])
+    if found is not None and str(found).lower() not in reserved and is_text_column(table.df[found]):
         return found
     candidates = [
         c

@@ -19,9 +19,10 @@ _conditional    :func:`conditional_vendi` (H(X|T), I(X;T) and the within-prompt 
 _memorization   :func:`memorization` (nearest training item; authenticity rule of Alaa et al. 2022)
 _api            :func:`evaluate` (all of the above, MagDiff included)
 _neighbours     blocked exact k-NN radii and radius tests (fast products, float64 decisions),
-                and the pynndescent fallback
-_intervals      paired subsets for the subsampling engine
-_results        :class:`Estimate` and the result classes, :class:`EvaluationResult` (JSON, CSV)
+                and the pynndescent fallback (rows it leaves short searched exactly)
+_intervals      paired subsets for the subsampling engine, sized on the smaller set when needed
+_results        :class:`Estimate` and the result classes, :class:`EvaluationResult` (JSON, CSV),
+                the per-item memorisation table (:meth:`MemorizationResult.items_csv`)
 
 See ``docs/evaluation.md`` for every formula, what each metric is sensitive to and its pitfalls.
 """

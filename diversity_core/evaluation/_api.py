@@ -89,7 +89,8 @@ def evaluate(
         Kernel of every Vendi score (parameters in ``kernel_params``, data-dependent ones fixed
         once on R and G pooled).
     q : float, default 1
-        Order of the Vendi scores.
+        Order of every Vendi score: the ratio, the quality-weighted score, and the conditional,
+        information and within-prompt scores (kernel entropies of order q).
     nn_method : {"auto", "exact", "approximate"}, default "auto"
         Neighbour search (see :func:`prdc`); the one used is in ``settings["nn_method"]``.
     kid_subsets, kid_subset_size : int, default 100 and 1000
@@ -202,11 +203,13 @@ def evaluate(
     cond = None
     if prompts is not None:
         with clock("prompts"):
-            cond = conditional_vendi(G, prompts, kernel=kern, confidence_level=level)
+            cond = conditional_vendi(G, prompts, kernel=kern, q=qv, confidence_level=level)
     qual = None
     if s is not None:
         with clock("quality"):
             qual = quality_weighted_vendi(G, s, kernel=kern, q=qv)
+    if n_resamples and info.get("reason"):
+        notes.append(f"no intervals for precision, recall, density, coverage, FD and the Vendi ratio: {info['reason']}")
     report(progress, len(stages), len(stages), "done")
     settings = {
         "k": k, "k_improved": k_improved, "kernel": kern.to_dict(), "kernel_description": kern.describe(),

@@ -64,16 +64,39 @@ class _PairedStatistic:
 
 
 def fit_sizes_for(n_r: int, n_g: int, interval_size: int, min_items: int) -> tuple:
-    """``(M, sizes)``: the fit limit in generated items and the subset sizes (M/8, M/4, M/2).
+    """``(M, sizes, reason)``: the fit limit in generated items, the subset sizes, and why there are none.
 
-    Only sizes whose subsets hold at least ``min_items`` items of each set are kept; none when
-    fewer than two qualify.
+    The sizes are M/8, M/4 and M/2 generated items (M capped so that no subset of either set
+    exceeds ``interval_size`` items), keeping those whose subsets hold at least ``min_items``
+    items of each set. When fewer than two qualify (sets of very different sizes, or a small
+    one), the sizes are made to fit the *smaller* set instead: log-spaced from the least size
+    that gives both subsets ``min_items`` items to the largest that keeps them within half of
+    each set and within ``interval_size``. Only when even that leaves fewer than two sizes are
+    there none, and ``reason`` says why (in words, with what to change); it is empty otherwise.
     """
     scale = max(n_g, n_r) / n_g  # items of the larger subset per generated item
     M = int(min(n_g, math.floor(interval_size / scale)))
     sizes = np.unique(np.round(np.geomspace(max(M / 8.0, 1.0), max(M / 2.0, 1.0), 3)).astype(int))
     ok = [int(m) for m in sizes if m <= n_g // 2 and min(m, (m * n_r) // n_g) >= min_items]
-    return M, tuple(ok) if len(ok) >= 2 else ()
+    if len(ok) >= 2:
+        return M, tuple(ok), ""
+    # sized on the smaller set: m generated items come with floor(m n_r / n_g) reference items
+    lo = max(min_items, -(-min_items * n_g // n_r))  # least m whose subsets both hold min_items
+    hi = min(n_g // 2, int(math.floor(interval_size / scale)))
+    if hi > lo:
+        fit = np.unique(np.round(np.geomspace(lo, hi, 3)).astype(int))
+        fit = [int(m) for m in fit if lo <= m <= hi]
+        if len(fit) >= 2:
+            return 2 * hi, tuple(fit), ""
+    small, name = (n_g, "generated") if n_g <= n_r else (n_r, "reference")
+    if math.floor(interval_size / scale) <= lo:
+        need = int(math.ceil((lo + 1) * scale))
+        return M, (), (f"the subsets would need at least {min_items} items of each set; with {n_r} reference and "
+                       f"{n_g} generated items that makes subsets of {need} items of the larger set, above "
+                       f"interval_size = {interval_size}. Raise interval_size to at least {need}.")
+    return M, (), (f"the subsets must hold at least {min_items} items of each set at two sizes, each at most half "
+                   f"of its set; the {name} set has {small} items (about {2 * min_items + 2} are needed, with the "
+                   f"other set in proportion). Give the {name} set more items.")
 
 
 def paired_interval(
@@ -94,13 +117,15 @@ def paired_interval(
 
     ``full`` holds the scores on all items (the estimate). Returns ``(estimates, info)`` with
     ``info`` the fitted exponents, sizes and replicates (for the settings); every estimate has
-    interval ``"none"`` when the sets are too small for two fit sizes.
+    interval ``"none"`` and a ``note`` saying why when the sets are too small for two fit sizes
+    (:func:`fit_sizes_for`).
     """
     full = np.asarray(full, dtype=np.float64)
     n_r, n_g = R.shape[0], G.shape[0]
-    M, sizes = fit_sizes_for(n_r, n_g, interval_size, min_items)
+    M, sizes, reason = fit_sizes_for(n_r, n_g, interval_size, min_items)
     if not sizes:
-        return [Estimate(float(v)) for v in full], {"sizes": [], "reason": "too few items for two subset sizes"}
+        note = f"no interval: {reason}"
+        return [Estimate(float(v), note=note) for v in full], {"sizes": [], "reason": reason}
     perm_r = rng.permutation(n_r)
     plan = Plan(N=n_g, n=n_g, n_point=1, reps={m: int(n_resamples) for m in sizes}, fit_limit=M)
     stat = _PairedStatistic(R, G, perm_r, full, score)

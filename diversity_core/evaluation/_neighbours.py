@@ -44,7 +44,8 @@ from .._optional import require
 from .._progress import ProgressCallback, report
 from ..exceptions import DiversityInputError
 
-__all__ = ["NN_METHODS", "Prepared", "prepare_pair", "resolve_nn_method", "kth_smallest", "radius_counts", "band"]
+__all__ = ["NN_METHODS", "Prepared", "prepare_pair", "resolve_nn_method", "kth_smallest", "radius_counts", "band",
+           "approx_knn", "brute_knn"]
 
 
 #: Round-off allowance of one squared distance, in units of eps * (|a|^2 + |b|^2): ``C1 sqrt(d) + C2``.
@@ -467,27 +468,76 @@ def approx_knn(X: np.ndarray, Y: Optional[np.ndarray], k: int, seed: int) -> Tup
 
     Returns ``(indices, squared distances)``, shape (n, k), by increasing distance, the distances
     recomputed exactly in float64. Built on an NN-descent index (Dong, Charikar & Li, WWW 2011).
+
+    pynndescent marks a neighbour it did not find with index -1 (a sparse graph, an early stop of
+    its search); those entries are never used as rows. A row left with fewer than k neighbours is
+    searched exactly instead (:func:`brute_knn`: its distances to every row of the base, in
+    chunks), so every row gets k true rows.
     """
     pynndescent = require("pynndescent", purpose="the approximate nearest-neighbour search")
     own = Y is None
     base = X if own else Y
+    n = X.shape[0]
     data = np.ascontiguousarray(base, dtype=np.float32)
     index = pynndescent.NNDescent(data, metric="euclidean", n_neighbors=min(base.shape[0] - 1, max(k + 1, 30)),
                                   random_state=int(seed), low_memory=True, verbose=False)
     if own:
         idx, _ = index.neighbor_graph
         idx = np.asarray(idx, dtype=np.intp)
-        rows = np.arange(X.shape[0])[:, None]
-        # drop the row itself (wherever it sits), keep k others
-        keep = idx != rows
-        idx = np.array([r[m][:k] for r, m in zip(idx, keep)], dtype=np.intp)
+        # the row itself (wherever it sits) is not one of its neighbours
+        idx = np.where(idx == np.arange(n)[:, None], -1, idx)
     else:
         # a query for few neighbours explores too little of the graph: ask for at least
         # APPROX_QUERY, keep the k nearest by exact distance
         kq = min(base.shape[0], max(k, APPROX_QUERY))
         idx, _ = index.query(np.ascontiguousarray(X, dtype=np.float32), k=kq, epsilon=0.2)
         idx = np.asarray(idx, dtype=np.intp)
-    ii = np.repeat(np.arange(X.shape[0]), idx.shape[1])
-    d2 = exact_pairs(X, base, ii, idx.ravel()).reshape(idx.shape)
-    order = np.lexsort((idx, d2), axis=1)[:, :k]
-    return np.take_along_axis(idx, order, axis=1), np.take_along_axis(d2, order, axis=1)
+    missing = (idx < 0) | (idx >= base.shape[0])  # -1: a neighbour pynndescent did not find
+    safe = np.where(missing, 0, idx)
+    ii = np.repeat(np.arange(n), idx.shape[1])
+    d2 = exact_pairs(X, base, ii, safe.ravel()).reshape(idx.shape)
+    d2[missing] = np.inf
+    if idx.shape[1] < k:  # the index holds fewer neighbours than asked for: every row exactly
+        return brute_knn(X, base, k, exclude=np.arange(n) if own else None)
+    order = np.lexsort((safe, d2), axis=1)[:, :k]
+    idx, d2 = np.take_along_axis(safe, order, axis=1), np.take_along_axis(d2, order, axis=1)
+    short = np.flatnonzero(~np.isfinite(d2[:, -1]))  # fewer than k neighbours found
+    if short.size:
+        idx[short], d2[short] = brute_knn(X[short], base, k, exclude=short if own else None)
+    return idx, d2
+
+
+def brute_knn(A: np.ndarray, B: np.ndarray, k: int, *, exclude: Optional[np.ndarray] = None,
+              extra: int = 16) -> Tuple[np.ndarray, np.ndarray]:
+    """Exact k nearest rows of B for every row of A: ``(indices, squared distances)`` by increasing distance.
+
+    For the few rows the approximate index leaves short. B is read in chunks (one ``len(A) x
+    rows`` block of float64 at a time, about ``chunk_bytes``), each row keeps its ``k + extra``
+    smallest expanded distances, and those candidates are recomputed from their exact float64
+    differences (ties: smaller index). ``exclude[i]`` is a row of B left out for row i (the row
+    itself when A is part of B).
+    """
+    m, nb = A.shape[0], B.shape[0]
+    L = min(nb, k + extra)
+    a = np.asarray(A, dtype=np.float64)
+    sq_a = np.einsum("ij,ij->i", a, a)
+    cand_i = np.empty((m, 0), dtype=np.intp)
+    cand_v = np.empty((m, 0))
+    step = chunk_rows(max(m, B.shape[1]), 8, minimum=16)
+    for s in range(0, nb, step):
+        b = np.asarray(B[s:s + step], dtype=np.float64)
+        D = sq_a[:, None] + np.einsum("ij,ij->i", b, b)[None, :] - 2.0 * (a @ b.T)
+        cols = np.arange(s, s + b.shape[0])
+        if exclude is not None:
+            D[cols[None, :] == np.asarray(exclude)[:, None]] = np.inf
+        vals = np.concatenate([cand_v, D], axis=1)
+        inds = np.concatenate([cand_i, np.broadcast_to(cols, D.shape)], axis=1)
+        if vals.shape[1] > L:
+            keep = np.argpartition(vals, L - 1, axis=1)[:, :L]
+            vals, inds = np.take_along_axis(vals, keep, axis=1), np.take_along_axis(inds, keep, axis=1)
+        cand_v, cand_i = vals, inds
+    ii = np.repeat(np.arange(m), cand_i.shape[1])
+    exact = exact_pairs(A, B, ii, cand_i.ravel()).reshape(cand_i.shape)
+    exact[~np.isfinite(cand_v)] = np.inf  # the excluded rows
+    order = np.lexsort((cand_i, exact), axis=1)[:, :k]
+    return np.take_along_axis(cand_i, order, axis=1), np.take_along_axis(exact, order, axis=1)

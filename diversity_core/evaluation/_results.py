@@ -11,6 +11,8 @@
 
 Per-item arrays (which generated item lies in the reference manifold, its nearest training item,
 ...) are read-only attributes; ``to_dict()`` leaves them out (they are as long as the data).
+:meth:`MemorizationResult.item_rows` and :meth:`MemorizationResult.items_csv` give the
+memorisation test of every generated item as a table (``diversity evaluate --items``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any, Dict, List, Optional, Union
 import numpy as np
 
 from .._json import dumps, to_jsonable
+from ..exceptions import DiversityInputError
 
 __all__ = [
     "FORMAT",
@@ -83,6 +86,9 @@ class Estimate:
         :mod:`diversity_core.compare`: spread measured on disjoint subsets and extrapolated to
         the full size), ``"binomial"`` (a proportion of independent items), ``"prompts"`` (a
         Student-t interval over prompts), or ``"none"``.
+    note : str
+        Why there is no interval when one was asked for (e.g. sets too small for two subset
+        sizes); empty otherwise.
     """
 
     value: float
@@ -92,6 +98,7 @@ class Estimate:
     df: Optional[float] = None
     level: Optional[float] = None
     interval: str = "none"
+    note: str = ""
 
     def to_dict(self) -> Dict[str, Any]:
         """The fields as a dict (field order)."""
@@ -291,27 +298,31 @@ class QualityVendiResult:
 
 @dataclass(frozen=True)
 class ConditionalVendiResult:
-    """Diversity given the prompt: von Neumann entropies (nats) and their Vendi scores (Jalali et al. 2024).
+    """Diversity given the prompt: kernel entropies of order q (nats) and their Vendi scores (Jalali et al. 2024).
 
     Attributes
     ----------
     h_items, h_prompts, h_joint : float
-        H(X), H(T) and H(X, T): entropies of K_X / n, K_T / n and (K_X o K_T) / n.
+        H_q(X), H_q(T) and H_q(X, T): Renyi entropies of order ``q`` of K_X / n, K_T / n and
+        (K_X o K_T) / n (von Neumann entropies at q = 1).
     h_conditional : float
-        H(X | T) = H(X, T) - H(T).
+        H_q(X | T) = H_q(X, T) - H_q(T).
     mutual_information : float
-        I(X; T) = H(X) + H(T) - H(X, T).
+        I_q(X; T) = H_q(X) + H_q(T) - H_q(X, T).
     vendi, conditional_vendi, information_vendi : float
-        exp(H(X)), exp(H(X | T)) and exp(I(X; T)).
+        exp(H_q(X)) = VS_q, exp(H_q(X | T)) and exp(I_q(X; T)).
     within_prompt : Estimate
-        Mean over prompts of the Vendi score of each prompt's items, with a Student-t interval
-        over prompts (None when the prompts are features rather than labels).
+        Mean over prompts of the Vendi score (order q) of each prompt's items, with a Student-t
+        interval over prompts (None when the prompts are features rather than labels).
     per_prompt : dict
-        ``label -> {"n": items, "vendi": VS}`` (prompt labels only).
+        ``label -> {"n": items, "vendi": VS_q}`` (prompt labels only).
     n_prompts : int
         Distinct prompts (labels), or the numerical rank of the prompt kernel (features).
     prompt_kernel : str
         ``"categorical"`` (same label: 1, else 0) or the prompt kernel's name.
+    n : int
+    q : float
+        The order of every entropy and score above.
     """
 
     h_items: float
@@ -327,6 +338,7 @@ class ConditionalVendiResult:
     n_prompts: int
     prompt_kernel: str
     n: int
+    q: float = 1.0
 
     def to_dict(self) -> Dict[str, Any]:
         """All fields."""
@@ -362,6 +374,8 @@ class MemorizationResult:
     train_radius : ndarray, shape (n_generated,)
         The nearest training item's distance to its own nearest other training item.
     flagged : ndarray of bool, shape (n_generated,)
+
+    The arrays as one row per generated item: :meth:`item_rows`, :meth:`items_csv`.
     """
 
     fraction_flagged: Estimate
@@ -394,6 +408,64 @@ class MemorizationResult:
         return [{"generated": int(i), "train": int(self.nearest[i]), "distance": float(self.distance[i]),
                  "train_radius": float(self.train_radius[i]), "ratio": float(ratio[i]),
                  "flagged": bool(self.flagged[i])} for i in order]
+
+    #: Columns of :meth:`items_csv`, in order.
+    ITEM_COLUMNS = ("generated", "generated_id", "nearest_train", "nearest_train_id", "distance", "similarity",
+                    "train_radius", "ratio", "flagged")
+
+    def item_rows(self, generated_ids=None, train_ids=None) -> List[Dict[str, Any]]:
+        """One row per generated item, in input order: its nearest training item and the test.
+
+        Parameters
+        ----------
+        generated_ids, train_ids : sequence of str, optional
+            The items' ids (e.g. ``Dataset.ids``); default: their positions.
+
+        Returns
+        -------
+        list of dict
+            Keys :attr:`ITEM_COLUMNS`: ``generated`` and ``nearest_train`` (0-based positions),
+            their ids, ``distance`` (in ``metric``), ``similarity`` (the cosine similarity
+            ``1 - distance^2 / 2`` for ``metric="cosine"``, else None), ``train_radius`` (the
+            nearest training item's distance to its own nearest other training item),
+            ``ratio`` (distance / radius; below 1 is flagged) and ``flagged``.
+        """
+        for name, ids, n in (("generated_ids", generated_ids, self.n_generated), ("train_ids", train_ids, self.n_train)):
+            if ids is not None and len(ids) != n:
+                raise DiversityInputError(f"{name} must have one id per item: expected {n}, got {len(ids)}.")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(self.train_radius > 0, self.distance / self.train_radius,
+                             np.where(self.distance > 0, np.inf, 0.0))
+        rows = []
+        for i in range(self.n_generated):
+            t = int(self.nearest[i])
+            d = float(self.distance[i])
+            rows.append({
+                "generated": i, "generated_id": str(generated_ids[i]) if generated_ids is not None else str(i),
+                "nearest_train": t, "nearest_train_id": str(train_ids[t]) if train_ids is not None else str(t),
+                "distance": d, "similarity": 1.0 - d * d / 2.0 if self.metric == "cosine" else None,
+                "train_radius": float(self.train_radius[i]), "ratio": float(ratio[i]), "flagged": bool(self.flagged[i]),
+            })
+        return rows
+
+    def items_csv(self, path: Union[str, Path, None] = None, *, generated_ids=None, train_ids=None) -> str:
+        """The rows of :meth:`item_rows` as CSV (floats with ``repr``); also written atomically to ``path``.
+
+        Inside :func:`~diversity_core._atomic.output_transaction` the file joins the transaction.
+        """
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(self.ITEM_COLUMNS)
+        for r in self.item_rows(generated_ids, train_ids):
+            writer.writerow(["" if r[k] is None else (repr(r[k]) if isinstance(r[k], float) else
+                                                      r[k])
+                             for k in self.ITEM_COLUMNS])
+        text = buf.getvalue()
+        if path is not None:
+            from .._atomic import atomic_write
+
+            atomic_write(path, text)
+        return text
 
 
 @dataclass(frozen=True)
@@ -448,14 +520,18 @@ class EvaluationResult:
         return text
 
     def table_rows(self) -> List[Dict[str, Any]]:
-        """One row per metric: ``metric``, ``value``, ``se``, ``ci_low``, ``ci_high``, ``interval``, ``note``."""
+        """One row per metric: ``metric``, ``value``, ``se``, ``sd``, ``ci_low``, ``ci_high``, ``interval``, ``note``.
+
+        ``sd`` is a spread shown as ``value ± sd`` (the kernel distance's standard deviation over
+        its subsets, not a standard error); None for every other metric.
+        """
         rows: List[Dict[str, Any]] = []
 
-        def add(name: str, est: Union[Estimate, float, None], note: str = "") -> None:
+        def add(name: str, est: Union[Estimate, float, None], note: str = "", sd: Optional[float] = None) -> None:
             if est is None:
                 return
             e = est if isinstance(est, Estimate) else Estimate(float(est))
-            rows.append({"metric": name, "value": e.value, "se": e.se, "ci_low": e.ci_low,
+            rows.append({"metric": name, "value": e.value, "se": e.se, "sd": sd, "ci_low": e.ci_low,
                          "ci_high": e.ci_high, "interval": e.interval, "note": note})
 
         p, ip = self.prdc, self.improved
@@ -469,8 +545,9 @@ class EvaluationResult:
         add("frechet_distance", fd.value, "rank-deficient covariance" if fd.rank_deficient else f"d={fd.d}")
         if self.kernel_distance is not None:
             kd = self.kernel_distance
-            add("kernel_distance", Estimate(kd.mean, se=kd.std, interval="subset sd"),
-                f"{kd.n_subsets} subsets of {kd.subset_size}; se column = subset sd")
+            add("kernel_distance", Estimate(kd.mean, interval="subset sd"),
+                f"mean ± sd over {kd.n_subsets} subsets of {kd.subset_size}, Binkowski et al. 2018",
+                sd=None if not math.isfinite(kd.std) else kd.std)
         v = self.vendi
         add("vendi_generated", v.vs_generated, f"VS_{v.q:g} at n={v.n}")
         add("vendi_reference", v.vs_reference, f"VS_{v.q:g} at n={v.n}")
@@ -487,16 +564,16 @@ class EvaluationResult:
                 add("memorized_excess", m.excess, "flagged - baseline")
         if self.conditional is not None:
             c = self.conditional
-            add("within_prompt_vendi", c.within_prompt, f"mean over {c.n_prompts} prompts")
-            add("conditional_vendi", c.conditional_vendi, "exp H(X|T), Jalali et al. 2024")
-            add("information_vendi", c.information_vendi, "exp I(X;T)")
+            add("within_prompt_vendi", c.within_prompt, f"VS_{c.q:g} mean over {c.n_prompts} prompts")
+            add("conditional_vendi", c.conditional_vendi, f"exp H_{c.q:g}(X|T), Jalali et al. 2024")
+            add("information_vendi", c.information_vendi, f"exp I_{c.q:g}(X;T)")
         if self.quality is not None:
             add("quality_vendi", self.quality.qvs, f"mean quality {self.quality.mean_quality:.4g} x VS")
         return rows
 
     def to_csv(self, path: Union[str, Path, None] = None) -> str:
         """The table of :meth:`table_rows` as CSV (floats with ``repr``, empty cells for missing)."""
-        names = ["metric", "value", "se", "ci_low", "ci_high", "interval", "note"]
+        names = ["metric", "value", "se", "sd", "ci_low", "ci_high", "interval", "note"]
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow(names)

@@ -271,7 +271,9 @@ def _evaluation_section(evaluations: Optional[Mapping[str, Any]], reference: Opt
                 cells.append({"value": "", "ci": ""})
                 continue
             ci = f"[{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]" if r["ci_low"] is not None else ""
-            cells.append({"value": _fmt(r["value"]), "ci": ci})
+            # the kernel distance's spread over its subsets: value ± sd (not an interval)
+            sd = f" ± {_fmt(r['sd'])}" if r.get("sd") is not None else ""
+            cells.append({"value": _fmt(r["value"]) + sd, "ci": ci})
         note = next((per_group[g][m]["note"] for g in groups if m in per_group[g]), "")
         rows.append({"metric": m, "cells": cells, "note": note})
     pairs = []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
 from test_app import assert_clean, start
 
 from diversity_core.data import load_demo
@@ -22,7 +24,8 @@ def _compare_page():
 
 def _evaluate(at, **choices):
     for key, value in choices.items():
-        widget = at.selectbox(key=key) if key in ("eval_reference", "eval_train") else at.toggle(key=key)
+        selects = ("eval_reference", "eval_train", "eval_prompt_column")
+        widget = at.selectbox(key=key) if key in selects else at.toggle(key=key)
         widget.set_value(value)
     at.button(key="FormSubmitter:eval_form-Evaluate against the reference").click()
     at.run(timeout=600)
@@ -100,3 +103,98 @@ def test_the_comparison_report_is_built_with_the_reference_role(monkeypatch):
     assert set(seen["evaluations"]) == {DROPPING, "imbalanced (class 9 at 1%)"}
     assert seen["evaluation_reference"] == REAL
     assert set(seen["evaluation_items"]) == set(seen["evaluations"])
+
+
+# ---------------------------------------------------------------------------------------------
+# review of issue 24: a prompt column of the table, the per-item download, KD's sd, checks first
+# ---------------------------------------------------------------------------------------------
+WORDS = ["red", "green", "blue", "small", "large", "round", "square", "fast", "slow", "bright", "dark", "old"]
+PROMPTS = ["draw a cat", "draw a dog", "draw a bird"]
+
+
+def _table(groups: dict) -> bytes:
+    """A CSV of model, prompt, response rows: ``groups`` maps a model to its number of rows."""
+    rng = np.random.default_rng(4)
+    lines = ["model,prompt,response"]
+    for model, n in groups.items():
+        for i in range(n):
+            lines.append(f"{model},{PROMPTS[i % 3]},{' '.join(rng.choice(WORDS, size=6))}")
+    return "\n".join(lines).encode()
+
+
+def _uploaded_compare_page(monkeypatch, groups: dict):
+    import ui.data as uidata
+
+    monkeypatch.delenv(uidata.DATA_DIR_ENV, raising=False)
+    at = start()
+    at.sidebar.radio(key="source").set_value("Upload").run()
+    at.sidebar.text_input(key="group_column").input("model").run()
+    at.sidebar.file_uploader(key="upload").upload("runs.csv", _table(groups)).run()
+    assert_clean(at)
+    assert not at.error, [e.value for e in at.error]
+    at.switch_page("app_pages/7_compare.py").run()
+    assert_clean(at)
+    return at
+
+
+@pytest.fixture
+def downloads(monkeypatch):
+    """The data of every ``st.download_button`` drawn, by key."""
+    import streamlit
+
+    seen = {}
+    original = streamlit.download_button
+
+    def record(label, data, *args, **kwargs):
+        seen[kwargs.get("key")] = data() if callable(data) else data  # a callable: written on the click
+        return original(label, data, *args, **kwargs)
+
+    monkeypatch.setattr(streamlit, "download_button", record)
+    return seen
+
+
+def test_a_prompt_column_gives_each_generated_group_its_per_prompt_diversity(monkeypatch, downloads):
+    at = _uploaded_compare_page(monkeypatch, {"real data": 45, "model a": 45, "model b": 45, "train": 30})
+    # the table's columns that can name prompts: "prompt" (the group and text columns are in use)
+    assert at.selectbox(key="eval_prompt_column").options == [evaluation_ui.NONE, "prompt"]
+    at = _evaluate(at, eval_reference="real data", eval_train="train", eval_prompt_column="prompt",
+                   eval_intervals=False)
+    table = _metrics(at)
+    assert [c for c in table.columns if c != "note"] == ["model a", "model b"]  # each group, not pooled
+    for group in ("model a", "model b"):
+        assert "conditional_vendi" in table.index and table.loc["conditional_vendi", group]
+        assert "±" in table.loc["kernel_distance", group]  # KD: mean ± subset sd
+    prompts = [d.value for d in at.dataframe if "prompt" in d.value.columns]
+    assert len(prompts) == 2 and all(set(p["prompt"]) == set(PROMPTS) for p in prompts)
+    assert all(list(p["items"]) == [15, 15, 15] for p in prompts)
+    # every generated item's nearest training item, as CSV, per group
+    rows = downloads["eval_items_0"].splitlines()
+    assert rows[0].startswith("generated,generated_id,nearest_train,nearest_train_id,distance")
+    assert len(rows) == 1 + 45 and "eval_items_1" in downloads
+
+
+def test_a_one_item_training_set_is_refused_before_any_work(monkeypatch):
+    from ui import tasks
+
+    at = _uploaded_compare_page(monkeypatch, {"real data": 30, "model a": 30, "train": 1})
+    started = []
+    monkeypatch.setattr(tasks, "run", lambda *a, **k: started.append(a))
+    at.selectbox(key="eval_reference").set_value("real data")
+    at.selectbox(key="eval_train").set_value("train")
+    at.button(key="FormSubmitter:eval_form-Evaluate against the reference").click().run()
+    assert_clean(at)
+    assert any("training set" in e.value and "at least 2" in e.value for e in at.error), [e.value for e in at.error]
+    assert not started
+
+
+def test_prompt_column_and_groups_as_prompts_are_not_both_taken(monkeypatch):
+    from ui import tasks
+
+    at = _uploaded_compare_page(monkeypatch, {"real data": 30, "model a": 30, "model b": 30})
+    started = []
+    monkeypatch.setattr(tasks, "run", lambda *a, **k: started.append(a))
+    at.selectbox(key="eval_prompt_column").set_value("prompt")
+    at.toggle(key="eval_prompts").set_value(True)
+    at.button(key="FormSubmitter:eval_form-Evaluate against the reference").click().run()
+    assert_clean(at)
+    assert any("one source of prompts" in e.value for e in at.error) and not started

@@ -1,0 +1,128 @@
+"""``diversity evaluate`` after the review of issue 24: the text column of a prompt/response table,
+``--text-column``, ``--items`` (one row per generated item) and the kernel distance's ``± sd``."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from diversity_core.cli import main
+from diversity_core.data import load_dataset
+
+WORDS = ["red", "green", "blue", "small", "large", "round", "square", "fast", "slow", "bright", "dark", "old",
+         "new", "soft", "hard", "warm", "cold", "tall", "short", "thin"]
+
+
+def _responses(rng, n):
+    return [" ".join(rng.choice(WORDS, size=5)) for _ in range(n)]
+
+
+def _bag_of_words(ds, *args, **kwargs):
+    """Text as counts of its words over one fixed vocabulary (the same columns for every file)."""
+    X = np.zeros((ds.n, len(WORDS) + 1))
+    for i, text in enumerate(ds.items):
+        for w in str(text).split():
+            X[i, WORDS.index(w) if w in WORDS else len(WORDS)] += 1.0
+    return X
+
+
+@pytest.fixture(autouse=True)
+def _one_vocabulary(monkeypatch):
+    # the n-gram featurizer builds its vocabulary per file, so a generated table and a reference
+    # file get different columns; these tests are about the command's columns, not the featurizer
+    import diversity_core.featurizers as featurizers
+
+    monkeypatch.setattr(featurizers, "featurize", _bag_of_words)
+
+
+@pytest.fixture
+def tables(tmp_path):
+    rng = np.random.default_rng(0)
+    prompts = np.repeat(["draw a cat", "draw a dog", "draw a bird"], 20)
+    gen = pd.DataFrame({"prompt": prompts, "response": _responses(rng, 60)})
+    gen.to_csv(tmp_path / "gen.csv", index=False)
+    (tmp_path / "real.txt").write_text("\n".join(_responses(rng, 80)) + "\n")
+    (tmp_path / "train.txt").write_text("\n".join(_responses(rng, 50) + list(gen.response[:5])) + "\n")
+    return tmp_path
+
+
+FAST = ["--kid-subsets", "4", "--kid-subset-size", "20", "--no-magnitude", "--n-resamples", "0"]
+
+
+def test_the_prompt_column_is_never_the_text(tables):
+    # the loader used to take the first name it knew, "prompt", as the text of every item
+    ds = load_dataset(tables / "gen.csv", group_column="prompt")
+    assert ds.items[0] == pd.read_csv(tables / "gen.csv").response[0]
+    assert set(ds.group_names()) == {"draw a cat", "draw a dog", "draw a bird"}
+    # a table of prompts and responses is read as its responses, with no column named
+    assert load_dataset(tables / "gen.csv").items[:3] == list(pd.read_csv(tables / "gen.csv").response[:3])
+
+
+def test_evaluate_scores_the_responses_per_prompt(tables, capsys):
+    out = tables / "e.json"
+    code = main(["evaluate", str(tables / "gen.csv"), "--reference", str(tables / "real.txt"), "--prompt-column",
+                 "prompt", "--json", str(out), *FAST])
+    assert code == 0, capsys.readouterr().err
+    data = json.loads(out.read_text())
+    per_prompt = data["conditional"]["per_prompt"]
+    assert set(per_prompt) == {"draw a cat", "draw a dog", "draw a bird"}
+    # read as prompts, each prompt's 20 items would be one repeated text (Vendi score 1)
+    assert all(p["n"] == 20 and p["vendi"] > 2 for p in per_prompt.values())
+
+
+def test_text_column_names_the_items(tables, capsys):
+    df = pd.read_csv(tables / "gen.csv").rename(columns={"prompt": "question", "response": "answer"})
+    df["note"] = "x"  # another string column: the text can only be named
+    df.to_csv(tables / "qa.csv", index=False)
+    base = ["evaluate", str(tables / "qa.csv"), "--reference", str(tables / "real.txt"), "--prompt-column",
+            "question", "--format", "json", *FAST]
+    assert main(base) == 2
+    assert "--text-column" in capsys.readouterr().err
+    assert main([*base, "--text-column", "answer"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["settings"]["sources"]["text_column"] == "answer"
+    assert all(p["vendi"] > 2 for p in data["conditional"]["per_prompt"].values())
+
+
+def test_items_writes_one_row_per_generated_item(tables, capsys):
+    items, js = tables / "items.csv", tables / "e.json"
+    code = main(["evaluate", str(tables / "gen.csv"), "--reference", str(tables / "real.txt"), "--train",
+                 str(tables / "train.txt"), "--prompt-column", "prompt", "--items", str(items), "--json", str(js),
+                 *FAST])
+    assert code == 0, capsys.readouterr().err
+    assert f"wrote {items}" in capsys.readouterr().err
+    rows = list(csv.DictReader(items.read_text().splitlines()))
+    assert len(rows) == 60 and list(rows[0]) == ["generated", "generated_id", "nearest_train", "nearest_train_id",
+                                                  "distance", "similarity", "train_radius", "ratio", "flagged"]
+    gen_ids = load_dataset(tables / "gen.csv", group_column="prompt").ids
+    train_ids = load_dataset(tables / "train.txt").ids
+    assert [r["generated_id"] for r in rows] == gen_ids
+    # the five responses copied into the training set (its lines 51-55) are found and flagged
+    for i in range(5):
+        assert rows[i]["nearest_train_id"] == train_ids[50 + i] and float(rows[i]["distance"]) == 0.0
+        assert rows[i]["flagged"] == "True"
+    assert json.loads(js.read_text())["memorization"]["n_flagged"] == sum(r["flagged"] == "True" for r in rows)
+
+
+def test_items_needs_a_training_set_and_writes_nothing_on_failure(tables, capsys):
+    items = tables / "items.csv"
+    assert main(["evaluate", str(tables / "gen.csv"), "--reference", str(tables / "real.txt"), "--items",
+                 str(items), *FAST]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--train" in err[0] and not items.exists()
+
+
+def test_kernel_distance_shows_its_sd_in_the_table_and_the_page(tables, capsys):
+    page = tables / "e.html"
+    code = main(["evaluate", str(tables / "gen.csv"), "--reference", str(tables / "real.txt"), "--out", str(page),
+                 *FAST])
+    assert code == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("kernel_distance"))
+    assert "±" in line
+    html = page.read_text()
+    cell = html.split("<td>kernel_distance</td>")[1].split("</td>")[0]
+    assert "±" in cell
