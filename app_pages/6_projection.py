@@ -1,4 +1,4 @@
-"""Projection: the items on a map (PCA at once, UMAP on demand, 2-D or 3-D); hover shows an item, a click opens it."""
+"""Projection: the items on a map (PCA at once, UMAP in the background, 2-D or 3-D); hover shows an item, a click opens it."""
 
 import streamlit as st
 
@@ -45,7 +45,13 @@ def projection_map() -> None:
         help="Ring the items whose id, group, text or SMILES contains this (the sidebar's search "
         "keeps only them instead).",
     )
-    if method == "PCA":
+    projection, shown, axes = None, method, ("UMAP 1", "UMAP 2")
+    if method == "UMAP":
+        projection = umap_map(c4, dims)
+        if projection is None:  # PCA at once, while UMAP is computed (or not asked for yet)
+            st.caption("The PCA map is shown until the UMAP map is ready.")
+    if projection is None:
+        shown = "PCA"
         projection = attempt(
             lambda: compute.pca(view, ctx.featurizer) if dims == 2 else map_ui.pca_3d(view, ctx.featurizer),
             "PCA",
@@ -54,14 +60,13 @@ def projection_map() -> None:
         if projection is not None and projection.explained_variance_ratio is not None:
             evr = projection.explained_variance_ratio
             axes = (f"PC 1 ({evr[0]:.1%} of the variance)", f"PC 2 ({evr[1]:.1%})")
-    else:
-        projection, axes = umap_map(c4, dims), ("UMAP 1", "UMAP 2")
     if projection is not None:
-        selected_items(projection, method, colour, axes, query)
+        selected_items(projection, shown, colour, axes, query)
 
 
 def umap_map(box, dims: int):
-    """The stored UMAP map of the view, or the button that computes it (settings in ``box``)."""
+    """The UMAP map of the view when it is ready; else its background task's progress, or the button
+    that starts it (settings in ``box``). None until the map is ready."""
     with box.expander("UMAP settings", expanded=False):
         metric = st.selectbox(
             "Metric",
@@ -73,21 +78,25 @@ def umap_map(box, dims: int):
         neighbours = st.slider("Neighbours", 2, 100, 15, key="umap_neighbours", **KEEP)
         min_dist = st.slider("Minimum distance", 0.0, 1.0, 0.1, 0.05, key="umap_min_dist", **KEEP)
     key = map_ui.umap_key(view, ctx.featurizer, metric, neighbours, min_dist, dims)
-    out = tasks.stored("umap", key)
-    if out is None and tasks.start_button(
-        f"Compute {'3-D ' if dims == 3 else ''}UMAP",
-        key="umap_run",
-        hint="UMAP runs on demand on a worker, with progress (the PCA map is there at once): the first run in a "
-        "process compiles UMAP's code (~30 s), then demo data takes seconds and 100,000 items a few minutes.",
-    ):
-        out = tasks.run(
-            "umap",
-            key,
-            map_ui.umap_task(view, ctx.featurizer, metric, neighbours, min_dist, dims),
-            "UMAP",
-            expanded=True,
-        )
-    return None if out is None else out.value
+    out = tasks.finished("umap", key)
+    if out is not None:
+        return out.value
+    running = tasks.background("umap")
+    if running is None or running[0] != key:
+        other = " A UMAP with other settings is running: starting this one cancels it." if running else ""
+        if tasks.start_button(
+            f"Compute {'3-D ' if dims == 3 else ''}UMAP",
+            key="umap_run",
+            hint="UMAP runs in the background, with progress, and the PCA map stays meanwhile: clicks, "
+            "selections and other pages leave it running (only its Cancel button stops it). The first run "
+            "in a process compiles UMAP's code (~30 s), then demo data takes seconds and 100,000 items a "
+            "few minutes." + other,
+        ):
+            tasks.start_background(
+                "umap", key, map_ui.umap_task(view, ctx.featurizer, metric, neighbours, min_dist, dims), "UMAP"
+            )
+    tasks.follow("umap", "UMAP")
+    return None
 
 
 def selected_items(projection, method: str, colour: str, axes: tuple, query: str) -> None:
@@ -97,8 +106,9 @@ def selected_items(projection, method: str, colour: str, axes: tuple, query: str
         values, categorical, title = spec.eigenvectors[:, j], False, f"eigenvector {j + 1}"
     else:
         values, categorical, title = compute.optional_group_labels(view), True, "group"
-    cards = map_ui.hover_cards(view)
-    hover = map_ui.hover_text(view)
+    cards, card_note = attempt(lambda: map_ui.page_cards(view), "Hover cards") or (None, None)
+    sample = map_ui.drawn_items(view)  # None: every point is drawn
+    hover = map_ui.hover_text(view, map_ui.sample_size(data.n))  # the drawn points' only
     matches = map_ui.matching_items(data, query)
     if query.strip():
         st.caption(
@@ -116,13 +126,19 @@ def selected_items(projection, method: str, colour: str, axes: tuple, query: str
             title=caption,
             cards=cards is not None,
             highlight=matches,
+            sample=sample,
         )
         st.plotly_chart(fig, key=f"projection3d_{method}_{view.key}")
         map_ui.hover_layer(cards, key=f"proj_hover3d_{view.key}")
+        if card_note:
+            st.caption(card_note)
+        if sample is not None:
+            st.caption(
+                f"{data.n:,} items: the 3-D view draws a seeded sample of {sample.size:,} of them (WebGL's 3-D "
+                "scatter slows past about 100,000 points); the 2-D map counts every item."
+            )
         st.caption("Drag to rotate, scroll to zoom. Turn 3-D off to select items on the map.")
         return
-    dense = map_ui.is_density(data.n)
-    sample = map_ui.density_sample(view, data.n) if dense else None
     fig = map_ui.map_figure(
         projection,
         color=values,
@@ -135,7 +151,7 @@ def selected_items(projection, method: str, colour: str, axes: tuple, query: str
         highlight=matches,
         sample=sample,
     )
-    if dense:
+    if sample is not None:
         st.caption(
             f"{data.n:,} items: the grey image counts the items in each cell (darker: more); the "
             f"{sample.size:,} coloured points are a seeded sample. A box or lasso selects every item inside it."
@@ -152,7 +168,11 @@ def selected_items(projection, method: str, colour: str, axes: tuple, query: str
         selection_mode=("points", "box", "lasso"),
     )
     map_ui.hover_layer(cards, key=f"proj_hover_{view.key}")
-    picked = map_ui.region_items(projection.coords, event) or compute.selected_items(event)
+    if card_note:
+        st.caption(card_note)
+    picked = attempt(lambda: map_ui.region_items(projection.coords, event), "Selection") or compute.selected_items(
+        event
+    )
     selected = compute.keep_selection(previous, picked, signature, ss.get("_proj_signature"))
     ss["proj_selected"], ss["_proj_signature"], ss["_proj_view"] = selected, signature, view.key
     if not selected:

@@ -16,7 +16,8 @@ measures, in Debian's headless Chromium (Playwright):
 - ``hover_ms``: for 20 points, the mouse event's time stamp to plotly's ``plotly_hover`` event
   (the hover box is drawn before it fires) and, on the digits demo, to the hover card shown.
 
-Prints the figures and writes ``benchmarks/results/map.json``.
+Prints the figures with the load average they were measured under (the machine is often shared)
+and writes ``benchmarks/results/map.json``.
 Run: ``python benchmarks/bench_map.py [--quick]`` (``--quick``: the 100,000-point map only).
 """
 
@@ -154,7 +155,9 @@ def main(quick: bool = False) -> None:
         env=env,
     )
     url = f"http://127.0.0.1:{port}"
-    out: dict = {"maps": {}, "targets": {"paint_ms": 3000, "hover_ms": 200}}
+    out: dict = {"maps": {}, "targets": {"paint_ms": 3000, "hover_ms": 200},
+                 "loadavg_start": Path("/proc/loadavg").read_text().split()[:3]}
+    print(f"load average at the start {' '.join(out['loadavg_start'])}", flush=True)
     try:
         for _ in range(240):
             try:
@@ -187,7 +190,9 @@ def main(quick: bool = False) -> None:
                     f"{name}: painted {row['paint_ms']:.0f} ms after the click on Projection, the map cached "
                     f"(a fresh tab: {row['tab_paint_ms']:.0f} ms, chart element at {row['tab_chart_ms']:.0f} ms, "
                     f"plotly drawing {row['plotly_draw_ms']:.0f} ms; first visit {row['cold_paint_ms']:.0f} ms); "
-                    f"hover median {row['hover_median_ms']:.0f} ms, max {row['hover_max_ms']:.0f} ms"
+                    f"hover median {row['hover_median_ms']:.0f} ms, max {row['hover_max_ms']:.0f} ms; "
+                    f"load average {' '.join(Path('/proc/loadavg').read_text().split()[:3])}",
+                    flush=True,
                 )
             browser.close()
     finally:

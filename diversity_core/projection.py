@@ -2,7 +2,8 @@
 
 Maps too large to draw point by point are aggregated here (:func:`density_grid`, a 2-D
 histogram in O(n)), and a box or lasso drawn on such a map names its items
-(:func:`points_in_region`), so selections stay exact at any size.
+(:func:`points_in_region`; several boxes and lassos drawn one after another with
+:func:`points_in_regions`), so selections stay exact at any size.
 
 PCA uses scikit-learn (``TruncatedSVD`` for sparse input, which cannot be centred without
 densifying). UMAP comes from ``umap-learn``, imported only inside :func:`project` because its
@@ -10,7 +11,7 @@ first import compiles numba code for about 30 s. Both are seeded, so the same da
 settings always give the same map.
 
 Public names: :func:`project`, :class:`Projection`, :data:`METHODS`, :func:`density_grid`,
-:class:`DensityGrid`, :func:`points_in_region`.
+:class:`DensityGrid`, :func:`points_in_region`, :func:`points_in_regions`.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ __all__ = [
     "density_grid",
     "DensityGrid",
     "points_in_region",
+    "points_in_regions",
 ]
 
 #: Projection methods :func:`project` accepts.
@@ -391,6 +393,44 @@ def points_in_region(coords, *, box=None, lasso=None) -> np.ndarray:
             f"a lasso needs at least 3 finite vertices (xs and ys of equal length); got {xs.size}."
         )
     return _in_polygon(XY, xs, ys)
+
+
+def points_in_regions(coords, *, boxes=(), lassos=()) -> np.ndarray:
+    """Indices of the map's points inside any of several boxes and lassos (their union).
+
+    What a chart's selection holds after several boxes or lassos were drawn one after another
+    (plotly keeps each of them in its selection event).
+
+    Parameters
+    ----------
+    coords : array-like of shape (n, 2)
+    boxes : sequence of (x0, x1, y0, y1)
+        Rectangles, as for :func:`points_in_region`.
+    lassos : sequence of (xs, ys)
+        Closed polygons, as for :func:`points_in_region`.
+
+    Returns
+    -------
+    ndarray of int
+        Increasing indices of the points inside at least one region (empty when there are none).
+
+    Raises
+    ------
+    DiversityInputError
+        A lasso of fewer than 3 vertices, or coordinates that are not finite n x 2 numbers.
+
+    Examples
+    --------
+    >>> points_in_regions([[0, 0], [2, 2], [5, 5]], boxes=[(1, 3, 1, 3), (4, 6, 4, 6)]).tolist()
+    [1, 2]
+    """
+    XY = _check_map(coords)
+    hit = np.zeros(XY.shape[0], dtype=bool)
+    for box in boxes:
+        hit[points_in_region(XY, box=box)] = True
+    for lasso in lassos:
+        hit[points_in_region(XY, lasso=lasso)] = True
+    return np.flatnonzero(hit)
 
 
 def _in_polygon(XY: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:

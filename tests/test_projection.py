@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -131,3 +133,56 @@ def test_points_in_region_box_and_lasso(rng):
         points_in_region(XY)
     with pytest.raises(DiversityInputError, match="at least 3 finite vertices"):
         points_in_region(XY, lasso=([0, 1], [0, 1]))
+
+
+def test_points_in_regions_is_the_union(rng):
+    from diversity_core.projection import points_in_region, points_in_regions
+
+    XY = rng.uniform(-2, 2, size=(3000, 2))
+    boxes = [(-2, -1, -2, -1), (0, 1, 0, 1)]
+    lassos = [([0, 2, 0], [0, 0, 2]), ([-2, -0.5, -2], [2, 2, 0.5])]
+    expected = set()
+    for b in boxes:
+        expected |= set(points_in_region(XY, box=b).tolist())
+    for la in lassos:
+        expected |= set(points_in_region(XY, lasso=la).tolist())
+    got = points_in_regions(XY, boxes=boxes, lassos=lassos)
+    assert got.tolist() == sorted(expected) and got.size > 300
+    assert points_in_regions(XY).size == 0
+    with pytest.raises(DiversityInputError, match="at least 3 finite vertices"):
+        points_in_regions(XY, lassos=[([0, 1], [0, 1])])
+
+
+# ------------------------------------------------------------------------------------------
+# UMAP's progress: the layout's epochs reach the callback (the app's background job shows them)
+# ------------------------------------------------------------------------------------------
+#: umap-learn's own bar format (umap_.py, UMAP.fit), whose "done/total" the report reads.
+UMAP_BAR = "{desc}: {percentage:3.0f}%| {bar} {n_fmt}/{total_fmt} [{elapsed}]"
+
+
+def test_epoch_reports_from_umaps_progress_bar():
+    from tqdm import tqdm
+
+    from diversity_core.projection import _EpochReport
+
+    calls = []
+    report = _EpochReport(lambda d, t, m: calls.append((d, t, m)), 20, 79, 100)
+    for _ in tqdm(range(200), file=report, disable=False, mininterval=0, miniters=1, desc="Epochs completed",
+                  bar_format=UMAP_BAR):
+        pass
+    done = [d for d, _, _ in calls]
+    assert len(calls) > 100 and done == sorted(done) and done[0] == 20
+    assert calls[-1] == (99, 100, "optimising the layout: epoch 200 of 200")
+    assert all(t == 100 and m.startswith("optimising the layout: epoch ") for _, t, m in calls)
+
+
+@pytest.mark.slow
+def test_umap_reports_its_epochs(rng):
+    pytest.importorskip("umap")
+    calls = []
+    X = rng.normal(size=(150, 6))
+    project(X, method="umap", n_neighbors=10, progress=lambda d, t, m: calls.append((d, t, m)))
+    epochs = [(d, m) for d, t, m in calls if "epoch" in m]
+    assert len(epochs) >= 2 and epochs[-1][0] == 99 and re.search(r"epoch (\d+) of \1$", epochs[-1][1])
+    done = [d for d, _, _ in calls]
+    assert done == sorted(done) and calls[0][0] == 0 and calls[-1] == (100, 100, "done")

@@ -431,13 +431,17 @@ def keep_selection(previous: list, event_items: list, signature: tuple, previous
 
 
 def mark_selected(fig, selected: list):
-    """Highlight ``selected`` items in a projection figure (each point's customdata is its item)."""
+    """Highlight ``selected`` items in a projection figure (each point's customdata is its item).
+
+    Only the point traces (scatter, scattergl) carry items: a density view's heatmap keeps its
+    counts in ``customdata`` and has no ``selectedpoints``.
+    """
     if not selected:
         return fig
     chosen = set(int(i) for i in selected)
     for trace in fig.data:
         cd = trace.customdata
-        if cd is None:
+        if cd is None or trace.type not in ("scatter", "scattergl"):
             continue
         trace.selectedpoints = [j for j, v in enumerate(cd)
                                 if int(v[0] if isinstance(v, (list, tuple, np.ndarray)) else v) in chosen]

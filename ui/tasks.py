@@ -22,12 +22,22 @@ keys name content, not sessions, so a result computed once is shown to every ses
 for the same inputs. When a second session starts a task another session is computing, it
 waits for that outcome (its status box says so) instead of computing it again; if the first
 one fails or is cancelled, the waiting session computes it itself.
+
+**Background tasks** (UMAP of 100,000 items: minutes) do not hold the page: :func:`start_background`
+starts the job and returns at once, the page goes on (showing what it has meanwhile), and
+:func:`follow` draws its progress and a Cancel button in a fragment that redraws itself every
+:data:`FOLLOW_INTERVAL` seconds. The job belongs to the session, not to a script run: reruns, clicks
+and other pages leave it running; only its Cancel button, a new start of the same kind, or the
+session ending (its state dropped) stop it. When it finishes, its outcome is kept like
+:func:`run`'s (:func:`finished` finds it) and the page reruns to show it.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 import warnings
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Optional
 
@@ -255,3 +265,144 @@ def show_notes(outcome: Outcome) -> None:
     """The core's warnings during the task, one info box each."""
     for note in outcome.notes:
         st.info(literal(plain(note)))
+
+
+# ------------------------------------------------------------------------------------------
+# background tasks: kept by the session, followed from a fragment
+# ------------------------------------------------------------------------------------------
+#: Seconds between two looks at a running background task (its fragment's ``run_every``).
+FOLLOW_INTERVAL = 1.0
+#: Session-state key of the session's background tasks (:class:`_SessionJobs`).
+_BACKGROUND = "_tasks_background"
+
+
+class _SessionJobs:
+    """The session's background tasks: kind -> ``(key, BackgroundJob | Outcome | failure message)``.
+
+    Held in the session's state: when the session ends and its state is dropped, the jobs still
+    running are cancelled (``weakref.finalize``; the finaliser holds the mapping, not this object).
+    """
+
+    def __init__(self):
+        self.jobs: dict = {}
+        weakref.finalize(self, _cancel_all, self.jobs)
+
+
+def _cancel_all(jobs: dict) -> None:
+    for _key, job in list(jobs.values()):
+        if isinstance(job, workers.BackgroundJob) and not job.done():
+            job.cancel()
+
+
+def _session_jobs() -> dict:
+    ss = st.session_state
+    holder = ss.get(_BACKGROUND)
+    if not isinstance(holder, _SessionJobs):
+        holder = ss[_BACKGROUND] = _SessionJobs()
+    return holder.jobs
+
+
+def start_background(kind: str, key: Hashable, fn: Callable[[Callable], Any], label: str) -> bool:
+    """Start ``fn(progress)`` as the session's background task of ``kind`` and return at once.
+
+    A task of the same kind still running (other inputs) is cancelled first: one per kind and
+    session. False (with the error shown) when the job could not start.
+    """
+    jobs = _session_jobs()
+    previous = jobs.pop(kind, None)
+    if previous is not None and isinstance(previous[1], workers.BackgroundJob):
+        previous[1].cancel()
+    try:
+        job = workers.start_background(fn, label)
+    except Exception as exc:  # noqa: BLE001 - every failure reaches the user as a message
+        show_error(error_message(label, exc))
+        return False
+    jobs[kind] = (key, job)
+    return True
+
+
+def background(kind: str) -> Optional[tuple]:
+    """``(key, job)`` of the session's background task of ``kind`` still running (None when none)."""
+    entry = _session_jobs().get(kind)
+    if entry is None or not isinstance(entry[1], workers.BackgroundJob):
+        return None
+    return entry
+
+
+def finished(kind: str, key: Hashable, *, max_entries: int = MAX_ENTRIES) -> Optional[Outcome]:
+    """The outcome of ``kind`` for ``key``: from the shared store (:func:`stored`), or the one this
+    session's background task left (kept here too, in case the store could not hold it)."""
+    out = stored(kind, key, max_entries=max_entries)
+    if out is not None:
+        return out
+    entry = _session_jobs().get(kind)
+    if entry is not None and entry[0] == key and isinstance(entry[1], Outcome):
+        return entry[1]
+    return None
+
+
+def follow(kind: str, label: str, *, max_entries: int = MAX_ENTRIES) -> None:
+    """The session's background task of ``kind``: progress and Cancel while it runs, its error when it
+    failed; when it finishes, keep its outcome and rerun the page (which then shows it).
+
+    Drawn in a fragment that redraws itself every :data:`FOLLOW_INTERVAL` s: following a job
+    costs one small redraw a second, never the page around it. Nothing is drawn (and nothing
+    polls) when the session has no such task.
+    """
+    entry = _session_jobs().get(kind)
+    if entry is None:
+        return
+    if isinstance(entry[1], str):  # it failed: said until the next start
+        show_error(entry[1])
+    elif isinstance(entry[1], workers.BackgroundJob):
+        _follow(kind, label, max_entries)
+
+
+def _background_text(label: str, job: workers.BackgroundJob, report: Optional[tuple]) -> str:
+    from diversity_core.featurizers._runtime import format_duration
+
+    message = report[2] if report is not None else "starting"
+    elapsed = time.monotonic() - job.started
+    text = f"{label} (in the background) — {message} · {format_duration(elapsed)} so far"
+    left = job.time_left()
+    if left is not None:
+        text += ", a few seconds left" if left < 8 else f", about {format_duration(left)} left"
+    return text
+
+
+@st.fragment(run_every=FOLLOW_INTERVAL)
+def _follow(kind: str, label: str, max_entries: int) -> None:
+    jobs = _session_jobs()
+    entry = jobs.get(kind)
+    if entry is None:
+        return
+    key, job = entry
+    if isinstance(job, str):  # it failed: said until the next start
+        show_error(job)
+        return
+    if not isinstance(job, workers.BackgroundJob):  # finished: the page shows it
+        return
+    if job.done():
+        from diversity_core.workers import JobCancelledError
+
+        try:
+            value, notes = job.outcome()
+        except JobCancelledError:
+            jobs.pop(kind, None)
+            return
+        except Exception as exc:  # noqa: BLE001 - every failure reaches the user as a message
+            jobs[kind] = (key, error_message(label, exc))
+            show_error(jobs[kind][1])
+            return
+        outcome = Outcome(value=value, notes=tuple(dict.fromkeys(notes)))
+        store(kind, max_entries).put(key, outcome)
+        jobs[kind] = (key, outcome)
+        st.rerun()  # the page shows the outcome
+    report = job.progress()
+    frac = 0.0 if report is None or report[1] <= 0 else min(max(report[0] / report[1], 0.0), 1.0)
+    st.progress(frac, text=_background_text(label, job, report))
+    if st.button("Cancel", key=f"cancel_background_{kind}", icon=":material/cancel:",
+                 help="Stop this computation; nothing is kept. Other clicks and pages leave it running."):
+        job.cancel()
+        jobs.pop(kind, None)
+        st.rerun()

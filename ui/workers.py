@@ -206,3 +206,123 @@ def shutdown() -> Any:
         p, _pool, _error, _started = _pool, None, None, None
     if p is not None:
         p.close()
+
+
+# ------------------------------------------------------------------------------------------
+# background jobs: they go on after the script run that started them
+# ------------------------------------------------------------------------------------------
+class BackgroundJob:
+    """A job that outlives the script run that started it (reruns, other pages): polled, never awaited.
+
+    It runs on a worker process when the server has them, else in a thread of this process.
+    :meth:`progress` gives its latest report, :meth:`done` whether it finished and
+    :meth:`outcome` its ``(value, warning messages)`` (or raises its error); only
+    :meth:`cancel` stops it. :func:`start_background` starts one.
+    """
+
+    def __init__(self, label: str, job=None):
+        self.label = label
+        self.started = time.monotonic()
+        self._job = job  # a diversity_core.workers.Job, or None for a thread of this process
+        self._lock = threading.Lock()
+        self._reports: list = []  # the thread's reports not read yet
+        self._last = None  # the latest report: (done, total, message)
+        self._first: Optional[tuple] = None  # (time, done) of the stage's first report: the throughput's origin
+        self._stage = ""
+        self._cancel = threading.Event()
+        self._finished = threading.Event()
+        self._value: Any = None
+        self._error: Optional[BaseException] = None
+
+    # the thread of this process -------------------------------------------------------
+    def _report(self, done, total, message: str = "", **data) -> None:
+        if self._cancel.is_set():
+            from diversity_core.workers import JobCancelledError
+
+            raise JobCancelledError("cancelled")
+        with self._lock:
+            self._reports.append((float(done), float(total), str(message)))
+
+    def _run(self, fn: Callable) -> None:
+        try:
+            self._value = fn(self._report)
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever reads the outcome
+            self._error = exc
+        finally:
+            self._finished.set()
+
+    # what the page reads -----------------------------------------------------------
+    def progress(self) -> Optional[tuple]:
+        """The latest report ``(done, total, message)`` (None before the first)."""
+        if self._job is not None:
+            new = [(r.done, r.total, r.message) for r in self._job.reports()]
+        else:
+            with self._lock:
+                new, self._reports = self._reports, []
+        for report in new:
+            # the throughput is measured within one stage of the job (UMAP: its import, its neighbour
+            # graph, then its epochs): a new stage, named by its message's words, starts it again
+            stage = _stage(report[2])
+            if self._first is None or stage != self._stage:
+                self._first, self._stage = (time.monotonic(), report[0]), stage
+            self._last = report
+        return self._last
+
+    def time_left(self) -> Optional[float]:
+        """Seconds left at the throughput measured since the first report (None until measurable)."""
+        last, first = self._last, self._first
+        if last is None or first is None:
+            return None
+        done, total, _ = last
+        t0, done0 = first
+        now = time.monotonic()
+        if now - t0 < 2.0 or done <= done0 or total <= 0 or done >= total:
+            return None
+        return (now - t0) / (done - done0) * (total - done)
+
+    def done(self) -> bool:
+        """Whether the job has finished (a value, an error or a cancellation)."""
+        return self._job.done() if self._job is not None else self._finished.is_set()
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether :meth:`cancel` was called."""
+        return self._cancel.is_set()
+
+    def outcome(self) -> tuple:
+        """``(value, warning messages)`` of a finished job; raises the job's own error."""
+        if self._job is not None:
+            value = self._job.result()
+            return value, self._job.warnings()
+        self._finished.wait()
+        if self._error is not None:
+            raise self._error
+        return self._value, []
+
+    def cancel(self) -> None:
+        """Stop the job (at its next progress report); nothing is kept."""
+        self._cancel.set()
+        if self._job is not None:
+            self._job.cancel()
+
+
+def _stage(message: str) -> str:
+    """The stage a progress message names: its words before any colon, numbers left out."""
+    import re
+
+    return re.sub(r"[\d,.]+", "#", str(message).split(":")[0]).strip()
+
+
+def start_background(fn: Callable, label: str) -> BackgroundJob:
+    """Start ``fn(progress)`` as a :class:`BackgroundJob` and return at once.
+
+    On a worker process when the server has them (a cluster named by address is waited for;
+    local workers still starting are not, as in :func:`run_job`), else in a daemon thread of
+    this process.
+    """
+    p = pool(wait=START_WAIT if os.environ.get(SCHEDULER_ENV) else 0)
+    if p is not None:
+        return BackgroundJob(label, p.submit(fn, label=label))
+    job = BackgroundJob(label)
+    threading.Thread(target=job._run, args=(fn,), name=f"diversity-background-{label}", daemon=True).start()
+    return job

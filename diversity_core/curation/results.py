@@ -184,6 +184,19 @@ class DuplicateResult:
         """Number of near-duplicate groups."""
         return len(self.groups)
 
+    def group_of(self, item: int) -> np.ndarray:
+        """The members of ``item``'s near-duplicate group, ascending (empty when it has none).
+
+        Examples
+        --------
+        ``result.group_of(i).size`` is the size of item ``i``'s group (0: no near-duplicate).
+        """
+        item = int(item)
+        if not -self.n <= item < self.n:
+            raise DiversityInputError(f"item must be in [0, {self.n}); got {item}.")
+        label = int(self.labels[item])
+        return self.groups[label] if label >= 0 else np.zeros(0, dtype=np.intp)
+
     @property
     def n_in_groups(self) -> int:
         """Number of items that have at least one near-duplicate."""

@@ -9,6 +9,7 @@ metadata_columns         the columns a dataset can be searched by: ``item`` (tex
                          ``id``, ``group``, ``weight``
 column_values            one column as strings (``weight`` as numbers)
 contains_mask            items whose column contains a substring (case-insensitive by default)
+contains_any_mask        items whose text, SMILES, id or group contains a substring (any column)
 range_mask               items whose numeric column lies in [low, high]
 substructure_mask        molecules that contain a SMARTS pattern (RDKit)
 scaffold_labels          each molecule's Bemis-Murcko scaffold (RDKit's ``MurckoScaffold``),
@@ -143,6 +144,58 @@ def contains_mask(dataset: Dataset, query: str, *, column: str = "item", case: b
     if not isinstance(query, str):
         raise DiversityInputError(f"query must be a string; got {type(query).__name__}.")
     return _contains(_values(dataset, column), query, case)
+
+
+def contains_any_mask(dataset: Dataset, query: str, *, columns: Optional[tuple] = None,
+                      case: bool = False) -> np.ndarray:
+    """Which items contain ``query`` in any of ``columns`` (a search over everything that is text).
+
+    Parameters
+    ----------
+    dataset : Dataset
+    query : str
+        The substring; an empty (or blank) query matches no item.
+    columns : tuple of str, optional
+        Columns of :func:`metadata_columns` searched; by default every text column the
+        dataset has (``"item"`` for text and molecules, ``"id"``, ``"group"``).
+    case : bool, default False
+        Match case.
+
+    Returns
+    -------
+    ndarray of bool, shape (n,)
+
+    Raises
+    ------
+    DiversityInputError
+        For an unknown column, ``"weight"``, or a query that is not a string.
+
+    Notes
+    -----
+    Unlike :func:`contains_mask`, a blank query selects nothing: it is the search of a
+    "highlight" box, where nothing typed means nothing to highlight. O(n) per column.
+
+    Examples
+    --------
+    >>> ds = Dataset("d", "text", ["A dog", "a cat"], None, None, None, ["dogs.txt", "2"])
+    >>> contains_any_mask(ds, "DOG").tolist(), contains_any_mask(ds, "cat", columns=("id",)).tolist()
+    ([True, False], [False, False])
+    """
+    _check_dataset(dataset)
+    if not isinstance(query, str):
+        raise DiversityInputError(f"query must be a string; got {type(query).__name__}.")
+    text_columns = tuple(c for c in _columns(dataset) if c != "weight")
+    if columns is None:
+        columns = text_columns
+    for column in columns:
+        check_option(column, text_columns, "text column")
+    query = query.strip()
+    hit = np.zeros(dataset.n, dtype=bool)
+    if not query:
+        return hit
+    for column in dict.fromkeys(columns):
+        hit |= _contains(_values(dataset, column), query, case)
+    return hit
 
 
 def _contains(values: list, query: str, case: bool) -> np.ndarray:
