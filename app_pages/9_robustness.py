@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from diversity_core.compare import MIN_ITEMS
 from ui import robustness_ui, tasks
 from ui.feedback import literal
 from ui.page import header
@@ -26,7 +27,8 @@ robustness_ui.background_panel(view, ctx.featurizer)
 pairs, q = robustness_ui.settings(view)
 rows, left_out = robustness_ui.groups_used(view)
 if len(set(view.data.groups[rows].tolist()) if rows.size else ()) < 2:
-    st.info(f"The test needs two groups of at least 10 items; left out: {literal(', '.join(left_out))}.")
+    st.info(f"The test needs two groups of at least {MIN_ITEMS} items; "
+            f"left out: {literal(', '.join(left_out))}.")
     st.stop()
 if not pairs:
     st.info("Choose at least one representation and kernel above.")

@@ -11,9 +11,10 @@ survive?*
   pair with :func:`diversity_core.compare.compare` (so every group at the same n, each score
   with its subsampling interval, every pair with its resolved/unresolved verdict), ranks the
   groups under each pair and lists the **rank flips**: two groups whose order reverses between
-  two representations. A flip is *resolved* when both orders are resolved (each difference's
-  interval excludes 0); then the ranking depends on the representation, and
-  :attr:`RobustnessResult.verdict` says so.
+  two (representation, kernel) pairs. A flip is *resolved* when both orders are resolved (each
+  difference's interval excludes 0); then the ranking depends on that choice,
+  :attr:`RobustnessResult.verdict` says so and :attr:`RobustnessResult.depends_on` says on what:
+  the representation (same kernel), the kernel (same representation) or both.
 - :func:`background_dominance` detects what made raw pixels rank real emoji icons wrongly:
   under an inner-product kernel (cosine, linear) a constant non-black background that two images
   share adds to their similarity pixel by pixel, so when most of the pixels are background the
@@ -57,7 +58,7 @@ import numpy as np
 
 from ._json import to_jsonable
 from ._orders import format_q, parse_q
-from ._progress import ProgressCallback, report
+from ._progress import DETAIL_SEPARATOR, ProgressCallback, report
 from ._validation import check_random_state, check_scalar
 from .exceptions import DiversityInputError
 
@@ -160,10 +161,12 @@ class RepresentationScores:
 
 @dataclass(frozen=True)
 class RankFlip:
-    """Two groups whose order reverses between two representations.
+    """Two groups whose order reverses between two (representation, kernel) pairs.
 
     ``higher`` scores above ``lower`` under ``where_higher`` and below it under ``where_lower``
     (labels ``"representation · kernel"``). ``resolved`` is True when both orders are resolved.
+    ``differs`` says what changes between the two: ``"representation"`` (same kernel),
+    ``"kernel"`` (same representation) or ``"both"``.
     """
 
     higher: str
@@ -171,6 +174,7 @@ class RankFlip:
     where_higher: str
     where_lower: str
     resolved: bool
+    differs: str = "representation"
 
     def to_dict(self) -> Dict[str, Any]:
         """The fields as a dict."""
@@ -180,6 +184,7 @@ class RankFlip:
             "where_higher": self.where_higher,
             "where_lower": self.where_lower,
             "resolved": self.resolved,
+            "differs": self.differs,
         }
 
 
@@ -286,8 +291,32 @@ class RobustnessResult:
             return "depends"
         return "unresolved" if self.flips else "stable"
 
+    @property
+    def depends_on(self) -> Optional[str]:
+        """What the order of the groups depends on: ``"representation"``, ``"kernel"``, ``"both"`` or None.
+
+        Read from every two rows between which some pair of groups reverses (with both orders
+        resolved when any reversal is, see :attr:`verdict`): ``"kernel"`` when changing the kernel
+        alone (same representation) reverses an order and changing the representation alone does
+        not, ``"representation"`` the other way round, ``"both"`` when each alone does, or only
+        rows differing in both choices reverse. None without a reversal.
+        """
+        resolved = self.verdict == "depends"
+        kinds = set()
+        for r1, r2 in combinations(self.rows, 2):
+            for a, b in combinations(self.groups, 2):
+                if r1.order(a, b) * r2.order(a, b) >= 0:
+                    continue
+                if resolved and not (r1.is_resolved(a, b) and r2.is_resolved(a, b)):
+                    continue
+                kinds.add(_differs(r1, r2))
+        if not kinds:
+            return None
+        single = kinds - {"both"}  # a change of one choice alone that reverses an order says the most
+        return single.pop() if len(single) == 1 else "both"
+
     def summary(self) -> str:
-        """The headline: whether the ranking depends on the representation, and how (plain text)."""
+        """The headline: whether the ranking depends on the representation, the kernel or both (plain text)."""
         qs = format_q(self.q)
         every = f"VS (q = {qs}) of every group at n = {self.n}"
         if len(self.rows) == 1:
@@ -301,20 +330,30 @@ class RobustnessResult:
                 f"The ranking is the same under all {len(self.rows)} representations and kernels: "
                 f"{' > '.join(self.rows[0].ranking)} ({every})."
             )
-        flip = next((f for f in self.flips if f.resolved), self.flips[0])
+        on = {
+            "representation": "the representation",
+            "kernel": "the kernel",
+            "both": "the representation and the kernel",
+        }[self.depends_on]
+        # the example named: a flip of the kind the headline names, resolved when the verdict is
+        pool = [f for f in self.flips if f.resolved] or list(self.flips)
+        flip = next((f for f in pool if f.differs == self.depends_on), pool[0])
         by_label = {r.label: r for r in self.rows}
         pairs = len(list(combinations(self.groups, 2)))
         resolved = sum(f.resolved for f in self.flips)
+        between = _BETWEEN[flip.differs].format(
+            rep=by_label[flip.where_higher].representation, kernel=by_label[flip.where_higher].kernel
+        )
         if self.verdict == "depends":
             return (
-                f"The ranking depends on the representation: {flip.where_higher} ranks "
+                f"The ranking depends on {on}: {flip.where_higher} ranks "
                 f"{' > '.join(by_label[flip.where_higher].ranking)}, {flip.where_lower} ranks "
-                f"{' > '.join(by_label[flip.where_lower].ranking)} ({resolved} of {pairs} pairs of groups "
-                f"reverse with both orders resolved at {self.confidence_level:.0%}; {every})."
+                f"{' > '.join(by_label[flip.where_lower].ranking)} ({between}; {resolved} of {pairs} pairs of "
+                f"groups reverse with both orders resolved at {self.confidence_level:.0%}; {every})."
             )
         return (
-            f"The order of {flip.higher} and {flip.lower} changes between representations "
-            f"({flip.where_higher} and {flip.where_lower}), but within the intervals: no reversal is "
+            f"The order of {flip.higher} and {flip.lower} changes with {on} "
+            f"({flip.where_higher} and {flip.where_lower}: {between}), but within the intervals: no reversal is "
             f"resolved at {self.confidence_level:.0%} ({every})."
         )
 
@@ -445,7 +484,8 @@ def representation_robustness(
     index = {g: np.flatnonzero(labels == g) for g in names}
     rows, comparison = [], None
     for step, (rep, kernel) in enumerate(plan):
-        report(progress, step, len(plan), f"scoring the groups under {rep} · {kernel}")
+        # one stage ("scoring the groups"), its detail the pair: a display keeps one phase for all pairs
+        report(progress, step, len(plan), f"scoring the groups{DETAIL_SEPARATOR}{rep} · {kernel}")
         X = features[rep]
         comparison = compare(
             {g: X[idx] for g, idx in index.items()},
@@ -525,6 +565,21 @@ def _row(comparison, rep: str, kernel: str, q: float) -> RepresentationScores:
     )
 
 
+#: How the headline says what two flipped rankings differ in.
+_BETWEEN = {
+    "representation": "the same {kernel} kernel on two representations",
+    "kernel": "two kernels on the same {rep} features",
+    "both": "the representation and the kernel both differ",
+}
+
+
+def _differs(r1: RepresentationScores, r2: RepresentationScores) -> str:
+    """``"kernel"``, ``"representation"`` or ``"both"``: what changes from one row to the other."""
+    if r1.representation == r2.representation:
+        return "kernel"
+    return "representation" if r1.kernel == r2.kernel else "both"
+
+
 def _flips(names: Sequence[str], rows: Sequence[RepresentationScores]) -> Tuple[RankFlip, ...]:
     """One flip per pair of groups whose order changes: a resolved reversal when there is one."""
     flips = []
@@ -541,6 +596,7 @@ def _flips(names: Sequence[str], rows: Sequence[RepresentationScores]) -> Tuple[
                 where_higher=r1.label,
                 where_lower=r2.label,
                 resolved=r1.is_resolved(a, b) and r2.is_resolved(a, b),
+                differs=_differs(r1, r2),
             )
             if found is None or (flip.resolved and not found.resolved):
                 found = flip

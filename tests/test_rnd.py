@@ -178,6 +178,80 @@ def test_regime_warning_names_each_unreliable_setting():
         rnd_regime_warning({"epochs": 10})
 
 
+def test_regime_warning_on_principal_components():
+    """Issue 27 item 8: the MLP on the features' 32 principal components is in the studied regime,
+    whatever the features' width; other numbers of components, or a long training, are not."""
+    from diversity_core.rnd import rnd_regime_warning
+    from diversity_core.rnd._regime import PCA_COMPONENTS
+
+    assert PCA_COMPONENTS == 32
+    for width in (64, 384, 2048, 18448):
+        assert rnd_regime_warning({"architecture": "mlp", "n_components": 32}, input_shape=(width,)) is None
+    msg = rnd_regime_warning({"architecture": "mlp", "n_components": 64}, input_shape=(2048,))
+    assert "an MLP on 64 principal components (not 32)" in msg and "input features" not in msg
+    assert "an MLP on 16 principal components (not 32)" in rnd_regime_warning(
+        {"architecture": "mlp", "n_components": 16}, input_shape=(2048,))
+    # fewer features than components: all of them are kept, as with the studied 32
+    assert rnd_regime_warning({"architecture": "mlp", "n_components": 64}, input_shape=(12,)) is None
+    # all the features: the message points to the reduction
+    assert "32 principal components keeps structured data above noise" in rnd_regime_warning({}, input_shape=(2048,))
+    long = rnd_regime_warning({"architecture": "mlp", "n_components": 32, "epochs": 300}, input_shape=(2048,))
+    assert "exceeds 10" in long and "principal components" not in long
+
+
+def test_n_components_feeds_the_mlp_the_principal_components(rng):
+    from diversity_core.preprocess import preprocess
+
+    X = rng.normal(size=(260, 40)) @ rng.normal(size=(40, 40))
+    kw = dict(runs=2, epochs=3, average_last=2, rng=0)
+    reduced = rnd_score(X, n_components=6, **kw)
+    direct = rnd_score(preprocess(X, steps="pca", n_components=6), **kw)
+    np.testing.assert_array_equal(reduced.curves, direct.curves)
+    assert reduced.settings["n_components"] == 6 and reduced.settings["input_shape"] == [40]
+    assert rnd_score(X, **kw).settings["n_components"] is None
+    # at most min(n, d) components; images are flattened first
+    assert rnd_score(X[:, :4], n_components=16, **kw).settings["n_components"] == 4
+    images = rng.uniform(size=(260, 6, 6))
+    assert rnd_score(images, architecture="mlp", n_components=5, **kw).settings["n_components"] == 5
+    with pytest.raises(DiversityInputError, match="n_components reduces the MLP's input; architecture 'cnn'"):
+        rnd_score(images, architecture="cnn", n_components=5, **kw)
+    assert "an MLP on 6 principal components (not 32)" in reduced.reliability  # RNDResult reads its settings
+    assert rnd_score(X, n_components=32, **kw).reliability is None
+
+
+def _shuffled_columns(X, seed: int = 7) -> np.ndarray:
+    """Each feature's values permuted across items on its own: the same marginals, no joint structure."""
+    import scipy.sparse as sp
+
+    g = np.random.default_rng(seed)
+    X = X.toarray() if sp.issparse(X) else np.array(X, dtype=np.float64)
+    return np.take_along_axis(X, np.argsort(g.random(X.shape), axis=0), axis=0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("demo", ["text", "molecules"])
+def test_reliable_default_ranks_the_demos_features_above_their_noise(demo):
+    """Issue 27 item 8: the setting the app now opens on for text and molecules (the MLP on the
+    features' 32 principal components, the form's 30 epochs) scores the demo's own features above
+    noise of the same features (each feature shuffled across items on its own), resolved at 40
+    runs. About a minute of CPU each."""
+    import scipy.sparse as sp
+
+    from diversity_core.data import load_demo
+    from diversity_core.featurizers import featurize
+    from diversity_core.rnd import rnd_reliable_setting
+
+    X = featurize(load_demo(demo))
+    X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+    train = dict(epochs=30, average_last=10, runs=40, rng=0)
+    rec = rnd_reliable_setting(train, feature_shape=X.shape[1:])
+    assert rec["input"] == "features" and rec["n_components"] == 32
+    kw = dict(train, architecture=rec["architecture"], n_components=rec["n_components"])
+    data, noise = rnd_score(X, **kw), rnd_score(_shuffled_columns(X), **kw)
+    assert separated(data, noise), (data, noise)
+    assert data.reliability is None and noise.reliability is None
+
+
 def test_result_reliability_reads_its_own_settings(rng):
     X = rng.normal(size=(260, 8))
     fine = rnd_score(X, runs=2, epochs=2, average_last=1, rng=0)
@@ -397,6 +471,7 @@ def test_dataset_input_picks_pixels_or_flattened_pixels():
         (dict(architecture="cnn"), "needs images"),
         (dict(runs=True), "runs must be an integer >= 1; got True"),
         (dict(batch_size="50"), "batch_size must be an integer"),
+        (dict(n_components=0), "n_components must be an integer >= 1"),
     ],
 )
 def test_bad_parameters(rng, kwargs, match):

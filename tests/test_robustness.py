@@ -15,6 +15,7 @@ from diversity_core.featurizers import featurize
 from diversity_core.robustness import (
     DOMINANCE,
     RepresentationScores,
+    RobustnessResult,
     _flips,
     background_dominance,
     default_kernels,
@@ -54,9 +55,10 @@ def test_icons_demo_ranking_depends_on_the_kernel(icons):
     )
     assert result.rows[1].ranking == tuple(reversed(result.rows[0].ranking))
     assert result.verdict == "depends" and len(result.flips) == 3 and all(f.resolved for f in result.flips)
-    assert result.summary().startswith(
-        "The ranking depends on the representation: pixels · cosine ranks A: 2 dark"
-    )
+    # one representation, two kernels: the headline says the kernel decides, not the representation
+    assert result.depends_on == "kernel" and {f.differs for f in result.flips} == {"kernel"}
+    assert result.summary().startswith("The ranking depends on the kernel: pixels · cosine ranks A: 2 dark")
+    assert "(two kernels on the same pixels features; 3 of 3 pairs" in result.summary()
     assert result.n == min(result.group_sizes) == 200
     assert result.background.dominated
     assert set(result.background.dominated_groups) == {
@@ -120,6 +122,47 @@ def test_flip_is_resolved_only_when_both_orders_are():
     resolved = scores("n", {"x": 1.0, "y": 2.0}, {("x", "y"): "y"})
     assert _flips(("x", "y"), [one, other, resolved])[0].resolved  # a resolved reversal is preferred
     assert _flips(("x", "y"), [one, one]) == ()
+
+
+def test_headline_says_whether_the_representation_the_kernel_or_both_differ():
+    """Issue 27 item 3: a flip between kernels on one representation is not a representation's."""
+
+    def row(rep, kernel, estimates, resolved=True):
+        ranking = tuple(sorted(estimates, key=lambda g: -estimates[g]))
+        res = {("x", "y"): ranking[0]} if resolved else {}
+        return RepresentationScores(rep, kernel, {g: (v, v - 0.1, v + 0.1) for g, v in estimates.items()}, ranking, res)
+
+    def result(*rows):
+        names = ("x", "y")
+        return RobustnessResult(names, (30, 30), 30, 1.0, 0.95, rows, _flips(names, rows))
+
+    up, down = {"x": 2.0, "y": 1.0}, {"x": 1.0, "y": 2.0}
+    by_kernel = result(row("pixels", "cosine", up), row("pixels", "rbf", down))
+    assert by_kernel.depends_on == "kernel" and by_kernel.flips[0].differs == "kernel"
+    assert by_kernel.summary().startswith("The ranking depends on the kernel: pixels · cosine ranks x > y, pixels · rbf")
+    assert "(two kernels on the same pixels features;" in by_kernel.summary()
+    by_rep = result(row("pixels", "cosine", up), row("net", "cosine", down))
+    assert by_rep.depends_on == "representation" and by_rep.flips[0].differs == "representation"
+    assert by_rep.summary().startswith("The ranking depends on the representation: pixels · cosine ranks x > y")
+    assert "(the same cosine kernel on two representations;" in by_rep.summary()
+    # only rows differing in both reverse the order: both are named
+    only_both = result(row("pixels", "cosine", up), row("net", "rbf", down))
+    assert only_both.depends_on == "both" and only_both.flips[0].differs == "both"
+    assert only_both.summary().startswith("The ranking depends on the representation and the kernel:")
+    assert "(the representation and the kernel both differ;" in only_both.summary()
+    # the kernel alone reverses the order (net · rbf agrees with pixels · rbf): the kernel
+    kernel_alone = result(row("pixels", "cosine", up), row("pixels", "rbf", down), row("net", "rbf", down))
+    assert kernel_alone.depends_on == "kernel"
+    # a kernel flip and a representation flip: both
+    mixed = result(row("pixels", "cosine", up), row("pixels", "rbf", down), row("net", "cosine", down))
+    assert mixed.depends_on == "both"
+    assert mixed.summary().startswith("The ranking depends on the representation and the kernel: pixels · cosine")
+    # within the intervals: the same words, said of an unresolved change
+    unresolved = result(row("pixels", "cosine", up), row("net", "cosine", down, resolved=False))
+    assert unresolved.verdict == "unresolved" and unresolved.depends_on == "representation"
+    assert unresolved.summary().startswith("The order of x and y changes with the representation (pixels · cosine")
+    assert result(row("a", "cosine", up), row("b", "rbf", up)).depends_on is None
+    assert by_kernel.to_dict()["flips"][0]["differs"] == "kernel"
 
 
 def test_unresolved_flip_verdict(rng):
@@ -207,9 +250,8 @@ def test_cli_json_and_bad_kernel(capsys):
         == 0
     )
     out = json.loads(capsys.readouterr().out)
-    assert out["verdict"] == "depends" and out["summary"].startswith(
-        "The ranking depends on the representation"
-    )
+    assert out["verdict"] == "depends" and out["summary"].startswith("The ranking depends on the kernel")
+    assert {f["differs"] for f in out["flips"]} == {"kernel"}
     assert [r["kernel"] for r in out["rows"]] == ["cosine", "rbf"] and out["background"]["dominated"] is True
     assert main(["robustness", "demo:icons", "--kernels", "gauss"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -21,7 +21,7 @@ from diversity_core.report import FIGURE_TITLES, comparison_figures, presentatio
 from diversity_core.rnd import rnd_regime_warning
 from diversity_core.rnd._api import MIN_VALIDATION
 
-from . import compute
+from . import compute, robustness_ui
 from .cache import shared_cache
 from .feedback import literal, plain
 from .magnitude_ui import metric_select
@@ -145,6 +145,15 @@ def show_rnd_warnings(cmp) -> None:
     """Each distinct regime warning of the comparison's RND settings, as literal text."""
     rnd = cmp.settings.get("rnd") or {}
     show_reliability([rnd_regime_warning(v) for v in (rnd.get("settings") or {}).values()])
+
+
+def background_warning(ctx) -> None:
+    """For images scored on their pixels: the warning (with the network features one click away)
+    when a constant background carries most of the pixel similarity
+    (:func:`~diversity_core.robustness.background_dominance`, as on the Scores page)."""
+    view = ctx.view
+    if view.data.modality == "images" and ctx.featurizer == "pixels" and robustness_ui.background(view).dominated:
+        robustness_ui.background_panel(view, ctx.featurizer)
 
 
 def result_key(ctx, s: CompareSettings) -> tuple:
@@ -369,6 +378,7 @@ def show(out: Outcome, ctx, key: tuple, presentation: bool, evaluation=None) -> 
                + (f" · MagDiff reference **{literal(cmp.reference)}**" if cmp.reference else "") + magnitude_line(cmp))
     show_notes(out)
     show_rnd_warnings(cmp)
+    background_warning(ctx)
     if presentation:
         _headline(cmp)
 

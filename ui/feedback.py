@@ -17,12 +17,15 @@ from typing import Callable, Iterator, Optional, TypeVar
 import streamlit as st
 
 from diversity_core import DiversityError
+from diversity_core._progress import split_message
 from diversity_core.featurizers._runtime import format_duration
 
 T = TypeVar("T")
 
 #: Seconds between two redraws of a progress bar (the core may report thousands of steps).
 _MIN_INTERVAL = 0.1
+#: A number in a progress message (``3``, ``0.25``, ``1e-3``): masked in a phase's label.
+_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
 
 #: The core's API words in messages, said the app's way (keyword names, internal terms).
@@ -136,10 +139,20 @@ class ProgressBar:
 
     The bar takes its place on the page when created (an empty placeholder) and appears at the
     first report, so work that reports nothing (a cache hit) draws nothing. Its text is the
-    task's label, what the core says it is doing, the time so far and the time left from the
-    throughput measured since the first report (the warm-up before it, imports and data loading,
-    does not count; the featurizers' :class:`~diversity_core.featurizers._runtime.BatchProgress`
-    measures the same way).
+    task's label, what the core says it is doing, the time so far and the time left.
+
+    The time left is that of the current **phase**, from its own throughput: a task may report
+    several (features computed first, then comparisons, each with its own total). A phase is
+    the report's total together with its stage, the message before
+    :data:`~diversity_core._progress.DETAIL_SEPARATOR` with its numbers masked (``"epoch 3/30"``
+    and ``"epoch 4/30"`` are one stage; ``"efficientnet_lite0 features · ..."`` and
+    ``"scoring the groups · ..."`` are two). When either changes, the reference point of the
+    throughput moves to that report, so the steps of one phase never price another's, and the
+    warm-up before a phase's first report (imports, a model's loading) never counts. The time
+    left appears once a step of the current phase has been measured (``done`` grew since its
+    first report) over at least :attr:`MEASURE_S` seconds; the featurizers'
+    :class:`~diversity_core.featurizers._runtime.BatchProgress` measures the same way, and a
+    message that already says the time left gets no second estimate.
     """
 
     #: Seconds of measured work before the time left is estimated.
@@ -150,15 +163,19 @@ class ProgressBar:
         self._slot = (container or st).empty()
         self._bar = None
         self._last = 0.0
-        self._start: Optional[float] = None
-        self._first: Optional[tuple] = None  # (time, done) of the first report: the throughput's origin
+        self._start: Optional[float] = None  # the first report: the time so far counts from it
+        self._first: Optional[tuple] = None  # (time, done) of the phase's first report: the throughput's origin
+        self._phase: Optional[tuple] = None  # (total, stage) of the current phase
 
-    def _eta(self, done: int, total: int, now: float) -> str:
-        """Elapsed time and the time left at the throughput measured since the first report."""
+    def _eta(self, done: int, total: int, now: float, message: str = "") -> str:
+        """Elapsed time and the time left at the throughput measured since the phase's first report."""
+        phase = (total, phase_label(message))
         if self._start is None:
             self._start = now
+        if phase != self._phase:
+            # a new phase (or the first report): its steps are measured from here
+            self._phase = phase
             self._first = (now, done)
-            return ""
         elapsed = now - self._start
         t0, done0 = self._first
         if now - t0 < self.MEASURE_S or done <= done0 or total <= 0 or done >= total:
@@ -174,7 +191,7 @@ class ProgressBar:
         self._last = now
         frac = 0.0 if total <= 0 else min(max(done / total, 0.0), 1.0)
         # a message that already says the time left (the featurizers measure it) gets no second estimate
-        eta = self._eta(done, total, now)
+        eta = self._eta(done, total, now, message)
         text = (f"{self.label} — {message}" if message else self.label) + ("" if " left" in message else eta)
         if self._bar is None:
             self._bar = self._slot.progress(frac, text=text)
@@ -184,6 +201,20 @@ class ProgressBar:
     def empty(self) -> None:
         self._slot.empty()
         self._bar = None
+
+
+def phase_label(message: str) -> str:
+    """The stage of a progress message with its numbers masked: what stays the same within one phase.
+
+    Examples
+    --------
+    >>> phase_label("run 3/10, epoch 7/30")
+    'run #/#, epoch #/#'
+    >>> phase_label("efficientnet_lite0 features · embedding images · about 40 s left")
+    'efficientnet_lite# features'
+    """
+    stage = split_message(str(message))[0]
+    return _NUMBER.sub("#", stage)
 
 
 def _duration(seconds: float) -> str:

@@ -17,8 +17,15 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from diversity_core._progress import DETAIL_SEPARATOR
 from diversity_core.report.figures import bar_figure, rnd_figure
-from diversity_core.rnd import rnd_regime_warning, rnd_reliable_setting, rnd_score
+from diversity_core.rnd import (
+    MLP_MAX_FEATURES,
+    PCA_COMPONENTS,
+    rnd_regime_warning,
+    rnd_reliable_setting,
+    rnd_score,
+)
 
 from . import compute
 from .feedback import attempt, error_message, show_error, show_warning
@@ -29,6 +36,7 @@ from .tasks import Outcome
 ARCHITECTURES = {
     "auto": "auto: MLP on features, small CNN on image pixels",
     "mlp": "MLP on the chosen representation",
+    "mlp_pca": f"MLP on the chosen representation's {PCA_COMPONENTS} principal components",
     "mlp_pixels": "MLP on the image pixels",
     "cnn": "small CNN on image pixels",
     "resnet18": "ResNet-18 on image pixels (the paper's; slow without a GPU)",
@@ -52,9 +60,11 @@ class RNDSettings:
     per_group: bool
 
     def kwargs(self, arch: str) -> dict:
-        """Keyword arguments of :func:`~diversity_core.rnd.rnd_score` for the network ``arch``."""
+        """Keyword arguments of :func:`~diversity_core.rnd.rnd_score` for the network ``arch`` (the
+        principal components too when the option is ``"mlp_pca"``)."""
         return dict(train_size=self.train_size, epochs=self.epochs, average_last=self.average_last,
-                    runs=self.runs, lr=self.lr, architecture=arch, rng=self.seed)
+                    runs=self.runs, lr=self.lr, architecture=arch, rng=self.seed,
+                    n_components=PCA_COMPONENTS if self.architecture == "mlp_pca" else None)
 
 
 def _train_default(ds) -> int:
@@ -63,9 +73,13 @@ def _train_default(ds) -> int:
     return int(min(200, max(10, smallest - 50)))
 
 
-def _option(rec: dict) -> str:
-    """The form's option for a :func:`~diversity_core.rnd.rnd_reliable_setting` answer."""
-    return "mlp_pixels" if rec["input"] == "pixels" and rec["architecture"] == "mlp" else rec["architecture"]
+def _option(rec: dict):
+    """The form's option for a :func:`~diversity_core.rnd.rnd_reliable_setting` answer (None: not offered)."""
+    if rec["architecture"] != "mlp":
+        return rec["architecture"]
+    if rec["input"] == "features":
+        return "mlp" if rec["n_components"] is None else "mlp_pca"
+    return "mlp_pixels" if rec["n_components"] is None else None
 
 
 def reliable_option(view, featurizer: str, s: RNDSettings | None = None):
@@ -73,7 +87,9 @@ def reliable_option(view, featurizer: str, s: RNDSettings | None = None):
 
     With ``s`` the user's other settings (training length, lr) are kept when the network alone
     makes them reliable; otherwise (and without ``s``) the form's defaults are used, and the
-    returned settings say so. Features count only when they are in the core's cache already.
+    returned settings say so. The features' width counts only when they are in the core's cache
+    already; without it the MLP on their principal components, which reads at most
+    :data:`~diversity_core.rnd.PCA_COMPONENTS` whatever the width, is still a candidate.
     """
     ds = view.data
     pixels = np.shape(ds.items[0]) if ds.modality == "images" else None
@@ -84,8 +100,8 @@ def reliable_option(view, featurizer: str, s: RNDSettings | None = None):
                              s.runs if s else DEFAULT_RUNS, DEFAULT_LR, s.seed if s else 0,
                              s.per_group if s else bool(ds.group_names())))
     for t in tries:
-        rec = rnd_reliable_setting(t.kwargs("auto"), pixel_shape=pixels, feature_shape=features)
-        if rec is not None:
+        rec = rnd_reliable_setting(t.kwargs("auto"), pixel_shape=pixels, feature_shape=features, has_features=True)
+        if rec is not None and _option(rec) is not None:
             return _option(rec), t
     return None
 
@@ -103,16 +119,17 @@ def offer_reliable(view, featurizer: str, s: RNDSettings) -> None:
     found = reliable_option(view, featurizer, s)
     if found is None:
         st.caption("No network offered here is known to be reliable for these items: the regime study "
-                   "(docs/rnd.md) found the ordering only for an MLP on at most 64 inputs with a small "
-                   "training budget. Read the score as a comparison under one setting.")
+                   f"(docs/rnd.md) found the ordering only for an MLP on at most {MLP_MAX_FEATURES} inputs, or on "
+                   f"{PCA_COMPONENTS} principal components, with a small training budget. Read the score as a "
+                   "comparison under one setting.")
         return
     option, t = found
     label = ARCHITECTURES[option].split(":")[0]
     changed = "" if t is s else f", {t.epochs} epochs, lr {t.lr:g}"
     st.button(f"Use a reliable setting: {label}{changed}", key="rnd_use_reliable", on_click=_use,
               args=(option, t), icon=":material/verified:",
-              help="The setting the project's regime study (docs/rnd.md) found to rank the digits above "
-                   "uniform noise.")
+              help="A setting the project's regime study (docs/rnd.md) found to rank structured data (digits, "
+                   "text, molecules) above unstructured noise.")
 
 
 def settings_form(view, featurizer: str) -> RNDSettings:
@@ -124,7 +141,7 @@ def settings_form(view, featurizer: str) -> RNDSettings:
     ds = view.data
     groups = ds.group_names()
     c1, c2, c3, c4 = st.columns(4)
-    arch_options = list(ARCHITECTURES) if ds.modality == "images" else ["auto", "mlp"]
+    arch_options = list(ARCHITECTURES) if ds.modality == "images" else ["auto", "mlp", "mlp_pca"]
     found = reliable_option(view, featurizer)
     default = found[0] if found is not None and found[0] in arch_options else "auto"
     arch = c1.selectbox("Network", arch_options, index=arch_options.index(default), format_func=ARCHITECTURES.get,
@@ -162,6 +179,7 @@ def _input(view, featurizer: str, arch: str):
         return np.asarray(ds.items), ("cnn" if arch == "auto" else arch)
     if arch == "mlp_pixels":  # the MLP flattens and standardises them
         return np.asarray(ds.items), "mlp"
+    # "mlp" and "mlp_pca" (rnd_score reduces them: RNDSettings.kwargs)
     return compute.dense(compute.features(view, featurizer, show_progress=False)), "mlp"
 
 
@@ -170,8 +188,9 @@ def regime_warning(view, featurizer: str, s: RNDSettings):
 
     The input shape is one image's (convolutional networks) or the representation's number of
     features (MLP). The features are never computed for it: when they are not in the core's
-    cache yet (no other page needed them), there is no warning before training, and the
-    result carries its own (``RNDResult.reliability``).
+    cache yet (no other page needed them), there is no warning before training (the MLP on the
+    principal components is judged on its components alone), and the result carries its own
+    (``RNDResult.reliability``).
     """
     ds = view.data
     if _convolutional(ds, s.architecture):
@@ -180,9 +199,9 @@ def regime_warning(view, featurizer: str, s: RNDSettings):
         arch, shape = "mlp", (int(np.prod(np.shape(ds.items[0]))),)
     else:
         X = attempt(lambda: compute.features_at_hand(view, featurizer), f"Reading {featurizer} features")
-        if X is None:
+        if X is None and s.architecture != "mlp_pca":
             return None
-        arch, shape = "mlp", X.shape[1:]
+        arch, shape = "mlp", ((PCA_COMPONENTS,) if X is None else X.shape[1:])
     return rnd_regime_warning(s.kwargs(arch), input_shape=shape)
 
 
@@ -241,8 +260,10 @@ def task(view, featurizer: str, s: RNDSettings) -> Callable:
         last = {"report": (0, 1, ""), "sent": 0.0}
         for i, (name, idx) in enumerate(sets.items()):
             def report(done, total, message="", i=i, name=name):
-                # one bar for all sets: set i covers the i-th share of it
-                last["report"] = (i * total + done, len(sets) * total, f"{name} ({i + 1} of {len(sets)}): {message}")
+                # one bar for all sets: set i covers the i-th share of it; one phase ("set # of #", the
+                # stage before the separator) for them all, so the bar's time left spans the sets
+                last["report"] = (i * total + done, len(sets) * total,
+                                  f"set {i + 1} of {len(sets)}{DETAIL_SEPARATOR}{name}: {message}")
                 progress(*last["report"])
 
             def on_epoch(curves, name=name):

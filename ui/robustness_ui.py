@@ -16,6 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from diversity_core._orders import format_q
+from diversity_core._progress import DETAIL_SEPARATOR
 from diversity_core.featurizers import FEATURIZERS, default_kernel, featurize, kernel_support
 from diversity_core.robustness import BackgroundReport, background_dominance, default_kernels
 
@@ -65,9 +66,17 @@ def at_hand(view: View, rep: str) -> bool:
 
 
 def default_pairs(view: View) -> list:
-    """Each representation at hand with its own kernel and the RBF kernel."""
-    options = pair_options(view.data)
-    reps = [r for r in compute.featurizer_options(view.data) if at_hand(view, r)]
+    """Each representation at hand with its own kernel and the RBF kernel; for images the network's too.
+
+    Raw pixels against a network's features is the comparison that decides an image ranking (issue
+    27: pixels ranked emoji vendors by their white background), so for images the network
+    featurizer (:data:`NETWORK`, when installed) is chosen even when its features are not computed
+    yet: the test computes them in the background, with progress, when it runs.
+    """
+    ds = view.data
+    options = pair_options(ds)
+    installed = compute.featurizer_options(ds)
+    reps = [r for r in installed if at_hand(view, r) or (ds.modality == "images" and r == NETWORK)]
     return [p for r in reps for k in default_kernels(r) if (p := label(r, k)) in options]
 
 
@@ -184,8 +193,10 @@ def task(view: View, pairs: list, q: float, seed: int) -> Callable:
                 ds,
                 rep,
                 copy=False,
+                # one phase per representation ("<rep> features", the stage before the separator): the
+                # bar measures its time left apart from the comparisons' (ui.feedback.ProgressBar)
                 progress=lambda d, t, m, rep=rep: progress(
-                    d, t, f"{rep} features · {m}" if m else f"{rep} features"
+                    d, t, f"{rep} features{DETAIL_SEPARATOR}{m}" if m else f"{rep} features"
                 ),
             )
             features[rep] = compute.features(view, rep, show_progress=False)
@@ -205,7 +216,7 @@ def task(view: View, pairs: list, q: float, seed: int) -> Callable:
 
 
 def headline(result) -> None:
-    """The verdict in words: a warning when the ranking depends on the representation."""
+    """The verdict in words: a warning when the ranking depends on the representation, the kernel or both."""
     text = literal(result.summary())
     if result.verdict == "depends":
         st.warning(f"**Rank flip.** {text}", icon=":material/swap_vert:")

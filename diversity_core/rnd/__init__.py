@@ -14,7 +14,8 @@ Where things live
 -----------------
 _api       ``rnd_score`` (validation, then the private compute), ``PAPER_PRESET``
 result     ``RNDResult``
-_regime    ``rnd_regime_warning``, ``rnd_reliable_setting``, ``update_budget`` and their thresholds (evidence in docs/rnd.md)
+_regime    ``rnd_regime_warning``, ``rnd_reliable_setting``, ``update_budget`` and their thresholds
+           (``MLP_MAX_FEATURES``, ``PCA_COMPONENTS``, ...; evidence in docs/rnd.md)
 _inputs    arrays, Datasets and sparse features to a standardised float32 array; devices
 networks   the stacked MLP, the small CNN and ResNet-18
 training   the training loops: all MLP runs at once, convolutional runs one by one
@@ -25,7 +26,13 @@ computed, never when this package is imported.
 
 from ._api import PAPER_PRESET, rnd_score
 from ._inputs import ARCHITECTURES, DEVICES, OPTIMIZERS  # noqa: F401 - the options, for the CLI
-from ._regime import rnd_regime_warning, rnd_reliable_setting, update_budget  # noqa: F401 - update_budget for the app
+from ._regime import (  # noqa: F401 - update_budget and the thresholds, for the app
+    MLP_MAX_FEATURES,
+    PCA_COMPONENTS,
+    rnd_regime_warning,
+    rnd_reliable_setting,
+    update_budget,
+)
 from .result import RNDResult
 
 __all__ = ["rnd_score", "RNDResult", "PAPER_PRESET", "rnd_regime_warning", "rnd_reliable_setting"]

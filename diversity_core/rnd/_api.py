@@ -61,6 +61,7 @@ def rnd_score(
     optimizer: str = "sgd",
     architecture: str = "auto",
     batch_size: Optional[int] = None,
+    n_components: Optional[int] = None,
     device: str = "auto",
     rng: RandomLike = None,
     progress: Optional[ProgressCallback] = None,
@@ -125,6 +126,15 @@ def rnd_score(
         Mini-batch size for training the predictor (the paper does not state one). ``None``:
         the whole training split for the MLP (one full-batch step per epoch; see the Notes) and
         50 for the convolutional networks.
+    n_components : int or None, default None
+        MLP only: its input is the data's top ``n_components`` principal components
+        (:func:`diversity_core.preprocess.preprocess`'s ``"pca"`` step on the flattened items,
+        fitted on all the items given, as the standardisation is), standardised like any input,
+        instead of every feature. At most ``min(N, d)`` components are kept. ``None``: no
+        reduction. :data:`~diversity_core.rnd._regime.PCA_COMPONENTS` (32) is the reduction the
+        regime study (``docs/rnd.md``) found to keep text and molecule features above noise of
+        the same features; on more than 64 features the MLP on all of them is outside the
+        regime where structured data score above noise.
     device : {"auto", "cpu", "cuda"}, default "auto"
         ``"auto"`` uses CUDA when torch sees a GPU.
     rng : None, int or numpy.random.Generator
@@ -147,7 +157,8 @@ def rnd_score(
         Bad parameters; fewer items than ``train_size + batch_size`` for a given batch size (the
         validation set must hold at least one batch), or than ``train_size + 50`` with
         ``batch_size=None``; data whose items are all identical; an architecture that does not
-        fit the data's shape; ``device="cuda"`` without a GPU.
+        fit the data's shape; ``n_components`` with a convolutional network; ``device="cuda"``
+        without a GPU.
     MemoryBudgetError
         Sparse features (n-gram counts of a text Dataset) whose dense form exceeds the memory
         budget (:func:`diversity_core.set_config`).
@@ -248,6 +259,8 @@ def rnd_score(
     runs = check_scalar(runs, "runs", int, min_val=1)
     if batch_size is not None:
         batch_size = check_scalar(batch_size, "batch_size", int, min_val=1)
+    if n_components is not None:
+        n_components = check_scalar(n_components, "n_components", int, min_val=1)
     lr = check_positive(lr, "lr")
     momentum = check_positive(momentum, "momentum", allow_zero=True)
     if momentum >= 1:
@@ -279,12 +292,24 @@ def rnd_score(
         )
     dev = _resolve_device(device)
     arch = _resolve_architecture(architecture, X.ndim, dev)
+    if n_components is not None and arch != "mlp":
+        raise DiversityInputError(
+            f"n_components reduces the MLP's input; architecture {architecture!r} resolved to {arch!r}, which "
+            "reads the image pixels. Use architecture='mlp', or leave n_components=None."
+        )
     batch_size = resolve_batch_size(batch_size, arch, train_size)
     return _rnd_score(
         X, train_size=train_size, epochs=epochs, average_last=average_last, runs=runs, lr=lr, momentum=momentum,
         optimizer=optimizer, architecture=arch, batch_size=batch_size, device=dev, generator=generator,
-        progress=progress, on_epoch=on_epoch,
+        progress=progress, on_epoch=on_epoch, n_components=n_components,
     )
+
+
+def _reduce(X: np.ndarray, n_components: int) -> np.ndarray:
+    """The flattened items' scores on their top principal directions (the core's one PCA, on validated items)."""
+    from ..preprocess import _preprocess
+
+    return _preprocess(X.reshape(X.shape[0], -1).astype(np.float64), ("pca",), n_components)
 
 
 def resolve_batch_size(batch_size: Optional[int], architecture: str, train_size: int) -> int:
@@ -317,10 +342,15 @@ def _rnd_score(
     X: np.ndarray, *, train_size: int, epochs: int, average_last: int, runs: int, lr: float, momentum: float,
     optimizer: str, architecture: str, batch_size: int, device: str, generator: np.random.Generator,
     progress: Optional[ProgressCallback], on_epoch: Optional[Callable[[np.ndarray], None]],
+    n_components: Optional[int] = None,
 ) -> RNDResult:
     """The RND score of validated items ``X`` with a resolved architecture and device (no checks)."""
     n = X.shape[0]
-    Xn = _normalise(X, architecture)
+    Z = X
+    if n_components is not None:
+        Z = _reduce(X, n_components)
+        n_components = Z.shape[1]  # at most min(n, d)
+    Xn = _normalise(Z, architecture)
     splits, orders, init_gens = _run_plan(n, train_size, epochs, runs, generator)
 
     report(progress, 0, runs * epochs, "starting")
@@ -357,6 +387,7 @@ def _rnd_score(
         "device": device,
         "n_items": n,
         "input_shape": list(X.shape[1:]),
+        "n_components": n_components,
         "normalisation": "per feature" if architecture == "mlp" else "per channel",
         "confidence": _LEVEL,
     }

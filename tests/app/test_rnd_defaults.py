@@ -1,15 +1,19 @@
 """Issue 27 item 8: the RND page opens with a setting the regime study calls reliable.
 
 On the digits demo (8 x 8 images) "auto" trains the small CNN, which ranked uniform noise above
-the digits; the default is now the MLP on the 64 flattened pixels (docs/rnd.md: resolved). A
-setting the user chooses keeps its warning, with the reliable one a click away.
+the digits; the default is now the MLP on the 64 flattened pixels (docs/rnd.md: resolved). Wider
+items (text's n-grams, molecules' fingerprints, larger images) open on the MLP on their 32
+principal components, which the study resolved on the text and molecule demos. A setting the
+user chooses keeps its warning, with the reliable one a click away.
 """
 
 from __future__ import annotations
 
+import pytest
 from test_app import assert_clean, start
 
 from diversity_core.rnd import rnd_regime_warning, rnd_reliable_setting
+from diversity_core.rnd._regime import PCA_COMPONENTS
 
 REGIME = "RND may rank unstructured (i.i.d.) noise above structured data"
 
@@ -22,14 +26,32 @@ def test_reliable_setting_follows_the_regime_rules():
     assert rnd_reliable_setting(pixel_shape=(8, 8)) == {
         "architecture": "mlp",
         "input": "pixels",
+        "n_components": None,
         "input_shape": (64,),
     }
-    # too many inputs for the MLP, and the small CNN is never trusted: nothing on a CPU
-    assert rnd_reliable_setting(pixel_shape=(32, 32)) is None
-    assert rnd_reliable_setting(pixel_shape=(32, 32, 3), device="cuda")["architecture"] == "resnet18"
+    # too many inputs for the MLP, the small CNN never trusted: the pixels' principal components
+    assert rnd_reliable_setting(pixel_shape=(32, 32)) == {
+        "architecture": "mlp",
+        "input": "pixels",
+        "n_components": PCA_COMPONENTS,
+        "input_shape": (PCA_COMPONENTS,),
+    }
+    # a setting the study resolved comes before ResNet-18, which it never reproduced
+    assert rnd_reliable_setting(pixel_shape=(32, 32, 3), device="cuda")["n_components"] == PCA_COMPONENTS
     assert rnd_reliable_setting(feature_shape=(48,))["input"] == "features"
-    # a training budget over the threshold makes even the 64 pixels unreliable
+    assert rnd_reliable_setting(feature_shape=(48,))["n_components"] is None
+    # text's n-grams, molecules' fingerprints, a network's features: their principal components
+    for width in (18448, 2048, 1280, 384):
+        rec = rnd_reliable_setting(feature_shape=(width,))
+        assert (rec["input"], rec["n_components"], rec["input_shape"]) == ("features", PCA_COMPONENTS,
+                                                                            (PCA_COMPONENTS,))
+        assert rnd_regime_warning({"architecture": "mlp", "n_components": PCA_COMPONENTS}, input_shape=(width,)) is None
+    # features not computed yet: their principal components still qualify (at most 32 inputs)
+    assert rnd_reliable_setting(has_features=True)["n_components"] == PCA_COMPONENTS
+    assert rnd_reliable_setting() is None
+    # a training budget over the threshold makes every MLP unreliable
     assert rnd_reliable_setting({"epochs": 200}, pixel_shape=(8, 8)) is None
+    assert rnd_reliable_setting({"epochs": 200}, feature_shape=(2048,), has_features=True) is None
     assert rnd_regime_warning({"architecture": "mlp"}, input_shape=(64,)) is None
 
 
@@ -55,9 +77,46 @@ def test_a_chosen_unreliable_setting_warns_and_offers_the_reliable_one():
     assert _regime_warnings(at) == []
 
 
-def test_text_demo_says_no_offered_network_is_known_reliable():
-    at = start({"demo": "text"})
+@pytest.mark.parametrize("demo", ["text", "molecules"])
+def test_text_and_molecules_open_on_the_principal_components_without_a_warning(demo):
+    """Issue 27 item 8: wider features no longer open on "auto" beside its own regime warning."""
+    at = start({"demo": demo})
     at.switch_page("app_pages/5_rnd.py").run()
     assert_clean(at)
-    assert at.selectbox(key="rnd_arch").value == "auto"
+    assert at.selectbox(key="rnd_arch").value == "mlp_pca"
+    assert _regime_warnings(at) == []
     assert not [b for b in at.button if b.key == "rnd_use_reliable"]
+    # the MLP on all the features is the user's choice: it warns, and the reliable setting is one click away
+    compute_features(demo)
+    at.selectbox(key="rnd_arch").set_value("mlp").run()
+    (found,) = _regime_warnings(at)
+    assert "input features (more than 64)" in found
+    at.button(key="rnd_use_reliable").click().run()
+    assert at.selectbox(key="rnd_arch").value == "mlp_pca"
+    assert _regime_warnings(at) == []
+
+
+def compute_features(demo: str) -> None:
+    """Put the demo's default features in the core's cache (the page reads their width from it)."""
+    from diversity_core.data import load_demo
+    from diversity_core.featurizers import featurize
+
+    featurize(load_demo(demo))
+
+
+def test_a_run_on_the_principal_components_reduces_the_features():
+    at = start({"demo": "text", "group": ["captions: human-like (level 3)"]})
+    at.switch_page("app_pages/5_rnd.py").run()
+    at.number_input(key="rnd_train").set_value(100)
+    at.number_input(key="rnd_epochs").set_value(4)
+    at.number_input(key="rnd_last").set_value(2)
+    at.number_input(key="rnd_runs").set_value(2)
+    at.button(key="rnd_run").click().run()
+    assert_clean(at)
+    assert any(m.label == "RND score" for m in at.metric)
+    assert _regime_warnings(at) == []
+    from ui import tasks
+
+    (out,) = [o for o in tasks.store("rnd").values() if "results" in o.value]
+    (result,) = out.value["results"].values()
+    assert result.settings["n_components"] == PCA_COMPONENTS and result.settings["input_shape"][0] > 1000

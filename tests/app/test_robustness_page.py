@@ -1,6 +1,7 @@
 """The Robustness page under ``AppTest``: on the icons demo (built to have a rank flip) it warns about the
-white background with the network features one click away, and its test of the ranking says that the
-ranking depends on the representation, with the numbers of the core."""
+white background with the network features one click away (and tests them against the pixels by default),
+and its test of the ranking says what the ranking depends on (there: the kernel on the pixels), with the
+numbers of the core. Compare warns about the background too."""
 
 from __future__ import annotations
 
@@ -33,15 +34,25 @@ def open_page(demo: str, page: str = PAGE, **params) -> AppTest:
 def test_icons_rank_flip_and_background_warning():
     at = open_page("icons")
     assert at.title[0].value == "Robustness"
-    # the warning and its button come before anything runs; pixel pairs are chosen by default
+    # the warning and its button come before anything runs; for images the network's features are
+    # chosen by default beside the pixels (issue 27 item 3), computed in the background when run
     assert any("constant background" in w.value for w in at.warning), [w.value for w in at.warning]
     assert at.button(key="use_network").label.startswith("Use network features")
-    assert at.multiselect(key="robustness_pairs").value == ["pixels · cosine", "pixels · rbf"]
+    assert at.multiselect(key="robustness_pairs").value == [
+        "pixels · cosine",
+        "pixels · rbf",
+        "efficientnet_lite0 · cosine",
+        "efficientnet_lite0 · rbf",
+    ]
+    assert any("Computed in the background when you run the test" in c.value for c in at.caption)
     assert not at.get("plotly_chart")  # nothing runs on the first view
 
+    # the pixels alone (the network's features take minutes on a CPU): the flip is the kernel's
+    at.multiselect(key="robustness_pairs").set_value(["pixels · cosine", "pixels · rbf"]).run()
     at.button(key="run_robustness").click().run()
     assert_clean(at)
-    assert any("The ranking depends on the representation" in w.value for w in at.warning)
+    assert any("The ranking depends on the kernel" in w.value for w in at.warning)
+    assert not any("depends on the representation" in w.value for w in at.warning)
     ds = load_demo("icons")
     expected = representation_robustness(
         {"pixels": featurize(ds, "pixels")},
@@ -62,6 +73,29 @@ def test_icons_rank_flip_and_background_warning():
     assert_clean(at)
     assert at.session_state["featurizer"] == "efficientnet_lite0"
     assert "efficientnet_lite0 · cosine" in at.multiselect(key="robustness_pairs").value
+
+
+def test_an_image_set_opens_on_pixels_against_the_network():
+    """Digits have no background to warn about, and still open on the comparison that decides an image ranking."""
+    at = open_page("digits")
+    assert not [b for b in at.button if b.key == "use_network"]
+    assert at.multiselect(key="robustness_pairs").value[:4] == [
+        "pixels · cosine",
+        "pixels · rbf",
+        "efficientnet_lite0 · cosine",
+        "efficientnet_lite0 · rbf",
+    ]
+
+
+def test_compare_warns_about_a_dominant_background_with_its_results():
+    """Issue 27 item 3: the Compare page's results on pixel features say when the background rules them."""
+    at = open_page("icons", page="app_pages/7_compare.py", cmp_qs=["1"], cmp_magnitude="false", cmp_nsub="2",
+                   cmp_nres="3")
+    at.button[0].click()  # the form's submit button
+    at.run(timeout=600)
+    assert_clean(at)
+    assert any("constant background" in w.value for w in at.warning), [w.value for w in at.warning]
+    assert at.button(key="use_network").label.startswith("Use network features")
 
 
 def test_text_runs_on_sparse_ngrams_without_a_background_check():
