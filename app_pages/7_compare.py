@@ -39,13 +39,13 @@ key = compare_ui.result_key(ctx, settings)
 out = tasks.stored("compare", key, max_entries=8)
 if out is None:  # said before training; a result says it with its own settings
     show_reliability([compare_ui.rnd_warning(ctx, settings)])
-    compare_ui.background_warning(ctx)  # pixel features ruled by a constant background: before a run too
 # a presentation opens on its results: a link with the mode on computes them without a click
 if out is None and (submitted or (presentation and not tasks.cancelled("compare", key))):
     # open, with each stage's scores shown as soon as they are ready (Vendi first, then magnitude)
     out = tasks.run("compare", key, compare_ui.task(ctx, settings), "Comparing the groups", max_entries=8,
                     expanded=True, on_data=compare_ui.StageView())
 if out is None:
+    compare_ui.background_warning(ctx)  # pixel features ruled by a constant background: before a run too
     st.info(f"{len(groups)} groups ({literal(', '.join(f'{g}: {sizes[g]}' for g in groups))}). Choose the settings and "
             "press **Run comparison**; results stay cached for these settings.")
     st.stop()
