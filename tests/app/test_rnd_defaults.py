@@ -105,6 +105,9 @@ def compute_features(demo: str) -> None:
 
 
 def test_a_run_on_the_principal_components_reduces_the_features():
+    from ui import tasks
+
+    tasks.clear_stores()  # the task stores live as long as the process: earlier tests' RND runs are in them
     at = start({"demo": "text", "group": ["captions: human-like (level 3)"]})
     at.switch_page("app_pages/5_rnd.py").run()
     at.number_input(key="rnd_train").set_value(100)
@@ -115,8 +118,6 @@ def test_a_run_on_the_principal_components_reduces_the_features():
     assert_clean(at)
     assert any(m.label == "RND score" for m in at.metric)
     assert _regime_warnings(at) == []
-    from ui import tasks
-
     (out,) = [o for o in tasks.store("rnd").values() if "results" in o.value]
     (result,) = out.value["results"].values()
     assert result.settings["n_components"] == PCA_COMPONENTS and result.settings["input_shape"][0] > 1000
