@@ -523,8 +523,10 @@ def test_embedding_vendi_score_with_callers_model_equals_package(pkg_text):
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
+    # initializer_range 0.5: with BERT's default 0.02 a tiny random model embeds every sentence alike
+    # (VS - 1 ~ 2e-5), and the comparison would measure float32 rounding instead of the two codes
     config = transformers.BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                     intermediate_size=32, max_position_embeddings=64)
+                                     intermediate_size=32, max_position_embeddings=64, initializer_range=0.5)
     model = transformers.BertModel(config).eval()
 
     def tokenizer(batch, return_tensors="pt", padding=True, truncation=True, max_length=512):
@@ -536,6 +538,7 @@ def test_embedding_vendi_score_with_callers_model_equals_package(pkg_text):
     sents = ["alpha", "beta gamma", "alpha", "delta epsilon zeta", "eta", "theta iota"]
     ours = text_utils.embedding_vendi_score(sents, model=model, tokenizer=tokenizer, batch_size=4)
     theirs = pkg_text.embedding_vendi_score(sents, model=model, tokenizer=tokenizer, batch_size=4)
+    assert ours > 1.2  # the sentences are told apart: the comparison below can fail
     assert ours == pytest.approx(theirs, rel=1e-6)  # float32 embeddings
     X = text_utils.get_embeddings(sents, model=model, tokenizer=tokenizer, batch_size=4)
     assert X.shape == (6, 16)
