@@ -617,6 +617,7 @@ export default function (component) {
     while (store.size > 4) store.delete(store.keys().next().value);
   }
   const cards = hash ? store.get(hash) || null : null;
+  window.__dxCardHash = hash;  // the set of cards this map shows (its tests wait on that set's pictures)
   if (hash && !cards) setTriggerValue("missing", hash);  // a new page of the same session: send them again
   let card = document.getElementById("dx-hover-card");
   if (!card) {
@@ -634,37 +635,39 @@ export default function (component) {
   const hide = () => { card.style.display = "none"; };
   const show = (ev) => {
     const p = ev && ev.points && ev.points[0];
-    if (!p || !cards) return;
+    // the set the map shows now: a handler of an earlier run may still fire (its cards without pictures)
+    const cs = store.get(window.__dxCardHash) || cards;
+    if (!p || !cs) return;
     // only points are items: a density view's cells carry their counts
     if (p.data && p.data.type && !String(p.data.type).startsWith("scatter")) { hide(); return; }
     let i = Array.isArray(p.customdata) ? p.customdata[0] : p.customdata;
     i = Number(i);
     if (!Number.isInteger(i) || i < 0) return;
-    const j = cards.pos ? cards.pos.get(i) : i;
-    if (j === undefined || j >= cards.ids.length) { hide(); return; }
+    const j = cs.pos ? cs.pos.get(i) : i;
+    if (j === undefined || j >= cs.ids.length) { hide(); return; }
     card.replaceChildren();
     card.dataset.item = String(i);
-    const svg = cards.svg && cards.svg[j];
-    const src = (cards.img && cards.img[j]) || (svg ? "data:image/svg+xml;charset=utf-8," + encodeURIComponent(svg) : "");
+    const svg = cs.svg && cs.svg[j];
+    const src = (cs.img && cs.img[j]) || (svg ? "data:image/svg+xml;charset=utf-8," + encodeURIComponent(svg) : "");
     if (src) {
       const img = document.createElement("img");
       img.src = src;
-      img.alt = cards.ids[j];
-      img.style.cssText = cards.kind === "images"
+      img.alt = cs.ids[j];
+      img.style.cssText = cs.kind === "images"
         ? "width:112px;height:112px;object-fit:contain;image-rendering:pixelated;display:block;margin-bottom:4px;"
         : "width:160px;height:160px;display:block;margin-bottom:4px;";
       card.appendChild(img);
     }
-    if (cards.text[j]) {
+    if (cs.text[j]) {
       const t = document.createElement("div");
       t.className = "dx-card-text";
-      t.textContent = cards.text[j];
-      t.style.cssText = cards.kind === "molecules" ? "font-family:monospace;word-break:break-all;" : "white-space:normal;";
+      t.textContent = cs.text[j];
+      t.style.cssText = cs.kind === "molecules" ? "font-family:monospace;word-break:break-all;" : "white-space:normal;";
       card.appendChild(t);
     }
     const id = document.createElement("div");
     id.className = "dx-card-id";
-    id.textContent = cards.ids[j] + (cards.groups ? " · " + cards.groups[j] : "");
+    id.textContent = cs.ids[j] + (cs.groups ? " · " + cs.groups[j] : "");
     id.style.cssText = "color:#666;font-size:11px;margin-top:3px;word-break:break-all;";
     card.appendChild(id);
     const e = ev.event || {};

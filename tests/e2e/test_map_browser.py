@@ -22,10 +22,11 @@ SIDEBAR = '[data-testid="stSidebar"]'
 N, SEED = 200, 1
 #: The hover layer has hooked the chart's events.
 HOVER_READY = "() => { const g = document.querySelector('.js-plotly-plot'); return !!g && g.dataset.dxHover === 'ready'; }"
-#: The hover cards' pictures (thumbnails, drawings) have reached the browser (made in the background
-#: when they take a while: the cards show their text meanwhile).
+#: The hover cards the map shows now have their pictures (thumbnails, drawings; made in the background
+#: when they take a while: the cards show their text meanwhile, as an earlier set of the store does).
 PICTURES_READY = """() => { const s = window.__dxCardStore;
-  return !!s && [...s.values()].some(c => (c.img || c.svg || []).some(Boolean)); }"""
+  const c = s && s.get(window.__dxCardHash);  // the set the map shows now, not an earlier text-only one
+  return !!c && (c.img || c.svg || []).some(Boolean); }"""
 #: The chart's first trace is drawn with every point (WebGL above 3,000).
 DRAWN = """(n) => { const g = document.querySelector('.js-plotly-plot');
   return !!g && !!g._fullData && g._fullData.some(t => (t.x || []).length === n) && !!g.querySelector('canvas, .points'); }"""
