@@ -21,24 +21,6 @@ def _responses(rng, n):
     return [" ".join(rng.choice(WORDS, size=5)) for _ in range(n)]
 
 
-def _bag_of_words(ds, *args, **kwargs):
-    """Text as counts of its words over one fixed vocabulary (the same columns for every file)."""
-    X = np.zeros((ds.n, len(WORDS) + 1))
-    for i, text in enumerate(ds.items):
-        for w in str(text).split():
-            X[i, WORDS.index(w) if w in WORDS else len(WORDS)] += 1.0
-    return X
-
-
-@pytest.fixture(autouse=True)
-def _one_vocabulary(monkeypatch):
-    # the n-gram featurizer builds its vocabulary per file, so a generated table and a reference
-    # file get different columns; these tests are about the command's columns, not the featurizer
-    import diversity_core.featurizers as featurizers
-
-    monkeypatch.setattr(featurizers, "featurize", _bag_of_words)
-
-
 @pytest.fixture
 def tables(tmp_path):
     rng = np.random.default_rng(0)
@@ -51,6 +33,27 @@ def tables(tmp_path):
 
 
 FAST = ["--kid-subsets", "4", "--kid-subset-size", "20", "--no-magnitude", "--n-resamples", "0"]
+
+
+def test_texts_of_every_input_share_one_vocabulary(tables, capsys):
+    # the n-gram vocabulary is built over all inputs: featurized alone, the reference file and
+    # the generated table got columns of their own, and the command refused them
+    from diversity_core.featurizers import featurize_together
+
+    gen = load_dataset(tables / "gen.csv", group_column="prompt")
+    real = load_dataset(tables / "real.txt")
+    Xg, Xr = featurize_together([gen, real], "ngram")
+    assert Xg.shape[1] == Xr.shape[1]
+    same = real.items.index(real.items[0])
+    both = load_dataset(tables / "real.txt").subset([same])
+    Xg2, Xr2 = featurize_together([both, real], "ngram")
+    assert abs(Xg2[0] - Xr2[same]).sum() == 0  # the same text, the same row
+    code = main(["evaluate", str(tables / "gen.csv"), "--reference", str(tables / "real.txt"), "--train",
+                 str(tables / "train.txt"), "--prompt-column", "prompt", "--format", "json", *FAST])
+    assert code == 0, capsys.readouterr().err
+    data = json.loads(capsys.readouterr().out)
+    # train.txt holds five generated responses: those items are their own nearest training items
+    assert data["memorization"]["n_flagged"] >= 5
 
 
 def test_the_prompt_column_is_never_the_text(tables):

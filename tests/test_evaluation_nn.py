@@ -28,8 +28,11 @@ def test_one_auto_rule_for_curation_and_evaluation():
         assert resolve_method("auto", EXACT_MAX_N + 1) == "exact"
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_within_set_search_is_exact_with_duplicates_and_many_blocks(dtype):
+def test_within_set_search_is_exact_with_duplicates_and_many_blocks(dtype, threads, monkeypatch):
+    # blocks on one thread, and on two threads whose pools merge in whatever order they finish
+    monkeypatch.setattr("diversity_core.workers.available_cores", lambda: threads)
     rng = np.random.default_rng(3)
     centres = rng.normal(size=(6, 24)) * 4
     X = (centres[rng.integers(6, size=700)] + rng.normal(size=(700, 24))).astype(dtype)
@@ -44,6 +47,31 @@ def test_within_set_search_is_exact_with_duplicates_and_many_blocks(dtype):
     np.testing.assert_allclose(values, ref, rtol=1e-12, atol=1e-9)
     assert np.all(D[np.arange(700), nearest] == D.min(axis=1))
     assert np.all(values[[40, *range(50, 60)], 0] == 0.0)
+
+
+def test_a_failing_block_stops_the_search_and_cancels_the_rest():
+    import threading
+    import time
+
+    from diversity_core._nn import run_blocks
+
+    started = []
+    lock = threading.Lock()
+
+    def work(start):
+        with lock:
+            started.append(start)
+        time.sleep(0.01)
+        return start
+
+    def consume(start, result):
+        assert result == start  # results come back in block order
+        if start == 3:
+            raise KeyboardInterrupt  # what a cancelled job's progress callback raises
+
+    with pytest.raises(KeyboardInterrupt):
+        run_blocks(range(200), work, consume, threads=2)
+    assert len(started) < 20  # the blocks not started were cancelled, not run to the end
 
 
 @pytest.mark.slow

@@ -71,20 +71,33 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def _features(path: str, args, *, group_column=None, weight_column=None, text_column=None, modality=None):
-    """(dataset, features) of one input, featurized with ``--featurizer``."""
+def _load(path: str, args, *, group_column=None, weight_column=None, text_column=None, modality=None):
+    """One input as a dataset (its skipped items reported)."""
     from ..data import load_dataset
-    from ..featurizers import featurize
 
     ds = load_dataset(path, modality=modality or args.modality, group_column=group_column,
                       weight_column=weight_column, text_column=text_column)
     warn_skipped(ds)
+    return ds
+
+
+def _features(datasets: list, paths: list, args) -> list:
+    """The inputs' features with ``--featurizer``, in one feature space.
+
+    The n-gram vocabulary of texts is built over every input
+    (:func:`~diversity_core.featurizers.featurize_together`).
+    """
+    from ..featurizers import featurize_together
+
     with TqdmProgress("features") as progress:
-        X = featurize(ds, args.featurizer, progress=progress)
-    if hasattr(X, "toarray"):
-        X = X.toarray()
-    check_feature_scale(X, str(path))
-    return ds, X
+        out = featurize_together(datasets, args.featurizer, progress=progress)
+    dense = []
+    for X, path in zip(out, paths):
+        if hasattr(X, "toarray"):
+            X = X.toarray()
+        check_feature_scale(X, str(path))
+        dense.append(X)
+    return dense
 
 
 def run(args: argparse.Namespace) -> int:
@@ -97,13 +110,16 @@ def run(args: argparse.Namespace) -> int:
         raise DiversityInputError("--items writes each generated item's nearest training item; give --train TRAIN too.")
     check_outputs({"--json": args.json, "--csv": args.csv, "--items": args.items, "--out": args.out},
                   inputs=[a for a in (args.generated, args.reference, args.train) if a])
-    ref_ds, R = _features(args.reference, args)
+    ref_ds = _load(args.reference, args)
     # GENERATED is read as the same kind of data as REAL: a table of embeddings with a text prompt
     # column would otherwise be detected as text, a table of texts without a known column name as embeddings
     like = ref_ds.modality if args.modality == "auto" else None
-    gen_ds, G = _features(args.generated, args, group_column=args.prompt_column,
-                          weight_column=args.quality_column, text_column=args.text_column, modality=like)
-    train_ds, T = (None, None) if args.train is None else _features(args.train, args)
+    gen_ds = _load(args.generated, args, group_column=args.prompt_column, weight_column=args.quality_column,
+                   text_column=args.text_column, modality=like)
+    train_ds = None if args.train is None else _load(args.train, args, modality=like)
+    inputs = [(ref_ds, args.reference), (gen_ds, args.generated)] + [(train_ds, args.train)] * (train_ds is not None)
+    R, G, *rest = _features([ds for ds, _ in inputs], [p for _, p in inputs], args)
+    T = rest[0] if rest else None
     if R.shape[1] != G.shape[1]:
         raise DiversityInputError(
             f"{args.reference} has {R.shape[1]} features and {args.generated} has {G.shape[1]}; featurize both alike."

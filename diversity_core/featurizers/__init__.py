@@ -99,6 +99,10 @@ class Featurizer:
         The range its features lie in: ``"probability"`` (non-negative rows summing to 1),
         ``"nonnegative"``, ``"real"``, or ``"any"`` (the dataset's own embeddings: not known
         before they are read). :func:`kernel_support` reads it.
+    fitted : bool
+        Whether its feature map is fitted to the items it sees (the n-gram vocabulary): the
+        features of two datasets share columns only when computed together
+        (:func:`featurize_together`).
     """
 
     name: str
@@ -114,6 +118,7 @@ class Featurizer:
     version: str = "1"
     reads_source: bool = False
     values: str = "any"
+    fitted: bool = False
     run: Callable = field(default=None, repr=False, compare=False)
 
     def available(self) -> bool:
@@ -261,6 +266,7 @@ FEATURIZERS: dict = {
             cached=True,
             persist=True,
             values="nonnegative",
+            fitted=True,
             run=_run_ngram,
         ),
         Featurizer(
@@ -771,8 +777,56 @@ def featurize(
     return X.copy() if copy else X
 
 
+def featurize_together(datasets, featurizer: str = "default", *, progress: Optional[ProgressCallback] = None,
+                       **params) -> list:
+    """Features of several datasets in one feature space: one matrix per dataset, same columns.
+
+    A featurizer fitted to the items it sees (``Featurizer.fitted``: the n-gram vocabulary)
+    runs once on the items of all of them, so that a column means the same n-gram in every
+    matrix; any other runs on each dataset alone (and uses the caches), which is the same.
+
+    Parameters
+    ----------
+    datasets : sequence of Dataset
+        Of one modality (a generated set, its reference and training sets).
+    featurizer, progress, **params
+        As for :func:`featurize`.
+
+    Returns
+    -------
+    list
+        ``featurize``'s result for each dataset, in order.
+
+    Raises
+    ------
+    DiversityInputError
+        Datasets of different modalities, or what :func:`featurize` raises.
+    """
+    datasets = list(datasets)
+    modalities = sorted({ds.modality for ds in datasets})
+    if len(modalities) > 1:
+        raise DiversityInputError(
+            f"the inputs hold different kinds of data ({', '.join(modalities)}); featurize them alike: give "
+            "the same kind of file for each, or --modality."
+        )
+    if not datasets:
+        return []
+    spec, _, _ = _run_plan(datasets[0], featurizer, params)
+    if not spec.fitted or len(datasets) == 1:
+        return [featurize(ds, featurizer, progress=progress, **params) for ds in datasets]
+    from ..data import Dataset
+
+    joint = Dataset(name=" + ".join(ds.name for ds in datasets), modality=modalities[0],
+                    items=[item for ds in datasets for item in ds.items], features=None, groups=None,
+                    weights=None, ids=[f"{i}:{x}" for i, ds in enumerate(datasets) for x in ds.ids])
+    X = featurize(joint, featurizer, progress=progress, **params)
+    ends = np.cumsum([ds.n for ds in datasets])
+    return [X[start:end] for start, end in zip(np.concatenate([[0], ends[:-1]]), ends)]
+
+
 __all__ = [
     "cached_features",
+    "featurize_together",
     "Featurizer",
     "FEATURIZERS",
     "PARAMETERISED",
