@@ -7,11 +7,12 @@ import streamlit as st
 
 from diversity_core import default_q_grid
 from diversity_core.report.figures import bar_figure, q_profile_figure, sensitivity_figure
-from ui import compute, robustness_ui, scalable
+from ui import compute, live_q, robustness_ui, scalable
 from ui.feedback import attempt
 from ui.fragments import current_q, current_q_label, q_local, q_view
 from ui.page import header
 from ui.sensitivity import sweep_controls
+from ui.state import q_options
 
 ctx = header(
     "Scores",
@@ -51,6 +52,8 @@ def headline() -> None:
     c4.metric("Rank (q = 0)", f"{spec.rank}", help="Number of eigenvalues in the support (VS₀).")
     st.markdown(compute.reading(vs_q, view.n, {g: gs.vendi(q) for g, gs in groups.items()}, label,
                                 sizes={g: gs.n for g, gs in groups.items()}))
+    # the next q's headline is drawn by the browser as the slider moves (ui.live_q)
+    live_q.live_headline(q_options(q), spec.vendi, view.n)
 
 
 headline()

@@ -104,6 +104,25 @@ def test_changing_q_changes_the_headline(q, label):
     assert headline(at).value == expected
     assert headline(at).value != before
     assert at.query_params["q"] == ("inf" if math.isinf(q) else f"{q:g}")
+    # the table the browser draws the next headlines from (ui.live_q), before q moved, holds
+    # for this q exactly what the page's own run drew after it moved
+    assert live_texts(start())[label] == [headline(at).value, _share(at)]
+
+
+def live_texts(at: AppTest) -> dict:
+    """The live headline's table on the page: ``{q label: [value, share]}``."""
+    import json
+
+    found = [json.loads(el.proto.json) for el in at.get("bidi_component")
+             if el.proto.component_name == "diversity_live_q"]
+    assert len(found) == 1
+    return found[0]["texts"]
+
+
+def _share(at: AppTest) -> str:
+    """The ``(x%)`` at the end of the headline's caption."""
+    caption = next(c.value for c in at.caption if "effective number of distinct items" in c.value)
+    return caption[caption.rindex("("):]
 
 
 def test_per_group_table_uses_the_core():
