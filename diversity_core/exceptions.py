@@ -21,6 +21,7 @@ __all__ = [
     "ConvergenceWarning",
     "NumericalWarning",
     "CacheWarning",
+    "UnusedWeightsWarning",
 ]
 
 
@@ -73,3 +74,7 @@ class CacheWarning(DiversityWarning):
 
     The result was computed instead; the store never makes a computation fail.
     """
+
+
+class UnusedWeightsWarning(DiversityWarning):
+    """A checkpoint holds weights the network built for it does not use (e.g. a task head)."""

@@ -451,20 +451,11 @@ def _columns(spec: tuple, modality: str, _upload=None) -> tuple:
     The columns the loader used (group, weight, text, SMILES; the text column also when it was
     found by its name) are left out.
     """
-    from diversity_core import DiversityError
-    from diversity_core.data import DEFAULT_MAX_BYTES
-    from diversity_core.data._tables import _group_candidates, read_table
-    from diversity_core.data.text import _pick_text_column
+    from diversity_core.data import condition_columns
 
     options = dict(spec[-1])
-    used = [options[k] for k in _COLUMN_OPTIONS if options.get(k)]
     with _table_file(spec, _upload) as path:
-        table = read_table(Path(path), DEFAULT_MAX_BYTES)
-    if modality == "text":
-        with contextlib.suppress(DiversityError):
-            used.append(_pick_text_column(table, options.get("text_column"), options.get("group_column"),
-                                          options.get("weight_column")))
-    return tuple(str(c) for c in _group_candidates(table, used))
+        return tuple(condition_columns(path, modality=modality, **{k: options.get(k) for k in _COLUMN_OPTIONS}))
 
 
 def prompt_columns(source: Optional[tuple], modality: str) -> tuple:

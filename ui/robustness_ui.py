@@ -24,7 +24,6 @@ from . import compute
 from .cache import shared_cache
 from .data import View, view_hash
 from .feedback import literal
-from .sensitivity import _capped_indices
 from .tasks import Outcome
 
 #: Items per group the robustness test reads at most (a seeded subsample beyond it): a kernel without a
@@ -166,12 +165,11 @@ def _min_items() -> int:
 
 def groups_used(view: View) -> tuple:
     """``(row indices, group names left out for having fewer than the comparison's minimum items)``."""
-    ds = view.data
-    labels = np.asarray(ds.groups).astype(str)
-    names, counts = np.unique(labels, return_counts=True)
-    small = [str(g) for g, c in zip(names, counts) if c < _min_items()]
-    idx = np.flatnonzero(~np.isin(labels, small))
-    return (idx[_capped_indices(labels[idx], idx.size, GROUP_MAX)] if idx.size else idx), small
+    from diversity_core.data import capped_rows
+
+    labels = np.asarray(view.data.groups).astype(str)
+    chosen = capped_rows(labels, labels.size, GROUP_MAX, min_items=_min_items())
+    return chosen.rows, sorted(chosen.left_out)
 
 
 def result_key(view: View, pairs: list, q: float, seed: int) -> tuple:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-import numpy as np
 import streamlit as st
 
+from diversity_core.data import capped_rows
 from diversity_core.sensitivity import (
     DEFAULT_RADII,
     SensitivityResult,
@@ -25,40 +25,24 @@ SWEEP_MAX = 600
 AUTO_MAX = 400
 
 
-def _capped_indices(groups: Optional[np.ndarray], n: int, cap: int, seed: int = 0) -> np.ndarray:
-    """At most ``cap`` items of each group (all items when there are no groups), in order."""
-    rng = np.random.default_rng(seed)
-    if groups is None:
-        return np.arange(n) if n <= cap else np.sort(rng.choice(n, size=cap, replace=False))
-    keep = []
-    for g in dict.fromkeys(groups.tolist()):
-        idx = np.flatnonzero(groups == g)
-        keep.append(idx if idx.size <= cap else np.sort(rng.choice(idx, size=cap, replace=False)))
-    return np.sort(np.concatenate(keep))
-
-
 def sweep_controls(ctx) -> Optional[SensitivityResult]:
     """Draw the sweep's controls; return its result when computed (now or earlier)."""
     view, s = ctx.view, ctx.settings
     ds = view.data
     groups = compute.optional_group_labels(view)
     molecules = ds.modality == "molecules"
-    idx = _capped_indices(groups, ds.n, SWEEP_MAX)
-    if groups is not None:
-        # a group of one item has no spectrum to sweep (a selection or a search can leave one)
-        labels, counts = np.unique(groups[idx], return_counts=True)
-        lone = labels[counts < 2]
-        if lone.size:
-            idx = idx[~np.isin(groups[idx], lone)]
-            if idx.size == 0:
-                st.info("The kernel sweep needs a group of at least 2 items; every group here has one.")
-                return None
-            st.caption("Left out of the sweep (a single item): " + literal(", ".join(map(str, lone.tolist()))) + ".")
+    # a group of one item has no spectrum to sweep (a selection or a search can leave one)
+    chosen = capped_rows(groups, ds.n, SWEEP_MAX, min_items=2)
+    idx = chosen.rows
+    if chosen.left_out:
+        if idx.size == 0:
+            st.info("The kernel sweep needs a group of at least 2 items; every group here has one.")
+            return None
+        st.caption("Left out of the sweep (a single item): " + literal(", ".join(map(str, chosen.left_out))) + ".")
     if groups is None:
         sets, largest = 1, ds.n
     else:
-        counts = np.unique(groups[idx], return_counts=True)[1]
-        sets, largest = int(counts.size), int(counts.max())
+        sets, largest = len(chosen.sizes), max(chosen.sizes.values())
     kind = "radius" if molecules else ("laplacian" if s.kernel == "laplacian" else "rbf")
     key = (view.key, ctx.featurizer, kind, SWEEP_MAX, idx.size)
     what = ("Morgan fingerprint radii " + ", ".join(map(str, DEFAULT_RADII)) + " under the Tanimoto kernel"

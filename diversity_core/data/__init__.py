@@ -22,16 +22,19 @@ lines, non-image files) are skipped and listed in ``Dataset.skipped``.
 
 from __future__ import annotations
 
-from ._dataset import MODALITIES, THUMBNAIL_SIDE, Dataset, SkippedItem
+from ._dataset import MODALITIES, THUMBNAIL_SIDE, Dataset, GroupRows, SkippedItem, capped_rows
 from ._files import DEFAULT_MAX_BYTES
-from ._load import detect_modality, load_dataset
+from ._load import condition_columns, detect_modality, load_dataset
 from ._paths import resolve_user_path
 from .demos import DEMOS, DemoSpec, list_demos, load_demo
 
 __all__ = [
     "Dataset",
     "SkippedItem",
+    "GroupRows",
+    "capped_rows",
     "load_dataset",
+    "condition_columns",
     "detect_modality",
     "resolve_user_path",
     "load_demo",

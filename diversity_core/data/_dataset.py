@@ -291,3 +291,62 @@ def _reason_kind(reason: str) -> str:
         if pos > 0:
             reason = reason[:pos]
     return reason.strip()
+
+
+@dataclass(frozen=True)
+class GroupRows:
+    """Rows chosen per group by :func:`capped_rows`.
+
+    ``rows``: sorted row indices; ``left_out``: the groups with too few items; ``sizes``: the
+    rows kept per group, in order of first appearance (empty without groups).
+    """
+
+    rows: np.ndarray
+    left_out: tuple
+    sizes: dict
+
+
+def capped_rows(groups: Optional[np.ndarray], n: int, cap: int, *, min_items: int = 1, seed: int = 0) -> GroupRows:
+    """At most ``cap`` rows of each group, groups of fewer than ``min_items`` rows left out.
+
+    Parameters
+    ----------
+    groups : ndarray of shape (n,), optional
+        Each row's group; None: one set of all ``n`` rows.
+    n : int
+        The number of rows.
+    cap : int
+        The most rows kept of a group (a seeded random subset beyond it, in row order).
+    min_items : int, default 1
+        Groups with fewer rows are left out (and named in ``left_out``).
+    seed : int, default 0
+        The same call gives the same rows.
+
+    Returns
+    -------
+    GroupRows
+
+    Examples
+    --------
+    >>> sel = capped_rows(np.array(["a", "b", "a", "c", "a"]), 5, 2, min_items=2)
+    >>> sel.left_out, sel.sizes
+    (('b', 'c'), {'a': 2})
+    """
+    if cap < 1 or min_items < 1:
+        raise DiversityInputError(f"cap and min_items must be at least 1; got {cap} and {min_items}.")
+    rng = np.random.default_rng(seed)
+    if groups is None:
+        rows = np.arange(n) if n <= cap else np.sort(rng.choice(n, size=cap, replace=False))
+        return GroupRows(rows, (), {})
+    groups = np.asarray(groups)
+    keep, left_out, sizes = [], [], {}
+    for g in dict.fromkeys(groups.tolist()):
+        idx = np.flatnonzero(groups == g)
+        if idx.size < min_items:
+            left_out.append(g)
+            continue
+        chosen = idx if idx.size <= cap else np.sort(rng.choice(idx, size=cap, replace=False))
+        keep.append(chosen)
+        sizes[g] = int(chosen.size)
+    rows = np.sort(np.concatenate(keep)) if keep else np.empty(0, dtype=np.intp)
+    return GroupRows(rows, tuple(left_out), sizes)

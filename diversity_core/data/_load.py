@@ -15,11 +15,18 @@ from ..exceptions import DiversityInputError
 from ._dataset import MODALITIES, Dataset, SkippedItem
 from ._files import DEFAULT_MAX_BYTES, PathLike, check_file, check_max_bytes, check_path
 from ._paths import resolve_user_path, stat_input
-from ._tables import TABLE_EXTENSIONS, column_phrase, detect_group_column, is_text_column, read_table
+from ._tables import (
+    TABLE_EXTENSIONS,
+    _group_candidates,
+    column_phrase,
+    detect_group_column,
+    is_text_column,
+    read_table,
+)
 from .embeddings import load_embeddings
 from .images import IMAGE_EXTENSIONS, load_images
 from .molecules import SMI_EXTENSIONS, SMILES_COLUMN_NAMES, load_molecules
-from .text import TEXT_COLUMN_NAMES, load_text
+from .text import TEXT_COLUMN_NAMES, _pick_text_column, load_text
 
 _TEXT_EXTENSIONS = (".txt", ".text")
 
@@ -285,6 +292,61 @@ def load_dataset(
 #: Why an all-black image is skipped (issue 26, item 13: one such image failed its whole folder).
 BLACK_IMAGE_REASON = ("an all-black image (every pixel 0): its pixel features are all zero, a vector without a "
                       "direction, on which the cosine kernel is undefined")
+
+
+def condition_columns(
+    path: PathLike,
+    *,
+    modality: str,
+    text_column: Optional[str] = None,
+    group_column: Optional[str] = None,
+    weight_column: Optional[str] = None,
+    smiles_column: Optional[str] = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> list:
+    r"""Columns of a table file that could hold each row's prompt or condition.
+
+    String columns with a value in every row and no number among them (the candidates of the
+    group column), leaving out the id column and the columns the loader uses: those named, and
+    for text the text column it finds by its name.
+
+    Parameters
+    ----------
+    path : path-like
+        A table file (CSV, TSV, Parquet, JSON lines).
+    modality : str
+        What the table holds (as :func:`load_dataset` read it).
+    text_column, group_column, weight_column, smiles_column : str, optional
+        The loader's column options.
+    max_bytes : int
+        The largest file read.
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
+    >>> _ = f.write_text("prompt,text\ncat,a small cat\ndog,a big dog\n")
+    >>> condition_columns(f, modality="text")
+    ['prompt']
+    """
+    from ..exceptions import DiversityError
+
+    check_option(modality, MODALITIES, "modality")
+    max_bytes = check_max_bytes(max_bytes)
+    p = check_path(path)
+    check_file(p, max_bytes)
+    table = read_table(p, max_bytes)
+    used = [c for c in (text_column, group_column, weight_column, smiles_column) if c]
+    if modality == "text":
+        try:
+            used.append(_pick_text_column(table, text_column, group_column, weight_column))
+        except DiversityError:
+            pass  # no text column found: every string column is a candidate
+    return [str(c) for c in _group_candidates(table, used)]
 
 
 def skip_black_images(ds: Dataset) -> Dataset:

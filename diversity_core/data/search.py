@@ -137,12 +137,10 @@ def contains_mask(dataset: Dataset, query: str, *, column: str = "item", case: b
     >>> contains_mask(ds, "DOG").tolist()
     [True, False]
     """
-    _check_dataset(dataset)
+    _check_search(dataset, query)
     check_option(column, _columns(dataset), "column")
     if column == "weight":
         raise DiversityInputError("the weight column holds numbers; filter it with range_mask(low=, high=).")
-    if not isinstance(query, str):
-        raise DiversityInputError(f"query must be a string; got {type(query).__name__}.")
     return _contains(_values(dataset, column), query, case)
 
 
@@ -181,9 +179,7 @@ def contains_any_mask(dataset: Dataset, query: str, *, columns: Optional[tuple] 
     >>> contains_any_mask(ds, "DOG").tolist(), contains_any_mask(ds, "cat", columns=("id",)).tolist()
     ([True, False], [False, False])
     """
-    _check_dataset(dataset)
-    if not isinstance(query, str):
-        raise DiversityInputError(f"query must be a string; got {type(query).__name__}.")
+    _check_search(dataset, query)
     text_columns = tuple(c for c in _columns(dataset) if c != "weight")
     if columns is None:
         columns = text_columns
@@ -196,6 +192,13 @@ def contains_any_mask(dataset: Dataset, query: str, *, columns: Optional[tuple] 
     for column in dict.fromkeys(columns):
         hit |= _contains(_values(dataset, column), query, case)
     return hit
+
+
+def _check_search(dataset, query) -> None:
+    """The checks every substring search makes: a dataset, and a query that is a string."""
+    _check_dataset(dataset)
+    if not isinstance(query, str):
+        raise DiversityInputError(f"query must be a string; got {type(query).__name__}.")
 
 
 def _contains(values: list, query: str, case: bool) -> np.ndarray:

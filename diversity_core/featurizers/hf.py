@@ -48,7 +48,7 @@ import numpy as np
 
 from .._optional import require
 from .._progress import ProgressCallback
-from ..exceptions import DiversityInputError, DiversityWarning
+from ..exceptions import DiversityInputError, UnusedWeightsWarning
 from ._runtime import BatchProgress, Prefetch, import_torch, inference_threads, torch_threads
 
 __all__ = [
@@ -66,10 +66,6 @@ __all__ = [
 #: The prefix of the featurizer names this module serves.
 HF_PREFIX = "hf:"
 _WEIGHTS_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".h5", ".msgpack")
-
-
-class UnusedWeightsWarning(DiversityWarning):
-    """A checkpoint holds weights the network built for it does not use (e.g. a task head)."""
 
 
 @dataclass(frozen=True)
