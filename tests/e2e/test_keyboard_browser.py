@@ -47,6 +47,10 @@ def test_keys_set_q_and_switch_pages(page, app_url, artifacts):
     page.keyboard.press("End")
     page.keyboard.press("2")
     page.keyboard.press("Tab")  # the field's new value starts a run; a shortcut would have moved q
+    # the run redraws the page: until it ends, the field's stale copy can stand beside the new one
+    page.wait_for_function(
+        """() => { const f = document.querySelectorAll('input[aria-label="Seed (first item, random order)"]');
+                   return f.length === 1 && f[0].value.endsWith('2'); }""", timeout=120_000)
     wait_idle(page)
     assert new_q(page) == "inf" and field.input_value().endswith("2")
     page.get_by_text("Keyboard shortcuts").click()
