@@ -53,7 +53,7 @@ def headline() -> None:
     st.markdown(compute.reading(vs_q, view.n, {g: gs.vendi(q) for g, gs in groups.items()}, label,
                                 sizes={g: gs.n for g, gs in groups.items()}))
     # the next q's headline is drawn by the browser as the slider moves (ui.live_q)
-    live_q.live_headline(q_options(q), spec.vendi, view.n)
+    live_q.live_headline(q_options(q), spec.vendi, view.n, q)
 
 
 headline()

@@ -32,6 +32,7 @@ export default function (component) {
   const { data, parentElement } = component;
   const live = (window.__dxLiveQ = window.__dxLiveQ || {});
   live.data = data;  // the newest table: a rerun with other data replaces it
+  live.current = data && data.current;  // the q the server drew: a slider set to it again changes nothing
   live.anchor = parentElement;  // where this page's headline is: another page's metrics are never written
   if (live.observer) return;
   const scope = () => {
@@ -73,7 +74,10 @@ export default function (component) {
     for (const r of records) {
       const el = r.target;
       if (el.matches && el.matches('input[type="range"]') && el.getAttribute("aria-label") === (live.data && live.data.slider)) {
-        apply(el.getAttribute("aria-valuetext"));
+        const label = el.getAttribute("aria-valuetext");
+        if (label === live.current) continue;  // redrawn at the q shown (a new run, new data): the server's text stands
+        live.current = label;
+        apply(label);
       }
     }
   });
@@ -85,7 +89,7 @@ export default function (component) {
 _COMPONENT = None
 
 
-def live_headline(options: Sequence[float], value: Callable[[float], float], n: int, *,
+def live_headline(options: Sequence[float], value: Callable[[float], float], n: int, current: float, *,
                   slider: str = "Order q", key: str = "live_q") -> None:
     """Mount the script that redraws the q headline in the browser when the q slider moves.
 
@@ -97,6 +101,8 @@ def live_headline(options: Sequence[float], value: Callable[[float], float], n: 
         ``value(q)``: the headline's number at order q (the page's own, e.g. ``spec.vendi``).
     n : int
         The number of items the share in the caption is of.
+    current : float
+        The q the page drew: the script writes nothing until the slider leaves it.
     slider : str
         The q slider's label.
     key : str
@@ -110,8 +116,8 @@ def live_headline(options: Sequence[float], value: Callable[[float], float], n: 
         from streamlit.components.v2 import component
 
         _COMPONENT = component("diversity_live_q", js=_JS, isolate_styles=False)
-    _COMPONENT(data={"prefix": LABEL_PREFIX, "slider": slider, "texts": headline_texts(options, value, n)},
-               key=key)
+    _COMPONENT(data={"prefix": LABEL_PREFIX, "slider": slider, "texts": headline_texts(options, value, n),
+                     "current": format_q(float(current))}, key=key)
 
 
 def headline_texts(options: Sequence[float], value: Callable[[float], float], n: Optional[int]) -> dict:
