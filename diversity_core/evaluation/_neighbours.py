@@ -261,9 +261,6 @@ def _kth_blocks(a: Prepared, b: Prepared, own: bool, ks, rows: np.ndarray, tol: 
         run_blocks(range(0, rows.size, step), work, consume, threads)
 
 
-#: Rows per task of the within-set search's final exact recomputation.
-FINISH_ROWS = 4096
-
 #: Random rows whose distances give every row a first cut in the within-set search.
 CUT_SAMPLE = 1024
 
@@ -395,14 +392,8 @@ def _kth_within(a: Prepared, ks, tol: float, progress, message: str) -> tuple:
     values = np.empty((n, len(ks)))
     nearest = np.empty(n, dtype=np.intp)
     ok = np.flatnonzero(complete)
-
-    def finish(start):  # disjoint rows: the exact recomputation of their candidates
-        rows = ok[start:start + FINISH_ROWS]
-        ii, cc = np.nonzero(pool_v[rows] <= cut[rows, None])
-        _finish(a, a, rows, ii, pool_i[rows][ii, cc], ks, values, nearest)
-
-    with block_threads() as threads:
-        run_blocks(range(0, ok.size, FINISH_ROWS), finish, lambda *_: None, threads)
+    ii, cc = np.nonzero(pool_v[ok] <= cut[ok, None])
+    _finish(a, a, ok, ii, pool_i[ok][ii, cc], ks, values, nearest)
     redo = np.flatnonzero(~complete)
     if redo.size:
         _kth_blocks(a, a, True, ks, redo, tol, sq_max, values, nearest, None, message)
