@@ -5,7 +5,8 @@
                            demo data, listening on 127.0.0.1 only; the URL is printed in a banner once
                            the app answers
     python3 dev.py test    install the test extras too (and Debian's chromium for the browser
-                           tests, when missing) and run ruff and the whole test suite
+                           tests, when missing) and run ruff and the whole test suite (the
+                           browser tests last and alone, the others in parallel processes)
     python3 dev.py bench   run the benchmarks (prints ratios, writes benchmarks/results/*.json)
 
 Both commands are idempotent: the install is redone only when pyproject.toml changes or the
@@ -241,14 +242,38 @@ def cmd_app(args: list) -> int:
         return proc.wait()
 
 
+#: Thread pools of a test worker process: one thread each, so that the workers share the cores
+#: instead of oversubscribing them (each BLAS/OpenMP/torch pool would start one thread per core).
+ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                                     "NUMEXPR_NUM_THREADS", "NUMBA_NUM_THREADS")}
+
+
+def pytest_processes() -> int:
+    """Processes for the tests that do not drive a browser: one per core, 2 to 4."""
+    return max(2, min(os.cpu_count() or 1, 4))
+
+
 def cmd_test(args: list) -> int:
-    """Install the test extras and run ruff and pytest."""
+    """Install the test extras and run ruff and pytest.
+
+    With no arguments the suite runs in two steps: every test but the browser tests in
+    ``pytest_processes()`` processes (pytest-xdist; each test file stays in one process, so its
+    fixtures are built once; one BLAS thread per process), then the browser tests alone, one
+    at a time (they time a real server and Chromium, which would compete with the other tests
+    for the cores). Arguments go to a single pytest run as given.
+    """
     ensure_venv("all,test")
     ensure_chromium()
     if _run([PY, "-m", "ruff", "check", "."]) != 0:
         print("dev.py: ruff found problems (listed above).", flush=True)
         return 1
-    return _run([PY, "-m", "pytest", *args])
+    if args:
+        return _run([PY, "-m", "pytest", *args])
+    env = {**os.environ, **ONE_THREAD}
+    status = _run([PY, "-m", "pytest", "-n", str(pytest_processes()), "--dist", "loadfile", "--ignore", "tests/e2e"],
+                  env=env)
+    status |= _run([PY, "-m", "pytest", "tests/e2e"])
+    return status
 
 
 def cmd_bench(args: list) -> int:

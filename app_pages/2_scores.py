@@ -6,8 +6,8 @@ import pandas as pd
 import streamlit as st
 
 from diversity_core import default_q_grid
-from diversity_core.report.figures import bar_figure, q_profile_figure, sensitivity_figure
-from ui import compute, live_q, robustness_ui, scalable
+from diversity_core.report.figures import bar_figure, sensitivity_figure
+from ui import compute, live_q, robustness_ui, scalable, shared_figures
 from ui.feedback import attempt
 from ui.fragments import current_q, current_q_label, q_local, q_view
 from ui.page import header
@@ -86,7 +86,8 @@ for name, gs in groups.items():
 
 @q_view("scores_profile")
 def profile() -> None:
-    st.plotly_chart(q_profile_figure(profiles, q=current_q(), n=view.n), key="q_profile")
+    # the curves are built once per content for every session (ui.shared_figures); q adds its mark
+    st.plotly_chart(shared_figures.q_profile(profiles, q=current_q(), n=view.n), key="q_profile")
 
 
 @q_view("scores_groups")
@@ -95,8 +96,8 @@ def per_group(intdivs: dict) -> None:
     table = pd.DataFrame(compute.score_rows(spec, groups, intdivs, current_q()))
     st.dataframe(table, hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(format="%.3f") for c in table.columns[2:]})
-    st.plotly_chart(bar_figure(table["group"], table.iloc[:, 2], y_title=f"VS (q = {label})",
-                               title=f"Vendi score per group at q = {label}"), key="group_bars")
+    st.plotly_chart(shared_figures.figure(bar_figure, table["group"], table.iloc[:, 2], y_title=f"VS (q = {label})",
+                                          title=f"Vendi score per group at q = {label}"), key="group_bars")
 
 
 profile()
@@ -118,9 +119,10 @@ def sensitivity() -> None:
     q = current_q()
     current = dict(s.kernel_params).get("sigma") if s.kernel in ("rbf", "laplacian") else None
     st.plotly_chart(
-        sensitivity_figure(result.values, result.vendi(q), result.groups, parameter=result.parameter,
-                           reference=result.reference, current=current, q=q,
-                           title=f"VS (q = {current_q_label()}) against the {result.kernel} {result.parameter}"),
+        shared_figures.figure(
+            sensitivity_figure, result.values, result.vendi(q), result.groups, parameter=result.parameter,
+            reference=result.reference, current=current, q=q,
+            title=f"VS (q = {current_q_label()}) against the {result.kernel} {result.parameter}"),
         key="sensitivity",
     )
 

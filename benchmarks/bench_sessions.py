@@ -14,7 +14,8 @@ slow the figures down), and writes ``benchmarks/results/sessions.json``. Every w
 (``--timeout`` seconds per session and step); a session that runs out counts as a failure.
 
 Ten headless browsers saturate a 2-core machine by themselves, so they run at the lowest CPU
-priority (``--clients-nice``, 19 by default: visitors' browsers are on their own machines) and the
+priority (``--clients-nice``, 19 by default: visitors' browsers are on their own machines; the
+niceness is also set on the browsers' autogroups, see :func:`niced_chromium`) and the
 server also measures its own time per script run (issue 22): it runs with ``DIVERSITY_RUN_LOG`` (``ui.runlog``), and for
 each session the script prints the server time of its first full run (``first render run``) and
 of the runs that drew the new q (``q change run``: from the first to the last fragment or page
@@ -131,20 +132,98 @@ async def one_session(browser, url: str, timeout_ms: float, start: asyncio.Event
 
 
 def niced_chromium(nice: int, folder: Path) -> str:
-    """A launcher that runs Chromium at niceness ``nice`` (0: Chromium itself)."""
+    """A launcher that runs Chromium at niceness ``nice`` (0: Chromium itself).
+
+    Playwright starts the browser in a session of its own, and Chromium's zygotes start more
+    sessions; with the kernel's autogroup scheduling (``/proc/sys/kernel/sched_autogroup_enabled``)
+    each session is a scheduling group of its own whose weight a process's niceness does not
+    change, so ten niced browsers still took ten shares of the CPU against the server's one. The
+    launcher therefore sets its session's autogroup niceness too; :class:`AutogroupNicer` does
+    the same for the sessions the zygotes start.
+    """
     if nice <= 0:
         return CHROMIUM
     wrapper = folder / "chromium-niced"
-    wrapper.write_text(f'#!/bin/sh\nexec nice -n {int(nice)} "{CHROMIUM}" "$@"\n')
+    wrapper.write_text(f'#!/bin/sh\necho {int(nice)} > /proc/self/autogroup 2>/dev/null\n'
+                       f'exec nice -n {int(nice)} "{CHROMIUM}" "$@"\n')
     wrapper.chmod(0o755)
     return str(wrapper)
 
 
-async def run_sessions(n: int, url: str, timeout_s: float, chromium: str = CHROMIUM) -> list:
+def _descendants(root: int) -> list:
+    """The PIDs of every process below ``root`` (Linux ``/proc``)."""
+    children: dict = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+class AutogroupNicer:
+    """While open, give every autogroup below this process the niceness ``nice`` (every 0.2 s).
+
+    The browsers' scheduling groups (see :func:`niced_chromium`) then yield to the server's, as
+    browsers on the visitors' own machines would. ``self.groups`` holds the groups it set; the
+    server and this script's own group are left as they are. Without ``/proc/*/autogroup``
+    (autogroups off, or not Linux) it does nothing.
+    """
+
+    def __init__(self, nice: int):
+        self.nice, self.groups, self._stop = int(nice), set(), asyncio.Event()
+        self._task = None
+
+    def _sweep(self) -> None:
+        own = _autogroup(os.getpid())
+        for pid in _descendants(os.getpid()):
+            group = _autogroup(pid)
+            if group is None or group == own or group in self.groups:
+                continue
+            try:
+                Path(f"/proc/{pid}/autogroup").write_text(str(self.nice))
+                self.groups.add(group)
+            except OSError:
+                pass
+
+    async def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._sweep()
+            try:
+                await asyncio.wait_for(self._stop.wait(), 0.2)
+            except TimeoutError:
+                pass
+
+    async def __aenter__(self):
+        if self.nice > 0 and Path(f"/proc/{os.getpid()}/autogroup").exists():
+            self._task = asyncio.create_task(self._loop())
+        return self
+
+    async def __aexit__(self, *exc):
+        self._stop.set()
+        if self._task is not None:
+            await self._task
+
+
+def _autogroup(pid: int) -> Optional[str]:
+    """The autogroup of a process (``/autogroup-N``), or None."""
+    try:
+        return Path(f"/proc/{pid}/autogroup").read_text().split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+async def run_sessions(n: int, url: str, timeout_s: float, chromium: str = CHROMIUM, nice: int = 0) -> list:
     """N concurrent sessions against one server; their per-session figures."""
     from playwright.async_api import async_playwright
 
-    async with async_playwright() as pw:
+    async with async_playwright() as pw, AutogroupNicer(nice):
         browser = await pw.chromium.launch(executable_path=chromium, args=ARGS, headless=True)
         try:
             start = asyncio.Event()
@@ -252,7 +331,7 @@ def main(argv=None) -> int:
         cpu0 = _cpu_seconds(proc.pid)
         t0 = time.perf_counter()
         try:
-            sessions = asyncio.run(run_sessions(n, url, args.timeout, chromium))
+            sessions = asyncio.run(run_sessions(n, url, args.timeout, chromium, args.clients_nice))
             wall = time.perf_counter() - t0
             cpu = _cpu_seconds(proc.pid) - cpu0
         finally:

@@ -10,6 +10,8 @@ builder                    draws
 =========================  ===============================================================
 q_profile_figure           VS_q against q (log axes, q = 0 and q = inf at the ends), the
                            chosen q marked, the bounds 1 and n
+q_profile_marker           the chosen q's mark alone (plotly JSON), to add to a figure built
+                           without q
 vendi_bounds_figure        the q-profile beyond the dense limit: a first-look curve, the
                            guaranteed band, estimates with error bars
 spectrum_figure            eigenvalues of the density matrix (log scale) and their
@@ -57,7 +59,14 @@ from .groups import (
     spectra_overlay_figure,
 )
 from .items import bar_figure, histogram_figure, projection_figure
-from .vendi import kernel_heatmap, q_profile_figure, sensitivity_figure, spectrum_figure, vendi_bounds_figure
+from .vendi import (
+    kernel_heatmap,
+    q_profile_figure,
+    q_profile_marker,
+    sensitivity_figure,
+    spectrum_figure,
+    vendi_bounds_figure,
+)
 
 __all__ = [
     "PALETTE",
@@ -66,6 +75,7 @@ __all__ = [
     "escape_label",
     "format_q",
     "q_profile_figure",
+    "q_profile_marker",
     "vendi_bounds_figure",
     "spectrum_figure",
     "kernel_heatmap",

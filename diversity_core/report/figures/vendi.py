@@ -20,6 +20,7 @@ from ._base import (
     _log_ticks,
     _make_subplots,
     _vline,
+    _vline_parts,
     escape_label,
     q_axis_position,
 )
@@ -33,6 +34,17 @@ def _as_curves(profiles) -> dict:
     if isinstance(profiles, Mapping):
         return dict(profiles)
     return {"VS_q": profiles}
+
+
+def q_profile_marker(q: float) -> tuple:
+    """The mark of the chosen order on :func:`q_profile_figure`: (shape, annotation) as plotly JSON.
+
+    A dashed vertical line at q (q = 0 and q = inf at the axis ends) labelled ``q = ...``; the
+    figure built with ``q=`` ends its ``layout.shapes`` and ``layout.annotations`` with these two,
+    so a figure built without q plus this mark is the figure built with it.
+    """
+    return _vline_parts(float(q_axis_position(q)), log=True, text=f"q = {format_q(q)}", color="#D55E00",
+                        dash="dash", width=2)
 
 
 def q_profile_figure(
@@ -101,8 +113,9 @@ def q_profile_figure(
         top = max(top, float(n))
         _hline(fig, float(n), log=True, text=f"n = {int(n)} (all distinct)", below=True)
     if q is not None:
-        _vline(fig, float(q_axis_position(q)), log=True, text=f"q = {format_q(q)}", color="#D55E00",
-               dash="dash", width=2)
+        shape, label = q_profile_marker(q)
+        fig.add_shape(**shape)
+        fig.add_annotation(**label)
     tickvals = [_Q0_POS, 0.01, 0.1, 1.0, 10.0, 100.0, _QINF_POS]
     ticktext = ["0", "0.01", "0.1", "1", "10", "100", "∞"]
     fig.update_xaxes(type="log", title="order q", tickvals=tickvals, ticktext=ticktext,

@@ -1,0 +1,128 @@
+"""A cold start on a warm result store (issue 22): the server restarted, the same data, first render.
+
+The script fills a result store once (a server of its own renders the Scores page of the
+digits demo), then for each repetition restarts the server (a new ``python -m ui.serve app.py``
+process, as ``diversity app`` starts it, on the same ``DIVERSITY_CACHE_DIR``: the in-memory
+caches are empty, the features and spectra are on disk) and opens the page as soon as the server
+answers its health check, in two browsers:
+
+- ``returning``: a Chromium profile that has opened the app before (its HTTP cache holds the
+  frontend's files, which Streamlit serves as immutable for a year), as a team member's browser
+  after a server restart;
+- ``first_visit``: a new browser context with an empty cache, as someone opening the app for
+  the first time (the frontend's ~7 MB of JavaScript is downloaded and compiled).
+
+``first_render_s`` runs from ``goto`` until the headline metric is shown and the run has
+finished (no status widget); the server's own time of that first script run comes from its run
+log (``DIVERSITY_RUN_LOG``). It prints medians over the repetitions beside the load average and
+writes ``benchmarks/results/cold_start.json``. Target (issue 22): first render <= 2 s.
+
+Run: ``python benchmarks/bench_cold_start.py [--repeats 3] [--timeout 120]`` (needs
+/usr/bin/chromium and playwright, like the browser tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_sessions import ARGS, CHROMIUM, HEADLINE, RESULTS, start_server  # noqa: E402
+
+
+def _first_run(log: Path) -> float | None:
+    """The server's time of the first full script run in the run log, or None."""
+    if not log.exists():
+        return None
+    pages = [json.loads(line) for line in log.read_text().splitlines()]
+    pages = sorted((r for r in pages if r["what"] == "page"), key=lambda r: r["start"])
+    return round(pages[0]["end"] - pages[0]["start"], 3) if pages else None
+
+
+def _open(pw, url: str, timeout_s: float, profile: Path | None) -> float:
+    """Seconds from ``goto`` to the drawn headline, in a returning profile or a fresh context."""
+    if profile is not None:
+        context = pw.chromium.launch_persistent_context(str(profile), executable_path=CHROMIUM, args=ARGS,
+                                                        headless=True, viewport={"width": 1400, "height": 1000})
+        browser = None
+    else:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        page = context.pages[0] if context.pages else context.new_page()
+        t0 = time.perf_counter()
+        page.goto(f"{url}/?demo=digits", timeout=timeout_s * 1000)
+        page.wait_for_function(HEADLINE, arg="q = 1)", timeout=timeout_s * 1000, polling=50)
+        return time.perf_counter() - t0
+    finally:
+        context.close()
+        if browser is not None:
+            browser.close()
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per step")
+    args = parser.parse_args(argv)
+    if not Path(CHROMIUM).exists():
+        print(f"bench_cold_start: Chromium not found at {CHROMIUM}", file=sys.stderr)
+        return 2
+    from playwright.sync_api import sync_playwright
+
+    RESULTS.mkdir(exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="bench-cold-start-"))
+    store, profile = work / "store", work / "profile"
+    env = {"DIVERSITY_CACHE_DIR": str(store)}
+    rows: dict = {"returning": [], "first_visit": []}
+    with sync_playwright() as pw:
+        # fill the store and the returning profile's HTTP cache: one visit on a server of its own
+        proc, url = start_server(RESULTS / "cold_start_warmup.log", args.timeout, env)
+        try:
+            _open(pw, url, args.timeout, profile)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
+        for rep in range(args.repeats):
+            for kind in rows:
+                log = work / f"runs-{kind}-{rep}.jsonl"
+                load = os.getloadavg()[0]
+                t_start = time.perf_counter()
+                proc, url = start_server(RESULTS / "cold_start_server.log", args.timeout,
+                                         {**env, "DIVERSITY_RUN_LOG": str(log)})
+                ready = time.perf_counter() - t_start
+                try:
+                    seconds = _open(pw, url, args.timeout, profile if kind == "returning" else None)
+                finally:
+                    proc.terminate()
+                    proc.wait(timeout=60)
+                row = {"first_render_s": round(seconds, 3), "server_first_run_s": _first_run(log),
+                       "server_ready_s": round(ready, 2), "load_before": round(load, 2)}
+                rows[kind].append(row)
+                print(f"{kind:>11} #{rep + 1}: first render {seconds:.2f} s (server's first run "
+                      f"{row['server_first_run_s']} s; server answered {ready:.1f} s after its start; "
+                      f"load {load:.1f})", flush=True)
+    report = {"cpus": os.cpu_count(), "target_first_render_s": 2.0, "runs": rows, "median": {}}
+    for kind, values in rows.items():
+        report["median"][kind] = {
+            "first_render_s": round(statistics.median(r["first_render_s"] for r in values), 3),
+            "server_first_run_s": round(statistics.median(r["server_first_run_s"] or float("nan") for r in values), 3),
+        }
+        m = report["median"][kind]
+        print(f"{kind:>11}: first render median {m['first_render_s']} s (target <= 2 s), "
+              f"server's first run {m['server_first_run_s']} s", flush=True)
+    out = RESULTS / "cold_start.json"
+    out.write_text(json.dumps(report, indent=2))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
