@@ -45,7 +45,7 @@ def projection_map() -> None:
         help="Ring the items whose id, group, text or SMILES contains this (the sidebar's search "
         "keeps only them instead).",
     )
-    projection, shown, axes = None, method, ("UMAP 1", "UMAP 2")
+    projection, shown, axes = None, method, ("UMAP 1", "UMAP 2", "UMAP 3")
     if method == "UMAP":
         projection = umap_map(c4, dims)
         if projection is None:  # PCA at once, while UMAP is computed (or not asked for yet)
@@ -56,10 +56,11 @@ def projection_map() -> None:
             lambda: compute.pca(view, ctx.featurizer) if dims == 2 else map_ui.pca_3d(view, ctx.featurizer),
             "PCA",
         )
-        axes = ("PC 1", "PC 2")
+        axes = ("PC 1", "PC 2", "PC 3")
         if projection is not None and projection.explained_variance_ratio is not None:
             evr = projection.explained_variance_ratio
-            axes = (f"PC 1 ({evr[0]:.1%} of the variance)", f"PC 2 ({evr[1]:.1%})")
+            axes = tuple(f"PC {i + 1} ({share:.1%}{' of the variance' if i == 0 else ''})"
+                         for i, share in enumerate(evr[:3]))
     if projection is not None:
         selected_items(projection, shown, colour, axes, query)
 
@@ -115,7 +116,7 @@ def selected_items(projection, method: str, colour: str, axes: tuple, query: str
             f"**{matches.size}** item{'s' if matches.size != 1 else ''} match '{query.strip()}' (ringed in red)."
         )
         selection_buttons(view, matches, key="proj_matches", what="the matching items")
-    caption = f"{method} of {data.n} items ({ctx.featurizer} features)"
+    caption = f"{method} of {data.n:,} items ({ctx.featurizer} features)"
     if projection.coords.shape[1] == 3:
         fig = map_ui.figure_3d(
             projection,
@@ -127,6 +128,7 @@ def selected_items(projection, method: str, colour: str, axes: tuple, query: str
             cards=cards is not None,
             highlight=matches,
             sample=sample,
+            axes=axes,
         )
         st.plotly_chart(fig, key=f"projection3d_{method}_{view.key}")
         map_ui.hover_layer(cards, key=f"proj_hover3d_{view.key}")

@@ -232,6 +232,7 @@ def figure_3d(
     cards: bool,
     highlight: Optional[np.ndarray] = None,
     sample: Optional[np.ndarray] = None,
+    axes: tuple = ("1", "2", "3"),
 ):
     """The 3-D map in the 2-D map's colours (rotate with the mouse; selection works on the 2-D map).
 
@@ -245,7 +246,10 @@ def figure_3d(
     items = np.arange(projection.coords.shape[0]) if sample is None else np.asarray(sample, dtype=np.int64)
     XYZ = projection.coords[items]
     n = XYZ.shape[0]
-    size = 2 if n > 20_000 else 3 if n > 2000 else 4
+    # small, lighter points from 10,000 on (a density view's 20,000-point sample included): larger
+    # ones merged each cluster into one solid blob (looked at on a 1,000,000-item map)
+    size = 2 if n >= 10_000 else 3 if n > 2000 else 4
+    opacity = 0.5 if n >= 10_000 else 0.8
     fig = go.Figure()
     text = None if hover is None else np.asarray(hover, dtype=object)
     if color is None or categorical:
@@ -259,7 +263,7 @@ def figure_3d(
                     z=XYZ[sel, 2],
                     mode="markers",
                     name=label,
-                    marker={"size": size, "opacity": 0.8, "color": PALETTE[g % len(PALETTE)]},
+                    marker={"size": size, "opacity": opacity, "color": PALETTE[g % len(PALETTE)]},
                     customdata=items[sel],
                     text=None if text is None else text[sel],
                     hovertemplate=("%{text}<br>" if text is not None else "item %{customdata}<br>")
@@ -312,7 +316,7 @@ def figure_3d(
         title=title,
         height=640,
         margin=dict(l=0, r=0, t=50, b=0),
-        scene=dict(xaxis_title="1", yaxis_title="2", zaxis_title="3"),
+        scene=dict(xaxis_title=axes[0], yaxis_title=axes[1], zaxis_title=axes[2] if len(axes) > 2 else "3"),
     )
     return fig
 

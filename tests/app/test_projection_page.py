@@ -122,6 +122,11 @@ def test_3d_view_and_search_highlighting():
         assert sum(values(t["x"]).size for t in items) == N
         if dims == 3:
             assert all(values(t["x"]).size == values(t["z"]).size for t in items)
+            # the axes are named as on the 2-D map: the principal components and their shares
+            scene = figures(at)[0]["layout"]["scene"]
+            titles = [scene[f"{a}axis"]["title"]["text"] for a in "xyz"]
+            assert titles[0].startswith("PC 1 (") and "of the variance" in titles[0]
+            assert titles[1].startswith("PC 2 (") and titles[2].startswith("PC 3 (")
 
 
 def test_large_maps_are_a_density_view_and_a_box_or_lasso_selects_exactly(monkeypatch):
