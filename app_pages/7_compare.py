@@ -37,8 +37,10 @@ if problem and (submitted or presentation):
 evaluation = evaluation_ui.section(ctx, groups, sizes)
 key = compare_ui.result_key(ctx, settings)
 out = tasks.stored("compare", key, max_entries=8)
-if out is None:  # said before training; a result says it with its own settings
-    show_reliability([compare_ui.rnd_warning(ctx, settings)])
+warning = st.empty()  # said before training; a result says it with its own settings
+if out is None:
+    with warning.container():
+        show_reliability([compare_ui.rnd_warning(ctx, settings)])
 # a presentation opens on its results: a link with the mode on computes them without a click
 if out is None and (submitted or (presentation and not tasks.cancelled("compare", key))):
     # open, with each stage's scores shown as soon as they are ready (Vendi first, then magnitude)
@@ -49,5 +51,6 @@ if out is None:
     st.info(f"{len(groups)} groups ({literal(', '.join(f'{g}: {sizes[g]}' for g in groups))}). Choose the settings and "
             "press **Run comparison**; results stay cached for these settings.")
     st.stop()
+warning.empty()
 with st.container(key=RESULTS_KEY):
     compare_ui.show(out, ctx, key, presentation, evaluation)

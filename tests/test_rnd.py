@@ -21,7 +21,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from diversity_core.exceptions import DiversityInputError  # noqa: E402
-from diversity_core.rnd import PAPER_PRESET, RNDResult, rnd_score  # noqa: E402
+from diversity_core.rnd import PAPER_PRESET, RNDResult, rnd_regime_warning, rnd_score  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -216,7 +216,9 @@ def test_n_components_feeds_the_mlp_the_principal_components(rng):
     with pytest.raises(DiversityInputError, match="n_components reduces the MLP's input; architecture 'cnn'"):
         rnd_score(images, architecture="cnn", n_components=5, **kw)
     assert "an MLP on 6 principal components (not 32)" in reduced.reliability  # RNDResult reads its settings
-    assert rnd_score(X, n_components=32, **kw).reliability is None
+    r32 = rnd_score(X, n_components=32, **kw)
+    assert rnd_regime_warning({**r32.settings, "n_items": None}) is None  # the network is in the regime
+    assert "a set of 260 items (fewer than 500)" in r32.reliability  # the set is not
 
 
 def _shuffled_columns(X, seed: int = 7) -> np.ndarray:
@@ -253,13 +255,30 @@ def test_reliable_default_ranks_the_demos_features_above_their_noise(demo):
 
 
 def test_result_reliability_reads_its_own_settings(rng):
-    X = rng.normal(size=(260, 8))
-    fine = rnd_score(X, runs=2, epochs=2, average_last=1, rng=0)
-    assert fine.reliability is None
-    long = rnd_score(X, runs=2, epochs=30, average_last=1, batch_size=50, rng=0)
-    from diversity_core.rnd import rnd_regime_warning
+    from diversity_core.rnd import MIN_ITEMS, rnd_regime_warning
 
+    X = rng.normal(size=(MIN_ITEMS, 8))
+    fine = rnd_score(X, runs=2, epochs=2, average_last=1, rng=0)
+    assert fine.settings["n_items"] == MIN_ITEMS and fine.reliability is None
+    long = rnd_score(X, runs=2, epochs=30, average_last=1, batch_size=50, rng=0)
     assert long.reliability == rnd_regime_warning(long.settings) and "= 12 exceeds 10" in long.reliability
+    small = rnd_score(X[: MIN_ITEMS - 1], runs=2, epochs=2, average_last=1, rng=0)
+    assert small.reliability == rnd_regime_warning(small.settings)
+    assert f"a set of {MIN_ITEMS - 1} items (fewer than {MIN_ITEMS})" in small.reliability
+
+
+def test_regime_warning_judges_the_number_of_items():
+    """Issue 27 item 8: sets of a few hundred items were not resolved by any setting (docs/rnd.md)."""
+    from diversity_core.rnd import MIN_ITEMS, rnd_regime_warning
+
+    assert MIN_ITEMS == 500
+    assert rnd_regime_warning({}, input_shape=(64,), n_items=MIN_ITEMS) is None
+    msg = rnd_regime_warning({}, input_shape=(64,), n_items=300)
+    assert "a set of 300 items (fewer than 500)" in msg and "did not separate" in msg
+    assert rnd_regime_warning({"n_items": 300}, input_shape=(64,)) == msg  # from the settings, as a result's
+    assert rnd_regime_warning({"n_items": 300}, input_shape=(64,), n_items=900) is None  # the argument wins
+    both = rnd_regime_warning({"batch_size": 50}, input_shape=(64,), n_items=300)
+    assert "memorises" in both and "a set of 300 items" in both
 
 
 # --------------------------------------------------------------------------------------------

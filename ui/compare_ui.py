@@ -134,11 +134,12 @@ def check(s: CompareSettings) -> Optional[str]:
 
 
 def rnd_warning(ctx, s: CompareSettings) -> Optional[str]:
-    """The core's RND regime warning for these settings (the MLP on the representation's features)."""
+    """The core's RND regime warning for these settings (the MLP on the representation's features, n items per set)."""
     if not s.rnd:
         return None
     X = compute.features(ctx.view, ctx.featurizer, show_progress=False)
-    return rnd_regime_warning({"train_size": s.rnd_train, "architecture": "mlp"}, input_shape=X.shape[1:])
+    return rnd_regime_warning({"train_size": s.rnd_train, "architecture": "mlp"}, input_shape=X.shape[1:],
+                              n_items=s.n)
 
 
 def show_rnd_warnings(cmp) -> None:

@@ -20,6 +20,7 @@ import streamlit as st
 from diversity_core._progress import DETAIL_SEPARATOR
 from diversity_core.report.figures import bar_figure, rnd_figure
 from diversity_core.rnd import (
+    MIN_ITEMS,
     MLP_MAX_FEATURES,
     PCA_COMPONENTS,
     rnd_regime_warning,
@@ -67,10 +68,29 @@ class RNDSettings:
                     n_components=PCA_COMPONENTS if self.architecture == "mlp_pca" else None)
 
 
+def _smallest_group(ds) -> int:
+    """The number of items of the smallest group (all items when there are no groups)."""
+    return min((int(np.sum(ds.groups == g)) for g in ds.group_names()), default=ds.n)
+
+
 def _train_default(ds) -> int:
     """Training items per run: up to 200, leaving one validation batch of 50 in the smallest group."""
-    smallest = min((int(np.sum(ds.groups == g)) for g in ds.group_names()), default=ds.n)
-    return int(min(200, max(10, smallest - 50)))
+    return int(min(200, max(10, _smallest_group(ds) - 50)))
+
+
+def _per_group_default(ds) -> bool:
+    """Score per group by default only when every group is large enough for the ordering to hold.
+
+    The regime study found data and noise separated in sets of at least
+    :data:`~diversity_core.rnd.MIN_ITEMS` items only, so groups smaller than that open pooled
+    (the user may still tick "Per group", with the warning).
+    """
+    return bool(ds.group_names()) and _smallest_group(ds) >= MIN_ITEMS
+
+
+def scored_size(view, s: RNDSettings) -> int:
+    """Items of the smallest set the settings score: the smallest group per group, else all items."""
+    return _smallest_group(view.data) if s.per_group else view.data.n
 
 
 def _option(rec: dict):
@@ -98,7 +118,7 @@ def reliable_option(view, featurizer: str, s: RNDSettings | None = None):
     tries = [] if s is None else [s]
     tries.append(RNDSettings("auto", _train_default(ds), DEFAULT_EPOCHS, DEFAULT_LAST,
                              s.runs if s else DEFAULT_RUNS, DEFAULT_LR, s.seed if s else 0,
-                             s.per_group if s else bool(ds.group_names())))
+                             s.per_group if s else _per_group_default(ds)))
     for t in tries:
         rec = rnd_reliable_setting(t.kwargs("auto"), pixel_shape=pixels, feature_shape=features, has_features=True)
         if rec is not None and _option(rec) is not None:
@@ -114,8 +134,29 @@ def _use(option: str, s: RNDSettings) -> None:
     st.session_state["rnd_lr"] = s.lr
 
 
+def _pool() -> None:
+    """``on_click`` of "score all items together": untick "Per group"."""
+    st.session_state["rnd_per_group"] = False
+
+
 def offer_reliable(view, featurizer: str, s: RNDSettings) -> None:
-    """Under a regime warning: a button to the setting the study calls reliable, or why there is none."""
+    """Under a regime warning: one click to what the study calls reliable, or why there is none.
+
+    The set size and the network are judged apart: groups too small are offered pooled (when
+    all the items together are enough), a network outside the regime the reliable network.
+    """
+    n = scored_size(view, s)
+    if n < MIN_ITEMS:
+        if s.per_group and view.data.n >= MIN_ITEMS:
+            st.button(f"Score all {view.data.n} items together", key="rnd_pool", on_click=_pool,
+                      icon=":material/verified:",
+                      help=f"Its smallest group has {n} items; the regime study (docs/rnd.md) found data and noise "
+                           f"apart only in sets of {MIN_ITEMS} items or more.")
+        else:
+            st.caption(f"These {view.data.n} items are fewer than the {MIN_ITEMS} in which the regime study "
+                       "(docs/rnd.md) found data and noise apart: read the score as a comparison under one setting.")
+    if regime_warning(view, featurizer, s, sized=False) is None:
+        return  # the network and its training are in the regime
     found = reliable_option(view, featurizer, s)
     if found is None:
         st.caption("No network offered here is known to be reliable for these items: the regime study "
@@ -148,7 +189,10 @@ def settings_form(view, featurizer: str) -> RNDSettings:
                         key="rnd_arch", **KEEP,
                         help="The default is a setting the regime study (docs/rnd.md) found reliable for such "
                              "items, when there is one.")
-    per_group = c1.checkbox("Per group", value=bool(groups), key="rnd_per_group", **KEEP, disabled=not groups)
+    per_group = c1.checkbox("Per group", value=_per_group_default(ds), key="rnd_per_group", **KEEP,
+                            disabled=not groups,
+                            help=f"Score each group on its own (the default when every group has at least {MIN_ITEMS} "
+                                 "items: in smaller sets the regime study found data and noise not apart).")
     fit = _train_default(ds)  # leave at least one validation batch of 50
     train = c2.number_input("Training items per run", min_value=10, max_value=max(10, ds.n), value=fit, step=10,
                             key="rnd_train", **KEEP, help="Each run trains on this many random items and validates on "
@@ -183,8 +227,11 @@ def _input(view, featurizer: str, arch: str):
     return compute.dense(compute.features(view, featurizer, show_progress=False)), "mlp"
 
 
-def regime_warning(view, featurizer: str, s: RNDSettings):
+def regime_warning(view, featurizer: str, s: RNDSettings, *, sized: bool = True):
     """The core's warning (:func:`~diversity_core.rnd.rnd_regime_warning`) for these settings, or None.
+
+    With ``sized`` the number of items of the smallest scored set (:func:`scored_size`) is
+    judged too; without it only the network and its training.
 
     The input shape is one image's (convolutional networks) or the representation's number of
     features (MLP). The features are never computed for it: when they are not in the core's
@@ -202,7 +249,7 @@ def regime_warning(view, featurizer: str, s: RNDSettings):
         if X is None and s.architecture != "mlp_pca":
             return None
         arch, shape = "mlp", ((PCA_COMPONENTS,) if X is None else X.shape[1:])
-    return rnd_regime_warning(s.kwargs(arch), input_shape=shape)
+    return rnd_regime_warning(s.kwargs(arch), input_shape=shape, n_items=scored_size(view, s) if sized else None)
 
 
 def show_reliability(messages) -> None:

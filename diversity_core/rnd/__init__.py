@@ -27,6 +27,7 @@ computed, never when this package is imported.
 from ._api import PAPER_PRESET, rnd_score
 from ._inputs import ARCHITECTURES, DEVICES, OPTIMIZERS  # noqa: F401 - the options, for the CLI
 from ._regime import (  # noqa: F401 - update_budget and the thresholds, for the app
+    MIN_ITEMS,
     MLP_MAX_FEATURES,
     PCA_COMPONENTS,
     rnd_regime_warning,

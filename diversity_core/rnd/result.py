@@ -66,7 +66,7 @@ class RNDResult:
         """Why this setting may rank i.i.d. noise above structured data, or None.
 
         :func:`~diversity_core.rnd.rnd_regime_warning` applied to the result's own settings
-        (architecture, input shape, training budget, optimizer); see ``docs/rnd.md``.
+        (architecture, input shape, training budget, optimizer, number of items); see ``docs/rnd.md``.
         """
         from ._regime import rnd_regime_warning
 

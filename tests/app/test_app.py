@@ -299,6 +299,7 @@ def test_rnd_result_survives_slow_epochs(monkeypatch):
     at.switch_page("app_pages/5_rnd.py").run()
     assert_clean(at)
     at.selectbox(key="rnd_arch").set_value("mlp")
+    at.checkbox(key="rnd_per_group").check()  # groups of 300 open pooled (fewer than MIN_ITEMS)
     at.number_input(key="rnd_train").set_value(100)
     at.number_input(key="rnd_epochs").set_value(3)
     at.number_input(key="rnd_last").set_value(2)

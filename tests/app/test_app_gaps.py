@@ -8,7 +8,7 @@ import inspect
 from test_app import assert_clean, start
 
 from diversity_core.compare import compare
-from diversity_core.rnd import rnd_regime_warning
+from diversity_core.rnd import MIN_ITEMS, rnd_regime_warning
 
 #: The opening words of every regime warning of the core.
 REGIME = "RND may rank unstructured (i.i.d.) noise above structured data"
@@ -68,23 +68,26 @@ def test_compare_warns_when_rnd_is_in_the_unreliable_regime():
 
 def test_compare_rnd_on_digits_trains_in_the_reliable_regime():
     """The former batches of 50 gave a training budget of 20 (noise above the digits): the
-    comparison now trains with rnd_score's own batch, and its result says nothing is wrong."""
+    comparison now trains with rnd_score's own batch, so its network and training draw no
+    warning; only the size of its sets does (the equal n of every group: fewer than MIN_ITEMS)."""
     from ui import tasks
 
     at = _page({"demo": "digits", "n": "400", "seed": "0", "cmp_rnd": "true", "cmp_magnitude": "false",
                 "cmp_qs": ["1"], "cmp_nsub": "2", "cmp_nres": "3"}, "app_pages/7_compare.py")
     assert at.checkbox(key="cmp_rnd").value is True
-    assert _regime_warnings(at) == []
+    (before,) = _regime_warnings(at)
+    assert f"items (fewer than {MIN_ITEMS})" in before and "training budget" not in before
     at.button[0].click()  # the form's submit button
     at.run(timeout=600)
     assert_clean(at)
     assert not at.error, [e.value for e in at.error]
-    assert _regime_warnings(at) == []
+    (after,) = _regime_warnings(at)  # the result's own warning, once
     outcomes = [o for o in tasks.store("compare", 8).values() if o.value.settings.get("rnd")]
     assert outcomes
     for settings in outcomes[-1].value.settings["rnd"]["settings"].values():
         assert settings["batch_size"] == settings["train_size"]
-        assert rnd_regime_warning(settings) is None
+        assert after == rnd_regime_warning(settings) and f"a set of {settings['n_items']} items" in after
+        assert rnd_regime_warning({k: v for k, v in settings.items() if k != "n_items"}) is None
 
 
 # ------------------------------------------------------------------------------------------

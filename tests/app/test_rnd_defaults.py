@@ -13,7 +13,7 @@ import pytest
 from test_app import assert_clean, start
 
 from diversity_core.rnd import rnd_regime_warning, rnd_reliable_setting
-from diversity_core.rnd._regime import PCA_COMPONENTS
+from diversity_core.rnd._regime import MIN_ITEMS, PCA_COMPONENTS
 
 REGIME = "RND may rank unstructured (i.i.d.) noise above structured data"
 
@@ -117,7 +117,38 @@ def test_a_run_on_the_principal_components_reduces_the_features():
     at.button(key="rnd_run").click().run()
     assert_clean(at)
     assert any(m.label == "RND score" for m in at.metric)
-    assert _regime_warnings(at) == []
     (out,) = [o for o in tasks.store("rnd").values() if "results" in o.value]
     (result,) = out.value["results"].values()
     assert result.settings["n_components"] == PCA_COMPONENTS and result.settings["input_shape"][0] > 1000
+    # the network on the components is in the regime; the one group's size is not (its own warning)
+    assert _regime_warnings(at) == [result.reliability]
+    assert f"a set of {result.settings['n_items']} items (fewer than {MIN_ITEMS})" in result.reliability
+    assert "principal components (not" not in result.reliability and "training budget" not in result.reliability
+
+
+def test_small_groups_open_pooled_and_per_group_offers_pooling():
+    """The digits' groups have 300 items (fewer than MIN_ITEMS): the page opens on all 1,200 items
+    together, without a warning; ticking "Per group" warns about the size and offers pooling back."""
+    at = start({"demo": "digits"})
+    at.switch_page("app_pages/5_rnd.py").run()
+    assert at.checkbox(key="rnd_per_group").value is False
+    assert _regime_warnings(at) == []
+    at.checkbox(key="rnd_per_group").check().run()
+    (found,) = _regime_warnings(at)
+    assert f"a set of 300 items (fewer than {MIN_ITEMS})" in found and "small CNN" not in found
+    assert not [b for b in at.button if b.key == "rnd_use_reliable"]  # the network is not the reason
+    (pool,) = [b for b in at.button if b.key == "rnd_pool"]
+    assert pool.label == "Score all 1200 items together"
+    pool.click().run()
+    assert at.checkbox(key="rnd_per_group").value is False and _regime_warnings(at) == []
+
+
+def test_large_groups_open_per_group(monkeypatch):
+    from diversity_core import rnd
+    from ui import rnd_ui
+
+    monkeypatch.setattr(rnd_ui, "MIN_ITEMS", 300)  # the digits' groups are then large enough
+    monkeypatch.setattr(rnd._regime, "MIN_ITEMS", 300)
+    at = start({"demo": "digits"})
+    at.switch_page("app_pages/5_rnd.py").run()
+    assert at.checkbox(key="rnd_per_group").value is True and _regime_warnings(at) == []
