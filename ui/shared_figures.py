@@ -23,6 +23,8 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from diversity_core.store import array_digest
+
 from .cache import pool
 
 #: The figures kept: the ``drawings`` pool bounds them in bytes with the other drawings.
@@ -34,12 +36,12 @@ def _feed(h: Any, value: Any) -> None:
     if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
         h.update(f"{type(value).__name__}:{value!r};".encode())
     elif isinstance(value, np.ndarray):
-        h.update(f"nd:{value.dtype.str}:{value.shape};".encode())
         if value.dtype == object:
+            h.update(f"nd:object:{value.shape};".encode())
             for item in value.flat:
                 _feed(h, item)
-        else:
-            h.update(np.ascontiguousarray(value).data)
+        else:  # the result store's digest of dtype, shape and values
+            h.update(f"nd:{array_digest(value)};".encode())
     elif isinstance(value, np.generic):
         _feed(h, value.item())
     elif isinstance(value, dict):

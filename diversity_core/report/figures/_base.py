@@ -140,12 +140,16 @@ def _vline_parts(x: float, *, log: bool = False, text: Optional[str] = None, col
     return shape, label
 
 
-def _vline(fig: go.Figure, x: float, **style) -> None:
-    """A vertical line with a label (the keywords of :func:`_vline_parts`)."""
-    shape, label = _vline_parts(x, **style)
+def _add_line(fig: go.Figure, shape: dict, label: Optional[dict]) -> None:
+    """Add a line's shape and its label (None: no label) to ``fig``."""
     fig.add_shape(**shape)
     if label is not None:
         fig.add_annotation(**label)
+
+
+def _vline(fig: go.Figure, x: float, **style) -> None:
+    """A vertical line with a label (the keywords of :func:`_vline_parts`)."""
+    _add_line(fig, *_vline_parts(x, **style))
 
 
 def q_axis_position(q) -> np.ndarray:

@@ -13,6 +13,7 @@ from ._base import (
     _QINF_POS,
     PALETTE,
     Curve,
+    _add_line,
     _colour,
     _go,
     _hline,
@@ -113,9 +114,7 @@ def q_profile_figure(
         top = max(top, float(n))
         _hline(fig, float(n), log=True, text=f"n = {int(n)} (all distinct)", below=True)
     if q is not None:
-        shape, label = q_profile_marker(q)
-        fig.add_shape(**shape)
-        fig.add_annotation(**label)
+        _add_line(fig, *q_profile_marker(q))
     tickvals = [_Q0_POS, 0.01, 0.1, 1.0, 10.0, 100.0, _QINF_POS]
     ticktext = ["0", "0.01", "0.1", "1", "10", "100", "∞"]
     fig.update_xaxes(type="log", title="order q", tickvals=tickvals, ticktext=ticktext,
