@@ -257,7 +257,7 @@ def section_n100k(args) -> dict:
     path = folder / "X.npy"
     np.save(path, rng.normal(size=(100_000, 64)))
     cmd = [sys.executable, "-m", "diversity_core.cli", "score", str(path), "--kernel", "rbf", "--approx", "slq",
-           "--dask", "local:2", "--q", "1", "--rtol", "0.05", "--time-budget", "900", "--format", "json"]
+           "--dask", "local:2", "--q", "1", "--rtol", "0.05", "--time-budget", "870", "--format", "json"]
     load0 = _load_avg()
     t0 = time.perf_counter()
     out_path, err_path = folder / "score.json", folder / "score.err"

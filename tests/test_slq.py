@@ -110,6 +110,86 @@ def test_dask_row_blocks_equal_the_in_memory_product(rng):
     assert np.linalg.norm(op.kernel_matmat(V) - ref) <= 1e-6 * np.linalg.norm(ref)
 
 
+@pytest.mark.parametrize("backend", ["numpy", "torch-cpu", "dask"])
+@pytest.mark.parametrize("kind", ["rbf", "tanimoto"])
+def test_tile_products_are_summed_in_chunks(backend, kind, monkeypatch, rng):
+    # a tile's product sums PRODUCT_CHUNK terms in float32, the partial sums in float64: with a
+    # chunk shorter than the tile (40 of 128 rows: 3 full chunks and a short one) the product stays K @ V
+    from diversity_core.approx import _operators
+
+    if backend == "torch-cpu":
+        pytest.importorskip("torch", reason="torch (the [rnd] extra)")
+    monkeypatch.setattr(_operators, "PRODUCT_CHUNK", 40)
+    X, params = _data(kind, 300, rng)
+    kern = get_kernel(kind, **params)
+    K = kern.resolve(kern.validate(X)).gram(X)
+    V = rng.normal(size=(300, 5))
+    if backend == "dask":
+        da = pytest.importorskip("dask.array", reason="dask (the [dask] extra)")
+        data = da.from_array(X.toarray() if sp.issparse(X) else X, chunks=(128, -1))
+        op = kernel_operator(data, kernel=kind, precision="float32", **params)
+    else:
+        op = kernel_operator(X, kernel=kind, precision="float32", tile=128, device="cpu" if backend == "numpy"
+                             else backend, **params)
+    got = op.kernel_matmat(V)
+    assert np.linalg.norm(got - K @ V) <= 1e-6 * np.linalg.norm(K @ V)
+    # the stated rounding holds entry by entry: |error| <= entry_rtol (|K| |V|)
+    assert np.all(np.abs(got - K @ V) <= op.entry_rtol * (np.abs(K) @ np.abs(V)))
+
+
+def test_stated_rounding_holds_for_a_tile_longer_than_a_chunk(rng):
+    # one 2500-row tile: its products sum 5 chunks of 512 float32 terms; the bound the operator
+    # states (eps32 (2 + sqrt(512)) plus the exponent's) holds for every entry of K @ V
+    X = rng.normal(size=(2500, 16))
+    op = kernel_operator(X, kernel="rbf", precision="float32", tile=2500)
+    K = get_kernel("rbf").resolve(X).gram(X)
+    V = rng.normal(size=(2500, 3))
+    err = np.abs(op.kernel_matmat(V) - K @ V)
+    eps = np.finfo(np.float32).eps
+    assert op.tile == 2500 and op.entry_rtol < eps * (2 + np.sqrt(512)) + 1e-5
+    assert np.all(err <= op.entry_rtol * (np.abs(K) @ np.abs(V)))
+
+
+def test_dask_blocks_are_read_and_validated_once(monkeypatch, rng):
+    # each row block is validated and prepared once (persisted where it is), not once per tile and pass
+    da = pytest.importorskip("dask.array", reason="dask (the [dask] extra)")
+    from diversity_core.approx import _operators
+
+    calls = []
+    check = _operators._check_chunk
+    monkeypatch.setattr(_operators, "_check_chunk", lambda *a, **k: calls.append(a[2]) or check(*a, **k))
+    X, _ = _data("rbf", 240, rng)
+    op = kernel_operator(da.from_array(X, chunks=(60, -1)), kernel="rbf", precision="float32")
+    V = rng.normal(size=(240, 3))
+    ref = kernel_operator(X, kernel="rbf", precision="float64").kernel_matmat(V)
+    for _ in range(2):
+        assert np.linalg.norm(op.kernel_matmat(V) - ref) <= 1e-6 * np.linalg.norm(ref)
+    assert sorted(calls) == [0, 60, 120, 180]           # 4 blocks, each once, named by its first row
+
+
+def test_time_budget_keeps_the_head_to_its_share(monkeypatch, rng):
+    # with 0.1 s a pass and a 2 s budget the head (16 blocks asked) stops before 40% of it, and the
+    # probes still get their Lanczos steps and an interval that holds the exact value
+    import time as _time
+
+    from diversity_core.approx._operators import KernelOperator
+
+    product = KernelOperator.kernel_matmat
+
+    def slow(self, V):
+        _time.sleep(0.1)
+        return product(self, V)
+
+    monkeypatch.setattr(KernelOperator, "kernel_matmat", slow)
+    X, _ = _data("rbf", 400, rng)
+    est = vendi_slq(X, kernel="rbf", q=[1.0], k=256, block=16, probes=8, batch=8, steps=8, rtol=None,
+                    max_seconds=2.0, rng=0)
+    cut = est.settings["head_cut"]
+    assert "40% of the time budget" in cut
+    assert int(cut.rsplit(": ", 1)[1].split()[0]) <= 9 and est.steps >= 2
+    assert est.contains(1.0, compute_spectrum(X, kernel="rbf").vendi(1.0))
+
+
 # ------------------------------------------------------------------------------------------
 # the quadrature: Gauss and Gauss-Radau bracket z^T f(A) z at every step
 # ------------------------------------------------------------------------------------------
@@ -270,3 +350,25 @@ def test_auto_plan_picks_slq_for_positive_orders_sized_to_the_budget():
     assert small.sized == "budget" and small.k < 512 and small.peak_bytes <= 300 * 2**20
     with pytest.raises(MemoryBudgetError, match="--steps 400.*--memory-budget"):
         plan_scores(20000, 24, kernel="rbf", approx="slq", steps=400, memory_budget="300M", names=CLI_NAMES)
+
+
+@pytest.mark.parametrize("dense", [False, True])
+def test_float32_tanimoto_tiles_are_the_exact_similarity(dense, monkeypatch, rng):
+    # fingerprints (bits, and counts) take float32 tiles: intersections exact, one rounding in the division
+    from diversity_core.approx import _operators
+
+    tiles = []
+    tile = _operators._tanimoto_tile
+    monkeypatch.setattr(_operators, "_tanimoto_tile", lambda *a: tiles.append(a[-1]) or tile(*a))
+    X = sp.csr_matrix((rng.random((300, 256)) < 0.06) * rng.integers(1, 4, size=(300, 256)).astype(np.float64))
+    X[7] = 0.0                                                   # an empty row: 1 with itself, 0 with others
+    data = X.toarray() if dense else X
+    op = kernel_operator(data, kernel="tanimoto", precision="float32", tile=128)
+    K = get_kernel("tanimoto").gram(X)
+    V = rng.normal(size=(300, 4))
+    assert np.all(np.abs(op.kernel_matmat(V) - K @ V) <= op.entry_rtol * (np.abs(K) @ np.abs(V)))
+    assert sorted(tiles) == [False, False, False, True, True, True]      # 3 x 3 blocks: 6 tiles formed, in float32
+    # values float32 cannot hold exactly (non-integers) take the float64 path, still K @ V
+    tiles.clear()
+    frac = kernel_operator(0.5 * data, kernel="tanimoto", precision="float32", tile=128)
+    assert np.linalg.norm(frac.kernel_matmat(V) - K @ V) <= 1e-6 * np.linalg.norm(K @ V) and not tiles

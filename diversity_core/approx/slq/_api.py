@@ -54,6 +54,8 @@ DEFAULT_QS = (0.5, 1.0, 2.0, math.inf)
 HEAD_STEPS = 16
 #: Fewest blocks of the head: ``block`` is lowered to k / 4 when needed.
 _MIN_BLOCKS = 4
+#: Share of a time budget (``max_seconds``) the head's own passes may take.
+_HEAD_SHARE = 0.4
 #: Lanczos steps every probe takes before its quadrature may be judged converged.
 _MIN_STEPS = 6
 #: Steps between two convergence checks of a batch.
@@ -187,8 +189,10 @@ def vendi_slq(
         Stop adding probes once every order's relative half-width ``(high - low) / (2 value)``
         is at most this (None: use all ``probes``).
     max_seconds : float, optional
-        Time budget: no batch starts that is predicted to overrun it, and a running batch
-        stops its Lanczos steps when it is spent.
+        Time budget: the head stops growing before its passes would take more than 40% of it
+        (a smaller head is still exact; the probes need the rest), no batch starts that is
+        predicted to overrun it, and a running batch stops its Lanczos steps before a pass
+        predicted to end after it (the passes so far give the prediction).
     confidence_level : float, default 0.95
         Level of the t-interval over the probes.
     precision : {"auto", "float32", "float64"}, default "auto"
@@ -293,21 +297,27 @@ def _iterate(op: KernelOperator, qs: np.ndarray, *, probes: int, batch: int, s: 
     batches = math.ceil(probes / batch)
     total = max(1, s - 1 + steps * batches)
     passes = [0]
+    last_pass = [0.0]     # seconds of the latest pass: the prediction of the next (the widest come last)
 
     def run(blocks: list) -> np.ndarray:
         report(progress, passes[0], total, f"SLQ: pass {passes[0] + 1} over K")
+        t0 = time.perf_counter()
         W = op.matmat(np.hstack(blocks) if len(blocks) > 1 else blocks[0])
+        last_pass[0] = time.perf_counter() - t0
         passes[0] += 1
         return W
 
-    def out_of_time() -> bool:
-        return max_seconds is not None and time.perf_counter() - start > max_seconds
+    def out_of_time(share: float = 1.0) -> bool:
+        # the budget is kept, not overrun by a pass: stop before a pass predicted to end after it
+        return max_seconds is not None and time.perf_counter() - start + last_pass[0] > share * max_seconds
 
     head = BlockKrylov(rng.standard_normal((n, block)), max_blocks=s + min(steps, HEAD_STEPS)) if s else None
     while head is not None and head.blocks < s and head.active:
-        if out_of_time() and head.blocks >= 2:
-            s = head.blocks          # a smaller head: still a Krylov space, the split still exact
-            settings["head_cut"] = f"the time budget ended the head at {s} blocks"
+        if head.blocks >= 2 and out_of_time(_HEAD_SHARE):
+            # a smaller head is still a Krylov space and the split still exact: stop it before a pass that
+            # would take the head past its share of the budget (the probes' Lanczos steps need the rest)
+            s = head.blocks
+            settings["head_cut"] = f"the head was kept to {_HEAD_SHARE:.0%} of the time budget: {s} blocks"
             break
         head.advance(run([head.vectors()]))
     state = _State(finite.size)
