@@ -17,7 +17,7 @@ configure_environment()
 
 import streamlit as st  # noqa: E402
 
-from ui import heap, runlog  # noqa: E402
+from ui import first_paint, heap, runlog  # noqa: E402
 from ui.data import check_demo_link, refuse_local_path  # noqa: E402
 from ui.feedback import literal  # noqa: E402
 from ui.fragments import begin_page  # noqa: E402
@@ -62,8 +62,12 @@ if st.session_state.get("load_error"):
     # the message quotes a path, file or column name a visitor chose: literal text only
     st.error(f"{literal(st.session_state['load_error'])}\n\nThe previous dataset stays loaded: "
              f"**{literal(kept.name)}** ({kept.n} items).")
-current.run()
-runlog.end(_run, "page", current.url_path, q=str(st.session_state.get("q")))
+try:
+    current.run()
+finally:
+    # logged however the page ends (st.stop, as a first paint's held run does, or st.rerun)
+    runlog.end(_run, "page", current.url_path, q=str(st.session_state.get("q")))
+first_paint.drawn()  # a page ran to its end: no later page of this session holds its charts back
 heap.settle()  # after the first page, the imported modules' objects leave the collector's walks
 # Heavy jobs go to worker processes (ui.workers). The pool starts in the background 10 s after the
 # first page: its processes' imports would share the cores with the browser still drawing that page

@@ -7,7 +7,7 @@ import streamlit as st
 
 from diversity_core import default_q_grid
 from diversity_core.report.figures import bar_figure, sensitivity_figure
-from ui import compute, live_q, robustness_ui, scalable, shared_figures
+from ui import compute, first_paint, live_q, robustness_ui, scalable, shared_figures
 from ui.feedback import attempt
 from ui.fragments import current_q, current_q_label, q_local, q_view
 from ui.page import header
@@ -77,6 +77,10 @@ if base:
         if key == "gmstds" and constant:
             col.caption(f"over {dims - constant} of {dims} features ({constant} constant feature"
                         f"{'s' if constant != 1 else ''} left out)")
+
+if first_paint.pending():
+    # a session's first run stops here: the headline shows before the charts' code has loaded
+    first_paint.hold("the q profile, the per-group scores and the kernel sweep")
 
 qs = default_q_grid()
 profiles = {"all selected items": (qs, spec.profile(qs))}

@@ -26,6 +26,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # AppTest runs the app inside the test process: its jobs run in the script thread unless a test
 # starts worker processes itself (tests/app/test_workers_app.py; the browser tests' server has them)
 os.environ.setdefault("DIVERSITY_WORKERS", "0")
+# and it has no browser to report that a first run was drawn (ui.first_paint): every run draws in full
+# (the browser tests' server sets it back to 1)
+os.environ.setdefault("DIVERSITY_FIRST_PAINT", "0")
 
 
 @pytest.fixture(autouse=True, scope="session")

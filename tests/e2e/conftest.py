@@ -55,7 +55,7 @@ def _server(log_name: str) -> Iterator[str]:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     # the real server runs its heavy jobs on worker processes, as `diversity app` does
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
-           "DIVERSITY_WORKERS": "auto"}
+           "DIVERSITY_WORKERS": "auto", "DIVERSITY_FIRST_PAINT": "1"}
     with open(log, "w") as fh:
         proc = subprocess.Popen(
             [sys.executable, "-m", "ui.serve", "app.py", "--server.headless", "true",
