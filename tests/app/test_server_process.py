@@ -30,7 +30,7 @@ def test_settle_freezes_the_heap_once(monkeypatch):
 
 def test_the_app_settles_the_heap_after_its_page():
     lines = (ROOT / "app.py").read_text().splitlines()
-    assert lines.index(next(x for x in lines if x.startswith("current.run()"))) < lines.index(
+    assert lines.index(next(x for x in lines if x.strip().startswith("current.run()"))) < lines.index(
         next(x for x in lines if x.startswith("heap.settle()")))
 
 
