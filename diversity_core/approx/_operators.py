@@ -39,6 +39,7 @@ bound on the trace of a matrix function.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from typing import Any, Callable, Optional
 
@@ -405,7 +406,7 @@ def _numpy_blocks(X, kern, precision: str, t: int) -> tuple[Callable, float]:
         # fingerprints: float32 intersections are exact, one rounding in the division (a pass over
         # 100,000 Morgan fingerprints: 71 s, against 120 s for the float64 similarity cast to float32)
         return _TanimotoTiles(parts), rtol
-    # Kernel.gram on the tile (Tanimoto: float32 / CSR products of fingerprints, blocked's rule)
+    # Kernel.gram on the tile (Tanimoto in float64 or with non-integer values: CSR products, blocked's rule)
     pair = _pair_kernel(kern, _compact_integers(X))
     dtype = np.dtype(precision)
 
@@ -609,8 +610,6 @@ def _dask_tile(kern, PA, PB, WA, WB, same: bool, precision: str):
 
 def _distributed_client():
     """The active ``distributed.Client`` (the one ``dask.compute`` uses), or None."""
-    import sys
-
     if "distributed" not in sys.modules:
         return None
     from distributed import default_client

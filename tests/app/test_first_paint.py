@@ -22,7 +22,7 @@ def first_paint(monkeypatch):
 
 
 def _charts(at: AppTest) -> list:
-    return [e for e in at.get("plotly_chart")]
+    return list(at.get("plotly_chart"))
 
 
 def _headline(at: AppTest) -> str:
