@@ -36,8 +36,6 @@ begin_page()  # the page about to run names its own q views (ui.fragments)
 # refused without touching the file system; an unknown demo name is shown as literal text.
 refuse_local_path(st.session_state)
 check_demo_link(st.session_state)
-render_sidebar()
-write_query_params()
 
 PAGES = [
     ("app_pages/1_dataset.py", "Dataset", ":material/dataset:", "dataset"),
@@ -51,9 +49,14 @@ PAGES = [
     ("app_pages/9_robustness.py", "Robustness", ":material/swap_vert:", "robustness"),
 ]
 pages = [st.Page(path, title=title, icon=icon, url_path=url, default=(url == "vendi"))
-         for path, title, icon, url in PAGES]
+         for path, title, icon, url in PAGES]  # pages[1], Scores, is the default page
 current = st.navigation(pages)
-keyboard_section(pages)  # Shift + a page's place in the menu opens it; the help lists every key
+# A session's first Scores run stops after its headline and draws no sidebar widgets: their code
+# would load before the headline's (ui.first_paint). The settings are settled all the same.
+sidebar = first_paint.sidebar(holds=current is pages[1])
+render_sidebar(sidebar)
+write_query_params()
+keyboard_section(pages, sidebar)  # Shift + a page's place in the menu opens it; the help lists every key
 if st.session_state.get("link_error"):
     # composed by ui.data.check_demo_link with the link's value escaped
     st.warning(st.session_state["link_error"], icon=":material/link_off:")
@@ -62,11 +65,13 @@ if st.session_state.get("load_error"):
     # the message quotes a path, file or column name a visitor chose: literal text only
     st.error(f"{literal(st.session_state['load_error'])}\n\nThe previous dataset stays loaded: "
              f"**{literal(kept.name)}** ({kept.n} items).")
+# read now, for the run log: once a run has called st.stop(), reading the session state raises
+q_drawn, held = str(st.session_state.get("q")), first_paint.holding()
 try:
     current.run()
 finally:
     # logged however the page ends (st.stop, as a first paint's held run does, or st.rerun)
-    runlog.end(_run, "page", current.url_path, q=str(st.session_state.get("q")))
+    runlog.end(_run, "page", current.url_path, q=q_drawn, held=held)
 first_paint.drawn()  # a page ran to its end: no later page of this session holds its charts back
 heap.settle()  # after the first page, the imported modules' objects leave the collector's walks
 # Heavy jobs go to worker processes (ui.workers). The pool starts in the background 10 s after the

@@ -33,7 +33,7 @@ if scalable.active(ctx, plan):
     scalable.force_exact_control(ctx, plan, first)
     st.caption("Baselines, per-group scores and the kernel sweep need the exact spectrum: compute it exactly "
                "above, or take a subsample in the sidebar.")
-    st.stop()
+    first_paint.stop()
 spec = scalable.exact_spectrum(ctx, plan)
 groups = attempt(lambda: compute.group_spectra(*ctx.kernel_args), "Computing per-group spectra") or {}
 # what reads q is drawn in q views: moving q redraws them from the cached spectra, nothing else runs
@@ -78,8 +78,8 @@ if base:
             col.caption(f"over {dims - constant} of {dims} features ({constant} constant feature"
                         f"{'s' if constant != 1 else ''} left out)")
 
-if first_paint.pending():
-    # a session's first run stops here: the headline shows before the charts' code has loaded
+if first_paint.holding():
+    # a session's first run stops here: the headline shows before the charts' and widgets' code has loaded
     first_paint.hold("the q profile, the per-group scores and the kernel sweep")
 
 qs = default_q_grid()

@@ -365,22 +365,6 @@ def test_eps_needs_features():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not HAS_PYNNDESCENT, reason="pynndescent is not installed")
-def test_approximate_search_matches_exact(digits, rng):
-    """One index build (the rbf kernel's Euclidean metric) serves duplicates and rarity."""
-    X, _ = _inject(digits, 50, lambda x, g: x + g.normal(scale=0.1, size=x.shape), rng)
-    exact = find_duplicates(X, kernel="rbf", scores=False, method="exact")
-    approx = find_duplicates(X, kernel="rbf", scores=False, method="approximate", rng=0)
-    assert approx.method == "approximate" and approx.n_neighbors == 15
-    assert set(map(tuple, approx.pairs.tolist())) == set(map(tuple, exact.pairs.tolist()))
-    assert [g.tolist() for g in approx.groups] == [g.tolist() for g in exact.groups]
-    r_exact = rarity_scores(X, kernel="rbf", method="exact")
-    r_approx = rarity_scores(X, kernel="rbf", method="approximate", rng=0)
-    assert np.mean(r_approx.neighbors[:, 0] == r_exact.neighbors[:, 0]) >= 0.99
-    np.testing.assert_allclose(r_approx.scores, r_exact.scores, atol=0.02)
-    assert spearmanr(r_approx.scores, r_exact.scores)[0] >= 0.99
-
-
 def test_approximate_refuses_kernels_without_a_metric(rng):
     if not HAS_PYNNDESCENT:
         pytest.skip("pynndescent is not installed")

@@ -20,6 +20,8 @@ from diversity_core import DiversityError
 from diversity_core._progress import split_message
 from diversity_core.featurizers._runtime import format_duration
 
+from . import first_paint
+
 T = TypeVar("T")
 
 #: Seconds between two redraws of a progress bar (the core may report thousands of steps).
@@ -130,7 +132,7 @@ def require(fn: Callable[[], T], what: str) -> T:
         return fn()
     except Exception as exc:  # noqa: BLE001
         show_error(error_message(what, exc))
-        st.stop()
+        first_paint.stop()  # st.stop(); a held first run still gets the rerun that draws its sidebar
         raise  # unreachable: st.stop raises
 
 

@@ -28,10 +28,14 @@ _lock = threading.Lock()
 
 
 def start() -> Optional[tuple]:
-    """Mark the start of a run (None when ``DIVERSITY_RUN_LOG`` is unset): pass it to :func:`end`."""
+    """Mark the start of a run (None when ``DIVERSITY_RUN_LOG`` is unset): pass it to :func:`end`.
+
+    The session's id is read here: once a run has called ``st.stop()``, every read of the session
+    state raises, and :func:`end` runs after it (a held first run, ``ui.first_paint``).
+    """
     if not os.environ.get(RUN_LOG_ENV):
         return None
-    return time.time(), time.thread_time()
+    return time.time(), time.thread_time(), st.session_state.setdefault(_SESSION_KEY, uuid.uuid4().hex[:12])
 
 
 def end(mark: Optional[tuple], what: str, page: str = "", **detail) -> None:
@@ -42,8 +46,7 @@ def end(mark: Optional[tuple], what: str, page: str = "", **detail) -> None:
     path = os.environ.get(RUN_LOG_ENV)
     if mark is None or not path:
         return
-    session = st.session_state.setdefault(_SESSION_KEY, uuid.uuid4().hex[:12])
-    line = json.dumps({"session": session, "what": what, "page": page, "start": mark[0], "end": time.time(),
+    line = json.dumps({"session": mark[2], "what": what, "page": page, "start": mark[0], "end": time.time(),
                        "cpu": time.thread_time() - mark[1], **detail})
     with _lock, open(path, "a", encoding="utf-8") as fh:
         fh.write(line + "\n")

@@ -50,6 +50,16 @@ def preload(app: Path) -> list[str]:
             except Exception:  # noqa: BLE001 - a name that is not a module (a function) or fails now fails later, in the page
                 continue
             done.append(name)
+    try:  # st.set_page_config reads the favicon file with PIL (35 ms of a first run otherwise)
+        importlib.import_module("PIL.Image")
+    except ImportError:
+        pass
+    # A process's first element checks whether it runs in a REPL with inspect.stack(), reading the
+    # source of every frame of the first visitor's script run (40-70 ms of a held run, py-spy).
+    # The answer is known here: this is `streamlit run`, whose warning flag says "checked".
+    dg = sys.modules.get("streamlit.delta_generator")
+    if dg is not None and hasattr(dg, "_use_warning_has_been_displayed"):
+        dg._use_warning_has_been_displayed = True
     try:
         from diversity_core.report.figures import q_profile_figure
 

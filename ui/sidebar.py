@@ -9,6 +9,7 @@ their widgets are drawn and fall back to the dataset's defaults when they no lon
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
@@ -18,14 +19,15 @@ from diversity_core.featurizers import FEATURIZERS, default_kernel, kernel_suppo
 from . import data as uidata
 from . import fragments
 from .feedback import literal
+from .first_paint import Unseen
 from .state import BANDWIDTH_KERNELS, KEEP, KERNEL_CHOICES, LINK_MAX_ROWS, PREP_KEY, q_options
 
 UPLOAD_TYPES = ["npy", "npz", "csv", "tsv", "parquet", "jsonl", "txt", "smi", "smiles", "sdf", "zip"]
 
 
-def _dataset_section() -> None:
+def _dataset_section(sb) -> None:
     ss = st.session_state
-    st.sidebar.radio("Data source", uidata.sources(), key="source", horizontal=True)
+    sb.radio("Data source", uidata.sources(), key="source", horizontal=True)
     upload = None
     if ss["source"] == "Demo":
         names = uidata.demo_names()
@@ -36,10 +38,10 @@ def _dataset_section() -> None:
                                 f"**{names[0]}** instead. Demos: {', '.join(names)}.")
             ss["demo"] = names[0]
         # the name alone in the box (a long title was cut off), the title in full below it
-        st.sidebar.selectbox("Demo dataset", names, key="demo")
-        st.sidebar.caption(titles.get(ss["demo"], ""))
+        sb.selectbox("Demo dataset", names, key="demo")
+        sb.caption(titles.get(ss["demo"], ""))
     elif ss["source"] == "Upload":
-        upload = st.sidebar.file_uploader(
+        upload = sb.file_uploader(
             "Upload a dataset (several files: one group each)", type=UPLOAD_TYPES, key="upload",
             accept_multiple_files=True,
             help="Embeddings (.npy .npz .csv .tsv .parquet .jsonl), images (.zip or .npy), text (.txt or a "
@@ -49,13 +51,13 @@ def _dataset_section() -> None:
                  ".parquet files is read the same way).",
         )
     else:
-        uidata.path_input(st.sidebar)
+        uidata.path_input(sb)
     if ss["source"] != "Demo":
-        with st.sidebar.expander("Column options"):
-            st.text_input("Group column", key="group_column", help="e.g. model; sub-folders are image groups")
-            st.text_input("Weight column", key="weight_column")
-            st.text_input("Text column", key="text_column")
-            st.text_input("SMILES column", key="smiles_column")
+        box = sb.expander("Column options")
+        box.text_input("Group column", key="group_column", help="e.g. model; sub-folders are image groups")
+        box.text_input("Weight column", key="weight_column")
+        box.text_input("Text column", key="text_column")
+        box.text_input("SMILES column", key="smiles_column")
     before = ss.get("dataset")
     ds = uidata.ensure_dataset(upload)
     if ds.groups is not None and ss["source"] != "Demo":
@@ -63,17 +65,17 @@ def _dataset_section() -> None:
         how = (f"column **{literal(column)}**" if column else
                "one group per file" if ds.source.startswith("upload:") and "," in ds.source or
                uidata.group_files(Path(ds.source)) else "the file's own groups (column or sub-folders)")
-        st.sidebar.caption(f"Groups from {how}: {literal(', '.join(ds.group_names()[:6]))}"
-                           + ("…" if len(ds.group_names()) > 6 else ""))
+        sb.caption(f"Groups from {how}: {literal(', '.join(ds.group_names()[:6]))}"
+                   + ("…" if len(ds.group_names()) > 6 else ""))
     if ss["source"] == "Upload" and not upload and not ds.source.startswith("upload:"):
-        st.sidebar.info(f"Choose a file to upload; until then the app measures **{literal(ds.name)}** "
-                        "(a link cannot carry an uploaded file).")
+        sb.info(f"Choose a file to upload; until then the app measures **{literal(ds.name)}** "
+                "(a link cannot carry an uploaded file).")
     if before is not None and ds is not before and ds.content_hash != before.content_hash:
         _reset_for_new_dataset()
     if ss.get("load_error"):
-        st.sidebar.error(f"Loading failed (see the page); still measuring **{literal(ds.name)}**.")
-    st.sidebar.caption(f"**{literal(ds.name)}** · {ds.modality} · {ds.n} items"
-                       + (f" · {len(ds.group_names())} groups" if ds.groups is not None else ""))
+        sb.error(f"Loading failed (see the page); still measuring **{literal(ds.name)}**.")
+    sb.caption(f"**{literal(ds.name)}** · {ds.modality} · {ds.n} items"
+               + (f" · {len(ds.group_names())} groups" if ds.groups is not None else ""))
 
 
 def _reset_for_new_dataset() -> None:
@@ -94,7 +96,7 @@ SEARCH_RESET = {"search_text": "", "search_smarts": "", "search_scaffold": False
 SEARCH_COLUMNS = {"item": "the items (text, SMILES)", "id": "item ids", "group": "group names"}
 
 
-def _search_section() -> None:
+def _search_section(sb) -> None:
     """Search and filter: a substring in a column; for molecules a SMARTS substructure and scaffold groups.
 
     The matching is :mod:`diversity_core.data.search`'s; the result reaches every page through
@@ -111,58 +113,58 @@ def _search_section() -> None:
     weighted = ds.weights is not None
     active = bool(ss.get("search_text") or (molecules and (ss.get("search_smarts") or ss.get("search_scaffold")))
                   or (weighted and (ss.get("weight_min") is not None or ss.get("weight_max") is not None)))
-    with st.sidebar.expander("Search and filter", expanded=active, icon=":material/search:"):
-        st.selectbox("Search in", columns, key="search_col", format_func=SEARCH_COLUMNS.get, **KEEP)
-        st.text_input("Contains", key="search_text", placeholder="a word, part of an id, a group…", **KEEP,
-                      help="Keep the items whose chosen column contains this text (upper and lower case alike).")
-        if molecules:
-            st.text_input("Substructure (SMARTS)", key="search_smarts", placeholder="c1ccccc1", **KEEP,
-                          help="Keep the molecules that contain this SMARTS pattern, e.g. c1ccccc1 (a benzene "
-                               "ring), [OX2H] (a hydroxyl), C(=O)N (an amide).")
-            st.checkbox("Group by Bemis-Murcko scaffold", key="search_scaffold", **KEEP,
-                        help="Replace the groups by the molecules' scaffolds (ring systems and linkers, side "
-                             "chains removed): one group per chemical series.")
-            if ss.get("search_scaffold"):
-                st.number_input("Scaffolds kept as groups", min_value=2, max_value=50, value=8,
-                                key="search_scaffold_top", **KEEP,
-                                help="The most frequent scaffolds; the rest form one group, '(other scaffolds)'.")
-        if weighted:
-            _weight_inputs(ds)
-        result = uidata.searched()
-        if result.error:
-            st.error(result.error)
-        elif result.data is not ds:
-            st.caption(f"{result.data.n} of {ds.n} items match"
-                       + (f" · {len(result.data.group_names())} groups" if result.data.groups is not None else ""))
+    box = sb.expander("Search and filter", expanded=active, icon=":material/search:")
+    box.selectbox("Search in", columns, key="search_col", format_func=SEARCH_COLUMNS.get, **KEEP)
+    box.text_input("Contains", key="search_text", placeholder="a word, part of an id, a group…", **KEEP,
+                   help="Keep the items whose chosen column contains this text (upper and lower case alike).")
+    if molecules:
+        box.text_input("Substructure (SMARTS)", key="search_smarts", placeholder="c1ccccc1", **KEEP,
+                       help="Keep the molecules that contain this SMARTS pattern, e.g. c1ccccc1 (a benzene "
+                            "ring), [OX2H] (a hydroxyl), C(=O)N (an amide).")
+        box.checkbox("Group by Bemis-Murcko scaffold", key="search_scaffold", **KEEP,
+                     help="Replace the groups by the molecules' scaffolds (ring systems and linkers, side "
+                          "chains removed): one group per chemical series.")
+        if ss.get("search_scaffold"):
+            box.number_input("Scaffolds kept as groups", min_value=2, max_value=50, value=8,
+                             key="search_scaffold_top", **KEEP,
+                             help="The most frequent scaffolds; the rest form one group, '(other scaffolds)'.")
+    if weighted:
+        _weight_inputs(box, ds)
+    result = uidata.searched()
+    if result.error:
+        box.error(result.error)
+    elif result.data is not ds:
+        box.caption(f"{result.data.n} of {ds.n} items match"
+                    + (f" · {len(result.data.group_names())} groups" if result.data.groups is not None else ""))
 
 
-def _weight_inputs(ds) -> None:
+def _weight_inputs(box, ds) -> None:
     """The weight range: keep the items whose weight lies in [at least, at most] (empty: no bound)."""
     import numpy as np
 
     w = np.asarray(ds.weights, dtype=np.float64)
     lo, hi = float(np.min(w)), float(np.max(w))
-    c1, c2 = st.columns(2)
+    c1, c2 = box.columns(2)
     c1.number_input("Weight at least", min_value=0.0, key="weight_min", format="%.6g", placeholder=f"{lo:.6g}",
                     help="Keep the items whose weight is at least this (empty: no lower bound).")
     c2.number_input("Weight at most", min_value=0.0, key="weight_max", format="%.6g", placeholder=f"{hi:.6g}",
                     help="Keep the items whose weight is at most this (empty: no upper bound).")
-    st.caption(f"Weights in this dataset: {lo:.6g} to {hi:.6g}.")
+    box.caption(f"Weights in this dataset: {lo:.6g} to {hi:.6g}.")
 
 
-def _representation_section() -> None:
+def _representation_section(sb) -> None:
     from .compute import featurizer_options
 
     ss = st.session_state
     ds = ss["dataset"]
-    _own_model_input(ds)
+    _own_model_input(sb, ds)
     options = featurizer_options(ds, ss.get("own_models"))
     default = resolve_featurizer(ds, "default")
     if ss.get("featurizer") not in options:
         if ss.get("featurizer") is not None:  # a representation of another dataset: its kernel goes too
             ss["kernel"] = None
         ss["featurizer"] = default if default in options else options[0]
-    st.sidebar.selectbox(
+    sb.selectbox(
         "Representation", options, key="featurizer", on_change=_featurizer_changed,
         help="How items become vectors: " + "; ".join(
             f"{n}: {FEATURIZERS[n].description if n in FEATURIZERS else 'your model'}" for n in options),
@@ -173,25 +175,25 @@ def _representation_section() -> None:
     if ss.get("kernel") not in kernels:
         ss["kernel"] = default_kernel(ss["featurizer"])
     why = " ".join(f"Not offered: {k}, as {reason}." for k, reason in hidden.items() if reason)
-    st.sidebar.selectbox("Kernel", kernels, key="kernel",
-                         help="The similarity k(x, y) between two items (unit diagonal). " + why)
+    sb.selectbox("Kernel", kernels, key="kernel",
+                 help="The similarity k(x, y) between two items (unit diagonal). " + why)
     if ss["kernel"] in BANDWIDTH_KERNELS:
-        st.sidebar.checkbox("Bandwidth: median distance", key="sigma_auto", on_change=_sigma_auto_changed,
-                            help="The median pairwise distance, the usual default for sigma. Unticked, sigma "
-                                 "starts from the median in effect.")
+        sb.checkbox("Bandwidth: median distance", key="sigma_auto", on_change=_sigma_auto_changed,
+                    help="The median pairwise distance, the usual default for sigma. Unticked, sigma "
+                         "starts from the median in effect.")
         if not ss["sigma_auto"]:
-            st.sidebar.number_input("Bandwidth sigma", min_value=1e-6, key="sigma", format="%.4g")
+            sb.number_input("Bandwidth sigma", min_value=1e-6, key="sigma", format="%.4g")
     elif ss["kernel"] == "polynomial":
-        st.sidebar.number_input("Degree", min_value=1, max_value=10, step=1, key="degree")
+        sb.number_input("Degree", min_value=1, max_value=10, step=1, key="degree")
 
 
 PREP_LABELS = {"standardize": "standardise (z-scores)", "pca": "PCA to k dimensions", "l2": "L2-normalise rows"}
 
 
-def _preprocess_section() -> None:
+def _preprocess_section(sb) -> None:
     ss = st.session_state
     ss.setdefault(PREP_KEY, [])
-    st.sidebar.multiselect(
+    sb.multiselect(
         "Preprocess features", list(PREP_LABELS), key=PREP_KEY, format_func=PREP_LABELS.get,
         placeholder="none (raw features)", persist_state="session",
         help="Applied in this order to the representation's features before the kernel: standardise puts "
@@ -199,7 +201,7 @@ def _preprocess_section() -> None:
              "top k principal directions, L2 divides each item by its norm.",
     )
     if "pca" in (ss.get(PREP_KEY) or []):
-        st.sidebar.number_input("PCA dimensions k", min_value=1, max_value=512, step=1, key="pca_k")
+        sb.number_input("PCA dimensions k", min_value=1, max_value=512, step=1, key="pca_k")
 
 
 def _sigma_auto_changed() -> None:
@@ -222,13 +224,13 @@ def _sigma_auto_changed() -> None:
         ss["sigma"] = float(sigma)
 
 
-def _own_model_input(ds) -> None:
+def _own_model_input(sb, ds) -> None:
     """A text field for a model of the user's own (``hf:FOLDER``, ``inception:FILE``), listed once it checks out."""
     if ds.modality not in ("images", "text"):
         return
     ss = st.session_state
     own = ss.setdefault("own_models", {})
-    text = st.sidebar.text_input(
+    text = sb.text_input(
         "Your own model", key="own_model", placeholder="hf:FOLDER or inception:WEIGHTS-FILE",
         help="A transformers encoder saved with save_pretrained (hf:FOLDER, or hf:ORG/NAME already in the local "
              "Hugging Face cache) or the FID Inception weights (inception:FILE), inside the data folder; "
@@ -244,10 +246,10 @@ def _own_model_input(ds) -> None:
     try:
         name, modality = check_own_model(text)
     except DiversityError as exc:
-        st.sidebar.error(literal(error_message(f"Cannot use {text!r}", exc)))
+        sb.error(literal(error_message(f"Cannot use {text!r}", exc)))
         return
     if modality != ds.modality:
-        st.sidebar.error(literal(f"{text!r} encodes {modality}, but this dataset holds {ds.modality}."))
+        sb.error(literal(f"{text!r} encodes {modality}, but this dataset holds {ds.modality}."))
         return
     ss["own_model_checked"] = text
     own[name] = modality
@@ -299,9 +301,12 @@ def _q_presets() -> None:
                    args=(q,), help=f"Set q = {format_q(q)} (key {key})")
 
 
-def keyboard_section(pages: list) -> None:
+def keyboard_section(pages: list, sb: Any = None) -> None:
     """The keyboard's help, and one button per page on Shift + its place in the menu (from ``app.py``,
-    after ``st.navigation``). The buttons answer their keys while the expander is closed."""
+    after ``st.navigation``). The buttons answer their keys while the expander is closed; a held
+    first run (``sb`` an :class:`~ui.first_paint.Unseen`) has none: the keys work from its rerun."""
+    if isinstance(sb, Unseen):
+        return
     with st.sidebar.expander("Keyboard shortcuts", icon=":material/keyboard:"):
         st.markdown("**q presets:** " + ", ".join(f"`{key}` q = {format_q(q)}" for q, key in Q_PRESETS)
                     + ". **Pages:** `Shift` + the page's place in the menu. Keys do nothing while a text or "
@@ -311,18 +316,23 @@ def keyboard_section(pages: list) -> None:
                 st.switch_page(pg)
 
 
-def _q_section() -> None:
+def _q_section(sb) -> None:
+    if isinstance(sb, Unseen):  # a held run (ui.first_paint): q as the slider would settle it, nothing drawn
+        q = float(st.session_state["q"])
+        if q not in q_options(q):
+            st.session_state["q"] = 1.0
+        return
     with st.sidebar:
         st.fragment(_q_control, key="q_control")()
 
 
-def _subsample_section() -> None:
+def _subsample_section(sb) -> None:
     ss = st.session_state
     ds = ss["dataset"]
-    st.sidebar.checkbox("Subsample", key="subsample_on",
-                        help="Measure a seeded random subset (faster on large data).")
+    sb.checkbox("Subsample", key="subsample_on",
+                help="Measure a seeded random subset (faster on large data).")
     if ss["subsample_on"]:
-        c1, c2 = st.sidebar.columns(2)
+        c1, c2 = sb.columns(2)
         if ss["subsample_n"] > ds.n:
             ss["subsample_n"] = ds.n
         c1.number_input("Items", min_value=2, max_value=max(2, ds.n), step=100, key="subsample_n")
@@ -346,7 +356,7 @@ GROUP_TAGS_CSS = f"""<style>
 _GROUPS_SEEN = "_group_names_seen"
 
 
-def _groups_section() -> None:
+def _groups_section(sb) -> None:
     ss = st.session_state
     ds = uidata.searched().data  # scaffold grouping replaces the dataset's groups
     names = ds.group_names()
@@ -365,7 +375,7 @@ def _groups_section() -> None:
         # Write the widget's state only when it must change (it is sent back to the browser).
         if kept != list(ss["group_select"]):
             ss["group_select"] = kept
-    box = st.sidebar.container(key=GROUP_BOX)
+    box = sb.container(key=GROUP_BOX)
     box.html(GROUP_TAGS_CSS)
     box.multiselect("Groups", names, key="group_select",
                     help="Measure only these groups (empty: all of them).")
@@ -396,12 +406,16 @@ def _selection_section(slot) -> None:
     box.button("Clear selection", key="selection_clear", icon=":material/close:", on_click=uidata.clear_selection)
 
 
-def render_sidebar() -> None:
-    """Draw the shared sidebar and settle the settings every page reads."""
-    st.sidebar.header("Settings")
-    _dataset_section()
-    selection_slot = st.sidebar.container()
-    _search_section()
+def render_sidebar(sb: Any = None) -> None:
+    """Draw the shared sidebar in ``sb`` (``st.sidebar``) and settle the settings every page reads.
+
+    A held first run passes :class:`ui.first_paint.Unseen`: the settings are settled, nothing is drawn.
+    """
+    sb = st.sidebar if sb is None else sb
+    sb.header("Settings")
+    _dataset_section(sb)
+    selection_slot = sb.container()
+    _search_section(sb)
     # The group filter sits high (issue 16, item 3). Low in a sidebar scrolled to its foot, a quick
     # second click on a tag's x was lost: the box loses the removed tag's row only when the first
     # click's rerun redraws it, about when the second click lands; the sidebar gets shorter, its
@@ -409,9 +423,9 @@ def render_sidebar() -> None:
     # it without removing the tag (no rerun reaches the server; the session state is not written
     # on that run). With blank space below the sidebar's last widget (no clamp) the same low
     # filter took both clicks, so the cause is the clamp, not the state handling.
-    _groups_section()
-    _representation_section()
-    _preprocess_section()
-    _q_section()
-    _subsample_section()
+    _groups_section(sb)
+    _representation_section(sb)
+    _preprocess_section(sb)
+    _q_section(sb)
+    _subsample_section(sb)
     _selection_section(selection_slot)

@@ -31,10 +31,18 @@ def wait_idle(page, timeout: float = 90_000) -> None:
     page.wait_for_function(IDLE, timeout=timeout, polling=100)
 
 
+#: True once no held first run is on the page: a session's first Scores run stops after its headline
+#: (``ui.first_paint``, caption "Drawing the settings, ..."), and the browser's report reruns it in full.
+NOT_HELD = "() => !document.body.innerText.includes('Drawing the settings, ')"
+
+
 def open_page(page, url: str, timeout: float = 120_000) -> None:
-    """Load ``url`` and wait for its page's title and the end of the script run."""
+    """Load ``url`` and wait for its page's title and the end of the script run (and of the rerun
+    that draws a held first run in full)."""
     page.goto(url)
     page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=timeout)
+    wait_idle(page, timeout)
+    page.wait_for_function(NOT_HELD, timeout=timeout, polling=100)
     wait_idle(page, timeout)
 
 
@@ -89,6 +97,44 @@ def test_every_page_renders(page, app_url, artifacts):
         page.locator('[data-testid="stMain"] h1, [data-testid="stMain"] h2').first.wait_for()
         assert_no_traceback(page)
         page.screenshot(path=str(artifacts / f"page_{title.lower()}.png"), full_page=True)
+
+
+#: Logs [what, batch] in window.__order as the held first run and its rerun draw: ``batch`` counts the
+#: observer's callbacks, so two things drawn in one React commit share it.
+ORDER_LOG = r"""
+window.__order = [];
+const state = {};
+let batch = 0;
+new MutationObserver(() => {
+  batch += 1;
+  const now = {
+    headline: [...document.querySelectorAll('[data-testid=stMetricLabel]')].some(e => e.innerText.includes('Vendi score (q =')),
+    widget: !!document.querySelector('[data-testid=stSidebar] [data-testid=stSelectbox]'),
+    chart: !!document.querySelector('[data-testid=stPlotlyChart] .js-plotly-plot'),
+  };
+  for (const [k, v] of Object.entries(now)) {
+    if (v !== !!state[k]) { window.__order.push([k + (v ? ' on' : ' off'), batch]); state[k] = v; }
+  }
+}).observe(document, {subtree: true, childList: true, characterData: true});
+"""
+
+
+def test_first_paint_shows_the_headline_before_the_sidebar_and_keeps_it(page, app_url, artifacts):
+    """Issue 22, cold start: a session's first Scores run draws the headline alone (no sidebar widget,
+    no chart); the browser's report reruns it, and the headline stays on the page throughout."""
+    page.add_init_script(ORDER_LOG)
+    open_page(page, f"{app_url}/?demo=digits")
+    page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.wait_for()
+    page.locator('[data-testid="stPlotlyChart"] .js-plotly-plot').first.wait_for()
+    order = page.evaluate("window.__order")
+    first = {what: batch for what, batch in reversed(order)}
+    events = [what for what, _ in order]
+    # the headline drawn alone first, then the sidebar's widgets and the charts by the rerun
+    assert events[0] == "headline on" and first["headline on"] < first["widget on"], order
+    assert first["headline on"] < first["chart on"], order
+    assert "headline off" not in events, order  # on the page throughout
+    page.screenshot(path=str(artifacts / "first_paint_full.png"))
+    assert_no_traceback(page)
 
 
 def test_moving_q_changes_headline(page, app_url, artifacts):

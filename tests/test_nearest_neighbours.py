@@ -1,13 +1,20 @@
-"""The neighbour searches of the evaluation: one "auto" rule, the filtered within-set search, pynndescent."""
+"""The neighbour searches of curation and evaluation: one "auto" rule, the filtered within-set search, pynndescent.
+
+Every test that builds a pynndescent index lives in this file: pytest-xdist keeps a file in one
+process, so numba compiles pynndescent's NN-descent (about a minute, not cacheable) once.
+"""
 
 import importlib.util
 
 import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
+from scipy.stats import spearmanr
+from sklearn.datasets import load_digits
 
 from diversity_core import config_context
 from diversity_core._nn import EXACT_MAX_N
+from diversity_core.curation import find_duplicates, rarity_scores
 from diversity_core.curation._search import resolve_method
 from diversity_core.evaluation import prdc
 from diversity_core.evaluation._neighbours import kth_smallest, prepare_pair, resolve_nn_method
@@ -154,3 +161,21 @@ def test_missing_approximate_neighbours_are_searched_exactly(monkeypatch):
         np.testing.assert_allclose(d2[holes], np.sort(D[holes], axis=1)[:, :4], rtol=1e-12, atol=1e-12)
         if own:
             assert np.all(idx != np.arange(A.shape[0])[:, None])
+
+
+@pytest.mark.skipif(not HAS_PYNNDESCENT, reason="pynndescent is not installed")
+def test_curation_approximate_search_matches_exact(rng):
+    """One index build (the rbf kernel's Euclidean metric) serves duplicates and rarity."""
+    digits = load_digits().data
+    src = rng.choice(digits.shape[0], size=50, replace=False)
+    X = np.vstack([digits, digits[src] + rng.normal(scale=0.1, size=(50, digits.shape[1]))])
+    exact = find_duplicates(X, kernel="rbf", scores=False, method="exact")
+    approx = find_duplicates(X, kernel="rbf", scores=False, method="approximate", rng=0)
+    assert approx.method == "approximate" and approx.n_neighbors == 15
+    assert set(map(tuple, approx.pairs.tolist())) == set(map(tuple, exact.pairs.tolist()))
+    assert [g.tolist() for g in approx.groups] == [g.tolist() for g in exact.groups]
+    r_exact = rarity_scores(X, kernel="rbf", method="exact")
+    r_approx = rarity_scores(X, kernel="rbf", method="approximate", rng=0)
+    assert np.mean(r_approx.neighbors[:, 0] == r_exact.neighbors[:, 0]) >= 0.99
+    np.testing.assert_allclose(r_approx.scores, r_exact.scores, atol=0.02)
+    assert spearmanr(r_approx.scores, r_exact.scores)[0] >= 0.99
