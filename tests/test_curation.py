@@ -30,7 +30,6 @@ from diversity_core.curation import (
 from diversity_core.exceptions import DiversityInputError, MemoryBudgetError
 
 ALL_Q = (0.0, 0.5, 1.0, 2.0, math.inf)
-HAS_PYNNDESCENT = importlib.util.find_spec("pynndescent") is not None
 HAS_RDKIT = importlib.util.find_spec("rdkit") is not None
 
 
@@ -362,14 +361,6 @@ def test_duplicate_errors(rng, kwargs, match):
 def test_eps_needs_features():
     with pytest.raises(DiversityInputError, match="precomputed"):
         find_duplicates(np.eye(4), kernel="precomputed", eps=0.1)
-
-
-@pytest.mark.slow
-def test_approximate_refuses_kernels_without_a_metric(rng):
-    if not HAS_PYNNDESCENT:
-        pytest.skip("pynndescent is not installed")
-    with pytest.raises(DiversityInputError, match="no metric"):
-        find_duplicates(rng.standard_normal((20, 3)), kernel="polynomial", method="approximate")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The neighbour searches of curation and evaluation: one "auto" rule, the filtered within-set search, pynndescent.
 
-Every test that builds a pynndescent index lives in this file: pytest-xdist keeps a file in one
-process, so numba compiles pynndescent's NN-descent (about a minute, not cacheable) once.
+Every test that imports pynndescent lives in this file: pytest-xdist keeps a file in one process,
+so numba compiles pynndescent's NN-descent (about a minute, not cacheable) once, and in a fresh
+environment its cacheable functions too (the import alone took 50 s in a fresh clone's CI).
 """
 
 import importlib.util
@@ -18,6 +19,7 @@ from diversity_core.curation import find_duplicates, rarity_scores
 from diversity_core.curation._search import resolve_method
 from diversity_core.evaluation import prdc
 from diversity_core.evaluation._neighbours import kth_smallest, prepare_pair, resolve_nn_method
+from diversity_core.exceptions import DiversityInputError
 
 HAS_PYNNDESCENT = importlib.util.find_spec("pynndescent") is not None
 
@@ -163,6 +165,7 @@ def test_missing_approximate_neighbours_are_searched_exactly(monkeypatch):
             assert np.all(idx != np.arange(A.shape[0])[:, None])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_PYNNDESCENT, reason="pynndescent is not installed")
 def test_curation_approximate_search_matches_exact(rng):
     """One index build (the rbf kernel's Euclidean metric) serves duplicates and rarity."""
@@ -179,3 +182,9 @@ def test_curation_approximate_search_matches_exact(rng):
     assert np.mean(r_approx.neighbors[:, 0] == r_exact.neighbors[:, 0]) >= 0.99
     np.testing.assert_allclose(r_approx.scores, r_exact.scores, atol=0.02)
     assert spearmanr(r_approx.scores, r_exact.scores)[0] >= 0.99
+
+
+@pytest.mark.skipif(not HAS_PYNNDESCENT, reason="pynndescent is not installed")
+def test_curation_approximate_refuses_kernels_without_a_metric(rng):
+    with pytest.raises(DiversityInputError, match="no metric"):
+        find_duplicates(rng.standard_normal((20, 3)), kernel="polynomial", method="approximate")
