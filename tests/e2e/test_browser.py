@@ -247,8 +247,10 @@ def test_compare_presentation_layout(page, app_url, artifacts):
     page.get_by_text("Presentation layout (wide, large type)").click()
     wait_idle(page)
     page.wait_for_function(f"() => !({SIDEBAR_SHOWN})()")
-    size = page.locator(".st-key-cmp_results td").first.evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
-    assert size >= 20  # 1.35rem
+    # the table's type grows to 1.35rem (20 px and more) once its rerun has drawn it: waited for, as the
+    # cell read right after the layout's rerun can be one the redraw is replacing (font size "" -> NaN)
+    page.wait_for_function("() => { const e = document.querySelector('.st-key-cmp_results td');"
+                           " return !!e && parseFloat(getComputedStyle(e).fontSize) >= 20; }", timeout=60_000)
     assert_no_traceback(page)
     page.screenshot(path=str(artifacts / "compare_presentation.png"), full_page=True)
     page.get_by_text("Presentation layout (wide, large type)").click()
