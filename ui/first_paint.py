@@ -84,12 +84,6 @@ class Unseen:
     Only the calls the sidebar makes exist, so a new one fails in the tests instead of drawing.
     """
 
-    def __enter__(self) -> Unseen:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        return None
-
     def _value(self, kwargs: dict, default: Any) -> Any:
         key = kwargs.get("key")
         return st.session_state[key] if key is not None and key in st.session_state else default
@@ -120,7 +114,7 @@ class Unseen:
     def expander(self, *args, **kwargs) -> Unseen:
         return Unseen()
 
-    container = popover = expander
+    container = expander
 
     def columns(self, spec, **kwargs) -> list:
         return [Unseen() for _ in range(spec if isinstance(spec, int) else len(spec))]
@@ -128,7 +122,7 @@ class Unseen:
     def _drop(self, *args, **kwargs) -> None:
         return None
 
-    header = subheader = caption = markdown = html = info = warning = error = success = _drop
+    header = caption = markdown = html = info = warning = error = _drop
 
 
 def hold(rest: str) -> None:
@@ -136,7 +130,6 @@ def hold(rest: str) -> None:
 
     ``rest`` names what the full run adds, for the caption shown meanwhile.
     """
-    st.session_state[_HELD] = True
     st.caption(f"Drawing the settings, {rest}…")
     _report_when_drawn()
     st.stop()

@@ -261,14 +261,18 @@ def _featurizer_changed() -> None:
     ss["kernel"] = default_kernel(ss["featurizer"])
 
 
+def _settle_q() -> None:
+    """q falls back to 1 when it is not one of the slider's options."""
+    q = float(st.session_state["q"])
+    if q not in q_options(q):
+        st.session_state["q"] = 1.0
+
+
 def _q_control() -> None:
     """The order q, drawn in a fragment of its own: moving it reruns the page's q views, not the
     page (:mod:`ui.fragments`)."""
-    ss = st.session_state
-    q = float(ss["q"])
-    options = q_options(q)
-    if q not in options:
-        ss["q"] = 1.0
+    options = q_options(float(st.session_state["q"]))
+    _settle_q()
     st.select_slider(
         "Order q", options=options, key="q", format_func=format_q, on_change=fragments.q_changed,
         help="q = 0 counts the eigenvalues in the support; q = 1 is the Vendi score (Shannon); larger q "
@@ -318,9 +322,7 @@ def keyboard_section(pages: list, sb: Any = None) -> None:
 
 def _q_section(sb) -> None:
     if isinstance(sb, Unseen):  # a held run (ui.first_paint): q as the slider would settle it, nothing drawn
-        q = float(st.session_state["q"])
-        if q not in q_options(q):
-            st.session_state["q"] = 1.0
+        _settle_q()
         return
     with st.sidebar:
         st.fragment(_q_control, key="q_control")()
