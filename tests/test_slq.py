@@ -372,3 +372,29 @@ def test_float32_tanimoto_tiles_are_the_exact_similarity(dense, monkeypatch, rng
     tiles.clear()
     frac = kernel_operator(0.5 * data, kernel="tanimoto", precision="float32", tile=128)
     assert np.linalg.norm(frac.kernel_matmat(V) - K @ V) <= 1e-6 * np.linalg.norm(K @ V) and not tiles
+
+
+def test_tanimoto_intersections_in_int16_only_where_they_cannot_overflow(rng):
+    # int16 CSR while every squared norm is <= 32767; a larger count takes float32; a tile of one
+    # block of each kind (two Dask workers' blocks) is the exact similarity all the same
+    from diversity_core.approx._operators import _tanimoto_parts, _tanimoto_tile
+    from diversity_core.blocked import _columns_view
+
+    X = sp.csr_matrix((rng.random((200, 300)) < 0.1) * rng.integers(1, 9, size=(200, 300)).astype(np.float64))
+    big = X.copy().tolil()
+    big[3, 5] = 182.0                                           # 182^2 = 33124 > 32767
+    big = big.tocsr()
+    small_rows, small_sq = _tanimoto_parts(get_kernel("tanimoto"), X)
+    big_rows, big_sq = _tanimoto_parts(get_kernel("tanimoto"), big)
+    assert small_rows.dtype == np.int16 and big_rows.dtype == np.float32
+    assert _columns_view(X).T.flags["C_CONTIGUOUS"]            # the layout CSR x dense reads row by row
+    K = get_kernel("tanimoto").gram(sp.vstack([X[:100], big[100:]]).tocsr())
+    tol = 2 * np.finfo(np.float32).eps
+    for rows_a, sq_a, rows_b, sq_b in [(small_rows, small_sq, big_rows, big_sq), (big_rows, big_sq, small_rows, small_sq)]:
+        first = rows_a is small_rows
+        T = _tanimoto_tile(rows_a[:100], sq_a[:100], rows_b[100:], sq_b[100:], False)
+        want = K[:100, 100:] if first else get_kernel("tanimoto").gram(big[:100], X[100:])
+        assert T.dtype == np.float32 and np.allclose(T, want, rtol=tol, atol=0)
+    # the int16 sums themselves: the largest intersection, a row with itself, is exact
+    T = _tanimoto_tile(small_rows, small_sq, small_rows, small_sq, False)
+    assert np.allclose(T, get_kernel("tanimoto").gram(X), rtol=tol, atol=0) and np.allclose(np.diag(T), 1.0, rtol=tol)
