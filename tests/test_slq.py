@@ -398,3 +398,23 @@ def test_tanimoto_intersections_in_int16_only_where_they_cannot_overflow(rng):
     # the int16 sums themselves: the largest intersection, a row with itself, is exact
     T = _tanimoto_tile(small_rows, small_sq, small_rows, small_sq, False)
     assert np.allclose(T, get_kernel("tanimoto").gram(X), rtol=tol, atol=0) and np.allclose(np.diag(T), 1.0, rtol=tol)
+
+
+def test_head_stops_riding_on_the_passes_once_its_brackets_are_negligible(monkeypatch):
+    # a spread spectrum (rbf at the root-d bandwidth in 12-d): the head's quadrature closes in 6 steps, the
+    # probes' takes 9; the head's continuation stops at 6, and the estimate and its half-width are what a
+    # head riding to the end gives
+    from diversity_core.approx.slq import _api
+
+    Y = np.random.default_rng(0).normal(size=(1500, 12))
+    kwargs = dict(kernel="rbf", sigma=np.sqrt(12.0), q=[1.0], k=128, probes=32, batch=32, rtol=0.001, rng=3)
+    cut = vendi_slq(Y, **kwargs)
+    monkeypatch.setattr(_api, "_HEAD_NEGLIGIBLE", 0.0)          # the head rides to the batch's last step
+    full = vendi_slq(Y, **kwargs)
+    steps = cut.settings["batches"][0]
+    assert cut.settings["head_steps"] < steps <= full.settings["head_steps"]
+    assert cut.settings["passes"] == full.settings["passes"] and cut.settings["columns"] < full.settings["columns"]
+    # the head's bracket, a shorter one, moves the entropy by less than the stated quadrature part
+    assert 0 < abs(np.log(cut.vendi(1.0)) - np.log(full.vendi(1.0))) <= cut.quadrature[0]
+    half = lambda e: (e.high[0] - e.low[0]) / 2                 # noqa: E731
+    assert half(cut) <= 1.02 * half(full)

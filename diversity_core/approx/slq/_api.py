@@ -58,6 +58,9 @@ _MIN_BLOCKS = 4
 _HEAD_SHARE = 0.4
 #: Lanczos steps every probe takes before its quadrature may be judged converged.
 _MIN_STEPS = 6
+#: The head's continuation stops once its quadrature brackets are below this share of the
+#: statistical and rounding parts of the half-width.
+_HEAD_NEGLIGIBLE = 0.02
 #: Steps between two convergence checks of a batch.
 _CHECK_EVERY = 3
 #: A batch's quadrature is converged when its bracket is below this share of the statistical
@@ -242,8 +245,8 @@ def vendi_slq(
     threshold, a discontinuous function: bounds only.
 
     **Cost.** Passes over K: s - 1 for the head, then per batch at most ``steps`` passes with
-    ``block + batch`` vectors (the head's continuation rides on the first batch's passes); a
-    pass is O(n^2 d) kernel evaluations (half of K) and O(n^2 b) multiply-adds. Memory
+    ``batch`` vectors, plus ``block`` while the head's continuation rides on the first batch's
+    passes (until its brackets are below 2% of the statistical and rounding parts); a pass is O(n^2 d) kernel evaluations (half of K) and O(n^2 b) multiply-adds. Memory
     O(n (k + steps (block + batch))).
 
     References
@@ -362,6 +365,12 @@ def _iterate(op: KernelOperator, qs: np.ndarray, *, probes: int, batch: int, s: 
                     if head_live:
                         head_est = _head_estimate(head, s, finite, rng, steps, sum(top))
                         head_live = not _converged(state, tail, head_est, finite, rtol, level, floor)
+                elif head_live:
+                    # the head's brackets close long before the probes' (on 20,000 fingerprints after 9
+                    # steps: 6e-5 against 0.018 on the entropy): once negligible, its block stops riding
+                    # on the passes, which then carry the probes alone (a 100,000-item pass: 41 s -> 30 s)
+                    head_est = _head_estimate(head, s, finite, rng, steps, sum(top))
+                    head_live = not _head_negligible(state, tail, head_est, finite, level, floor)
         top = _top(head, head_est, state, lz)
         if head is not None and (head_est is None or head_est.steps != (
                 math.inf if head.exhausted else min(head.exact_steps(s), steps))):
@@ -481,6 +490,25 @@ def _trace_tolerance(qs: np.ndarray, trace: np.ndarray, rtol: float) -> np.ndarr
     return rtol * scale
 
 
+def _statistical(state: _State, tail, qs: np.ndarray, level: float) -> np.ndarray:
+    """The statistical half-width per order with the probes so far and the running batch's ``tail`` brackets."""
+    g, r = tail
+    mid = 0.5 * (np.hstack([state.lo, np.minimum(g, r)]) + np.hstack([state.hi, np.maximum(g, r)]))
+    return np.array([_half_width(mid[i], level) for i in range(qs.size)])
+
+
+def _head_negligible(state: _State, tail, head: _HeadEstimate, qs: np.ndarray, level: float,
+                     floor: np.ndarray) -> bool:
+    """Whether the head's brackets are at most :data:`_HEAD_NEGLIGIBLE` of the statistical and rounding parts.
+
+    Those parts do not shrink with more steps, so more head steps could not narrow the interval.
+    """
+    if not qs.size:
+        return True
+    stat = _statistical(state, tail, qs, level)
+    return bool(np.all(0.5 * (head.hi - head.lo) <= _HEAD_NEGLIGIBLE * (stat + floor)))
+
+
 def _converged(state: _State, tail, head: Optional[_HeadEstimate], qs: np.ndarray, rtol, level,
                floor: np.ndarray) -> bool:
     """Whether the quadrature brackets (mean probe, and the head when given) are small enough.
@@ -491,15 +519,13 @@ def _converged(state: _State, tail, head: Optional[_HeadEstimate], qs: np.ndarra
     if not qs.size:
         return True
     g, r = tail
-    lo = np.hstack([state.lo, np.minimum(g, r)])
-    hi = np.hstack([state.hi, np.maximum(g, r)])
-    mid = 0.5 * (lo + hi)
-    quad = 0.5 * (hi[:, -g.shape[1]:] - lo[:, -g.shape[1]:]).mean(axis=1)
+    quad = 0.5 * np.abs(g - r).mean(axis=1)
+    mid = 0.5 * (np.hstack([state.lo, np.minimum(g, r)]) + np.hstack([state.hi, np.maximum(g, r)]))
     head_mid = np.zeros(qs.size)
     if head is not None:
         quad = quad + 0.5 * (head.hi - head.lo)
         head_mid = 0.5 * (head.lo + head.hi)
-    stat = np.array([_half_width(mid[i], level) for i in range(qs.size)])
+    stat = _statistical(state, tail, qs, level)
     target = _trace_tolerance(qs, head_mid + mid.mean(axis=1), rtol if rtol is not None else 0.01)
     return bool(np.all(quad <= np.maximum(_QUAD_SHARE * (stat + floor), 0.25 * target)))
 
