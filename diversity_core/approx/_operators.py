@@ -415,8 +415,8 @@ def _numpy_blocks(X, kern, precision: str, t: int) -> tuple[Callable, float]:
         return tiles, rtol + tiles.exponent_rtol
     parts = _tanimoto_parts(kern, X) if precision == "float32" else None
     if parts is not None:
-        # fingerprints: float32 intersections are exact, one rounding in the division (a pass over
-        # 100,000 Morgan fingerprints: 71 s, against 120 s for the float64 similarity cast to float32)
+        # fingerprints: int16 or float32 intersections are exact, one rounding in the division (a pass
+        # over 100,000 Morgan fingerprints with 96 vectors: 40.6 s; 81.6 s with float32 intersections)
         return _TanimotoTiles(parts), rtol
     # Kernel.gram on the tile (Tanimoto in float64 or with non-integer values: CSR products, blocked's rule)
     pair = _pair_kernel(kern, _compact_integers(X))
