@@ -292,6 +292,35 @@ def test_progressive_iteration_shrinks_the_interval_and_can_be_cancelled(rng):
         vendi_slq(X, kernel="rbf", q=[1.0], k=32, block=16, rng=3, progress=cancel)
 
 
+def test_time_budget_counts_the_work_between_passes(monkeypatch, rng):
+    # passes of 0.1 s, each followed by 0.3 s of the algorithm's own work: the run ends within its budget (give
+    # or take 0.05 s of a busy machine; predicting from the passes alone overran it by up to 0.3 s)
+    import time as _time
+
+    from diversity_core.approx._operators import KernelOperator
+    from diversity_core.approx.slq import _quadrature
+
+    product, advance = KernelOperator.kernel_matmat, _quadrature.LanczosBatch.advance
+
+    def slow_product(self, V):
+        _time.sleep(0.1)
+        return product(self, V)
+
+    def slow_advance(self, W):
+        if W.shape[0] == 400:                                    # the probes' steps (not those on the head's T)
+            _time.sleep(0.3)
+        return advance(self, W)
+
+    X, _ = _data("rbf", 400, rng)
+    vendi_slq(X, kernel="rbf", q=[1.0], k=32, block=16, probes=8, batch=8, rng=0)   # first-call imports apart
+    monkeypatch.setattr(KernelOperator, "kernel_matmat", slow_product)
+    monkeypatch.setattr(_quadrature.LanczosBatch, "advance", slow_advance)
+    for budget in (1.5, 2.5):
+        est = vendi_slq(X, kernel="rbf", q=[1.0], k=32, block=16, probes=4096, batch=8, steps=40, rtol=None,
+                        max_seconds=budget, rng=0)
+        assert est.settings["stopped"].startswith("time budget") and est.settings["seconds"] <= budget + 0.05
+
+
 def test_rtol_and_time_budget_stop_the_progression(rng):
     X, _ = _data("rbf", 400, rng)
     loose = vendi_slq(X, kernel="rbf", q=[1.0, 2.0], k=32, block=16, probes=256, batch=8, rtol=0.2, rng=0)
