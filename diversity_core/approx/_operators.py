@@ -593,7 +593,8 @@ def _dask_prepare(kern, block, start: int, precision: str, centre):
 
     RBF: the centred rows, their -2 scale multiple and scale ||c||^2 in ``precision``
     (:func:`_rbf_parts`); Tanimoto in float32: ``("tanimoto", (rows, sq))`` when float32 is
-    exact (:func:`_tanimoto_parts`); other kernels: the validated rows.
+    exact (:func:`_tanimoto_parts`: int16 or float32 rows, chosen per block; a tile of one of
+    each is float32); other kernels: the validated rows.
     """
     A = _check_chunk(kern, block, start, "dask block")
     if isinstance(kern, RBFKernel):

@@ -249,7 +249,8 @@ def vendi_slq(
 
     **Cost.** Passes over K: s - 1 for the head, then per batch at most ``steps`` passes with
     ``batch`` vectors, plus ``block`` while the head's continuation rides on the first batch's
-    passes (until its brackets are below 2% of the statistical and rounding parts); a pass is O(n^2 d) kernel evaluations (half of K) and O(n^2 b) multiply-adds. Memory
+    passes (until its brackets are below 2% of the statistical and rounding parts); a pass is
+    O(n^2 d) kernel evaluations (half of K) and O(n^2 b) multiply-adds. Memory
     O(n (k + steps (block + batch))).
 
     References
