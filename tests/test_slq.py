@@ -430,9 +430,9 @@ def test_tanimoto_intersections_in_int16_only_where_they_cannot_overflow(rng):
 
 
 def test_head_stops_riding_on_the_passes_once_its_brackets_are_negligible(monkeypatch):
-    # a spread spectrum (rbf at the root-d bandwidth in 12-d): the head's quadrature closes in 6 steps, the
-    # probes' takes 9; the head's continuation stops at 6, and the estimate and its half-width are what a
-    # head riding to the end gives
+    # a spread spectrum (rbf at the root-d bandwidth in 12-d): the head's brackets are negligible after a few
+    # steps, the probes' take 9; the head's continuation stops there, and the estimate and its half-width are
+    # what a head riding to the end gives
     from diversity_core.approx.slq import _api
 
     Y = np.random.default_rng(0).normal(size=(1500, 12))

@@ -361,16 +361,17 @@ def _iterate(op: KernelOperator, qs: np.ndarray, *, probes: int, batch: int, s: 
                 head.advance(W)
                 head_live = head.active
             j = lz.steps
+            check_tail = j >= _MIN_STEPS and (j % _CHECK_EVERY == 0 or not lz.active)
             if out_of_time() and j >= 2:
                 lz.max_steps = lz.steps
                 head_live = False
-            elif (j >= _MIN_STEPS and (j % _CHECK_EVERY == 0 or not lz.active)) or (head_live and j >= 2):
+            elif check_tail or (head_live and j >= 2):
                 # the tail first (cheap); the head's brackets only once the tail's are small enough
                 if floor is None:
                     top = _top(head, head_est, state, lz)
                     floor = _rounding(op, finite, *top)
                 tail = lz.bracket(finite, sum(top)) if finite.size else (np.zeros((0, v)), np.zeros((0, v)))
-                if j >= _MIN_STEPS and _converged(state, tail, None, finite, rtol, level, floor):
+                if check_tail and _converged(state, tail, None, finite, rtol, level, floor):
                     lz.max_steps = lz.steps
                     if head_live:
                         head_est = _head_estimate(head, s, finite, rng, steps, sum(top))
@@ -501,11 +502,15 @@ def _trace_tolerance(qs: np.ndarray, trace: np.ndarray, rtol: float) -> np.ndarr
     return rtol * scale
 
 
-def _statistical(state: _State, tail, qs: np.ndarray, level: float) -> np.ndarray:
-    """The statistical half-width per order with the probes so far and the running batch's ``tail`` brackets."""
+def _mids(state: _State, tail) -> np.ndarray:
+    """Midpoints of every probe's bracket (per order, per probe): the probes so far and the running batch's ``tail``."""
     g, r = tail
-    mid = 0.5 * (np.hstack([state.lo, np.minimum(g, r)]) + np.hstack([state.hi, np.maximum(g, r)]))
-    return np.array([_half_width(mid[i], level) for i in range(qs.size)])
+    return 0.5 * (np.hstack([state.lo, np.minimum(g, r)]) + np.hstack([state.hi, np.maximum(g, r)]))
+
+
+def _statistical(mid: np.ndarray, level: float) -> np.ndarray:
+    """The statistical half-width per order from the probes' midpoints :func:`_mids`."""
+    return np.array([_half_width(row, level) for row in mid])
 
 
 def _head_negligible(state: _State, tail, head: _HeadEstimate, qs: np.ndarray, level: float,
@@ -516,7 +521,7 @@ def _head_negligible(state: _State, tail, head: _HeadEstimate, qs: np.ndarray, l
     """
     if not qs.size:
         return True
-    stat = _statistical(state, tail, qs, level)
+    stat = _statistical(_mids(state, tail), level)
     return bool(np.all(0.5 * (head.hi - head.lo) <= _HEAD_NEGLIGIBLE * (stat + floor)))
 
 
@@ -531,12 +536,12 @@ def _converged(state: _State, tail, head: Optional[_HeadEstimate], qs: np.ndarra
         return True
     g, r = tail
     quad = 0.5 * np.abs(g - r).mean(axis=1)
-    mid = 0.5 * (np.hstack([state.lo, np.minimum(g, r)]) + np.hstack([state.hi, np.maximum(g, r)]))
+    mid = _mids(state, tail)
     head_mid = np.zeros(qs.size)
     if head is not None:
         quad = quad + 0.5 * (head.hi - head.lo)
         head_mid = 0.5 * (head.lo + head.hi)
-    stat = _statistical(state, tail, qs, level)
+    stat = _statistical(mid, level)
     target = _trace_tolerance(qs, head_mid + mid.mean(axis=1), rtol if rtol is not None else 0.01)
     return bool(np.all(quad <= np.maximum(_QUAD_SHARE * (stat + floor), 0.25 * target)))
 
