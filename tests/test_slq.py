@@ -138,15 +138,15 @@ def test_tile_products_are_summed_in_chunks(backend, kind, monkeypatch, rng):
 
 
 def test_stated_rounding_holds_for_a_tile_longer_than_a_chunk(rng):
-    # one 2500-row tile: its products sum 5 chunks of 512 float32 terms; the bound the operator
-    # states (eps32 (2 + sqrt(512)) plus the exponent's) holds for every entry of K @ V
+    # one 2500-row tile: its products sum 20 chunks of 128 float32 terms; the bound the operator
+    # states (eps32 (2 + sqrt(128)) plus the exponent's) holds for every entry of K @ V
     X = rng.normal(size=(2500, 16))
     op = kernel_operator(X, kernel="rbf", precision="float32", tile=2500)
     K = get_kernel("rbf").resolve(X).gram(X)
     V = rng.normal(size=(2500, 3))
     err = np.abs(op.kernel_matmat(V) - K @ V)
     eps = np.finfo(np.float32).eps
-    assert op.tile == 2500 and op.entry_rtol < eps * (2 + np.sqrt(512)) + 1e-5
+    assert op.tile == 2500 and op.entry_rtol < eps * (2 + np.sqrt(128)) + 1e-5
     assert np.all(err <= op.entry_rtol * (np.abs(K) @ np.abs(V)))
 
 
@@ -427,6 +427,47 @@ def test_tanimoto_intersections_in_int16_only_where_they_cannot_overflow(rng):
     # the int16 sums themselves: the largest intersection, a row with itself, is exact
     T = _tanimoto_tile(small_rows, small_sq, small_rows, small_sq, False)
     assert np.allclose(T, get_kernel("tanimoto").gram(X), rtol=tol, atol=0) and np.allclose(np.diag(T), 1.0, rtol=tol)
+
+
+def test_tanimoto_intersections_in_int8_for_at_most_127_bits(rng):
+    # binary fingerprints with at most 127 bits set (Morgan's 2048 bits hold about 30 to 100) intersect in
+    # int8: every partial sum is at most 127 (Cauchy-Schwarz); 128 bits in one row take int16. Tiles of
+    # blocks of different kinds (Dask workers' blocks: int8 against int16, float32 or dense rows) are
+    # the exact similarity, the sums of 127 bits included
+    from diversity_core.approx._operators import _tanimoto_parts, _tanimoto_tile
+
+    tan = get_kernel("tanimoto")
+    bits = sp.csr_matrix((rng.random((160, 400)) < 0.2).astype(np.float64))
+    full = bits.tolil()
+    full[0, :] = 0.0
+    full[0, :127] = 1.0                                          # |a|^2 = 127: the int8 limit, exact
+    full[1, :] = 0.0
+    full[1, :127] = 1.0
+    full = full.tocsr()
+    over = full.tolil()
+    over[2, :] = 0.0
+    over[2, :128] = 1.0                                          # 128 > 127
+    over = over.tocsr()
+    small, small_sq = _tanimoto_parts(tan, full)
+    wide, wide_sq = _tanimoto_parts(tan, over)
+    assert small.dtype == np.int8 and wide.dtype == np.int16
+    counts = sp.csr_matrix(full.multiply(rng.integers(1, 200, size=full.shape)))   # squared norms above 32767
+    floats, floats_sq = _tanimoto_parts(tan, counts)
+    dense = np.asarray(rng.random((160, 400)) < 0.6, dtype=np.float64)            # mostly ones: dense rows
+    dense_rows, dense_sq = _tanimoto_parts(tan, dense)
+    assert floats.dtype == np.float32 and isinstance(dense_rows, np.ndarray) and dense_rows.dtype == np.float32
+    tol = 2 * np.finfo(np.float32).eps
+    T = _tanimoto_tile(small, small_sq, small, small_sq, False)
+    assert T[0, 1] == 1.0 and np.allclose(T, tan.gram(full), rtol=tol, atol=0)
+    for (ra, sa, xa), (rb, sb, xb) in [((small, small_sq, full), (wide, wide_sq, over)),
+                                       ((wide, wide_sq, over), (small, small_sq, full)),
+                                       ((small, small_sq, full), (floats, floats_sq, counts)),
+                                       ((floats, floats_sq, counts), (small, small_sq, full)),
+                                       ((dense_rows, dense_sq, dense), (small, small_sq, full)),
+                                       ((small, small_sq, full), (dense_rows, dense_sq, dense))]:
+        T = _tanimoto_tile(ra[:80], sa[:80], rb[80:], sb[80:], False)
+        want = tan.gram(xa[:80], xb[80:])
+        assert T.dtype == np.float32 and np.allclose(T, want, rtol=tol, atol=0), (ra.dtype, rb.dtype)
 
 
 def test_head_stops_riding_on_the_passes_once_its_brackets_are_negligible(monkeypatch):
