@@ -15,8 +15,16 @@ answers its health check, in two browsers:
 ``first_render_s`` runs from ``goto`` until the headline metric is shown and the run has
 finished (no status widget; a session's first run stops after the headline, ``ui.first_paint``),
 ``charts_s`` until the page's q profile is drawn too; the server's own time of the held run and of
-the full run after it comes from its run log (``DIVERSITY_RUN_LOG``). It prints medians over the repetitions beside the load average and
-writes ``benchmarks/results/cold_start.json``. Target (issue 22): first render <= 2 s.
+the full run after it comes from its run log (``DIVERSITY_RUN_LOG``).
+
+The floor: in each repetition a server of a one-line page (``st.metric`` with the headline's
+label, the app's Streamlit settings) is started and opened the same way, in both browsers. Its
+first render is what Streamlit's frontend alone costs on this machine at that moment (it
+downloads and compiles the same JavaScript), so ``app / floor`` is a figure that the machine's
+speed moves much less than the seconds themselves.
+
+It prints medians over the repetitions beside the load average and writes
+``benchmarks/results/cold_start.json``. Target (issue 22): first render <= 2 s.
 
 Run: ``python benchmarks/bench_cold_start.py [--repeats 3] [--timeout 120]`` (needs
 /usr/bin/chromium and playwright, like the browser tests).
@@ -35,7 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_sessions import ARGS, CHROMIUM, HEADLINE, RESULTS, start_server  # noqa: E402
+from bench_sessions import ARGS, CHROMIUM, HEADLINE, RESULTS, ROOT, start_server  # noqa: E402
 
 
 def _first_runs(log: Path) -> tuple:
@@ -54,8 +62,23 @@ def _first_runs(log: Path) -> tuple:
 CHARTS = "() => !!document.querySelector('[data-testid=stPlotlyChart] .js-plotly-plot')"
 
 
-def _open(pw, url: str, timeout_s: float, profile: Path | None) -> tuple[float, float]:
-    """Seconds from ``goto`` to the drawn headline and to the drawn charts, in a returning profile or a fresh context."""
+#: The floor's page: the headline's metric alone.
+FLOOR_APP = 'import streamlit as st\n\nst.metric("Vendi score (q = 1)", "1.00")\n'
+
+
+def _floor_script(work: Path) -> Path:
+    """The floor's one-line app, with the app's ``.streamlit/config.toml`` beside it."""
+    folder = work / "floor"
+    (folder / ".streamlit").mkdir(parents=True, exist_ok=True)
+    (folder / ".streamlit" / "config.toml").write_text((ROOT / ".streamlit" / "config.toml").read_text())
+    script = folder / "floor_app.py"
+    script.write_text(FLOOR_APP)
+    return script
+
+
+def _open(pw, url: str, timeout_s: float, profile: Path | None, charts: bool = True) -> tuple[float, float]:
+    """Seconds from ``goto`` to the drawn headline and to the drawn charts (when ``charts``), in a
+    returning profile or a fresh context."""
     if profile is not None:
         context = pw.chromium.launch_persistent_context(str(profile), executable_path=CHROMIUM, args=ARGS,
                                                         headless=True, viewport={"width": 1400, "height": 1000})
@@ -69,6 +92,8 @@ def _open(pw, url: str, timeout_s: float, profile: Path | None) -> tuple[float, 
         page.goto(f"{url}/?demo=digits", timeout=timeout_s * 1000)
         page.wait_for_function(HEADLINE, arg="q = 1)", timeout=timeout_s * 1000, polling=50)
         first = time.perf_counter() - t0
+        if not charts:
+            return first, float("nan")
         page.wait_for_function(CHARTS, timeout=timeout_s * 1000, polling=50)
         return first, time.perf_counter() - t0
     finally:
@@ -89,14 +114,21 @@ def main(argv=None) -> int:
 
     RESULTS.mkdir(exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="bench-cold-start-"))
-    store, profile = work / "store", work / "profile"
+    store, profile, floor_profile = work / "store", work / "profile", work / "floor-profile"
+    floor_script = _floor_script(work)
     env = {"DIVERSITY_CACHE_DIR": str(store)}
     rows: dict = {"returning": [], "first_visit": []}
     with sync_playwright() as pw:
-        # fill the store and the returning profile's HTTP cache: one visit on a server of its own
+        # fill the store and the returning profiles' HTTP caches: one visit on a server of its own
         proc, url = start_server(RESULTS / "cold_start_warmup.log", args.timeout, env)
         try:
             _open(pw, url, args.timeout, profile)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
+        proc, url = start_server(RESULTS / "cold_start_floor.log", args.timeout, script=floor_script)
+        try:
+            _open(pw, url, args.timeout, floor_profile, charts=False)
         finally:
             proc.terminate()
             proc.wait(timeout=60)
@@ -114,23 +146,36 @@ def main(argv=None) -> int:
                     proc.terminate()
                     proc.wait(timeout=60)
                 held_run, full_run = _first_runs(log)
+                # the floor, restarted and opened the same way, in the same kind of browser
+                proc, url = start_server(RESULTS / "cold_start_floor.log", args.timeout, script=floor_script)
+                try:
+                    floor, _ = _open(pw, url, args.timeout, floor_profile if kind == "returning" else None,
+                                     charts=False)
+                finally:
+                    proc.terminate()
+                    proc.wait(timeout=60)
                 row = {"first_render_s": round(seconds, 3), "charts_s": round(full, 3),
+                       "floor_first_render_s": round(floor, 3),
                        "server_held_run_s": held_run, "server_full_run_s": full_run,
                        "server_ready_s": round(ready, 2), "load_before": round(load, 2)}
                 rows[kind].append(row)
-                print(f"{kind:>11} #{rep + 1}: first render {seconds:.2f} s, charts {full:.2f} s (server's held run "
-                      f"{held_run} s, full run {full_run} s; server answered {ready:.1f} s after its start; "
-                      f"load {load:.1f})", flush=True)
+                print(f"{kind:>11} #{rep + 1}: first render {seconds:.2f} s (floor {floor:.2f} s), charts {full:.2f} s "
+                      f"(server's held run {held_run} s, full run {full_run} s; server answered {ready:.1f} s after "
+                      f"its start; load {load:.1f})", flush=True)
     report = {"cpus": os.cpu_count(), "target_first_render_s": 2.0, "runs": rows, "median": {}}
     for kind, values in rows.items():
         report["median"][kind] = {
             "first_render_s": round(statistics.median(r["first_render_s"] for r in values), 3),
+            "floor_first_render_s": round(statistics.median(r["floor_first_render_s"] for r in values), 3),
+            "ratio_to_floor": round(statistics.median(r["first_render_s"] / r["floor_first_render_s"]
+                                                      for r in values), 3),
             "charts_s": round(statistics.median(r["charts_s"] for r in values), 3),
             "server_held_run_s": round(statistics.median(r["server_held_run_s"] or float("nan") for r in values), 3),
             "server_full_run_s": round(statistics.median(r["server_full_run_s"] or float("nan") for r in values), 3),
         }
         m = report["median"][kind]
-        print(f"{kind:>11}: first render median {m['first_render_s']} s (target <= 2 s), charts {m['charts_s']} s, "
+        print(f"{kind:>11}: first render median {m['first_render_s']} s (target <= 2 s; floor {m['floor_first_render_s']} s, "
+              f"app / floor {m['ratio_to_floor']}), charts {m['charts_s']} s, "
               f"server's held run {m['server_held_run_s']} s, full run {m['server_full_run_s']} s", flush=True)
     out = RESULTS / "cold_start.json"
     out.write_text(json.dumps(report, indent=2))

@@ -78,13 +78,16 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(log: Path, timeout: float, env: Optional[dict] = None) -> tuple:
-    """A fresh ``streamlit run app.py`` on 127.0.0.1; returns (process, url) once it answers."""
+def start_server(log: Path, timeout: float, env: Optional[dict] = None, *,
+                 script: Optional[Path] = None) -> tuple:
+    """A fresh app server on 127.0.0.1 (``python -m ui.serve app.py``, as ``diversity app`` starts it;
+    ``script``: ``streamlit run script`` in its folder instead); returns (process, url) once it answers."""
     port = _free_port()
+    start = ["-m", "ui.serve", "app.py"] if script is None else ["-m", "streamlit", "run", script.name]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ui.serve", "app.py", "--server.headless", "true",
+        [sys.executable, *start, "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1"],
-        cwd=ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT,
+        cwd=ROOT if script is None else script.parent, stdout=log.open("w"), stderr=subprocess.STDOUT,
         env={**os.environ, "HF_HUB_OFFLINE": "1", "DIVERSITY_WORKERS": "auto", **(env or {})})
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout

@@ -706,13 +706,16 @@ def _border_modes(P: np.ndarray) -> np.ndarray:
     """Each image's most common border colour (quantised to 1/32), as values in [0, 1]; shape (m, C)."""
     border = np.concatenate([P[:, 0], P[:, -1], P[:, 1:-1, 0], P[:, 1:-1, -1]], axis=1)  # (m, 4s - 4, C)
     q = np.round(border * 32).astype(np.int64)
-    codes = (q * (33 ** np.arange(q.shape[2]))).sum(axis=2)  # one integer per colour
-    out = np.empty((P.shape[0], P.shape[3]))
-    for i, row in enumerate(codes):
-        values, counts = np.unique(row, return_counts=True)
-        code = values[np.argmax(counts)]
-        out[i] = (code // 33 ** np.arange(P.shape[3])) % 33
-    return out / 32.0
+    codes = np.sort((q * (33 ** np.arange(q.shape[2]))).sum(axis=2), axis=1)  # one integer per colour, sorted
+    # every row at once (one np.unique per image cost 50 ms of a first page at 1,200 images):
+    # in a sorted row, the length of the run so far peaks first at the end of the longest run,
+    # the smallest code among equally long runs, as np.unique + argmax would pick
+    pos = np.arange(codes.shape[1])
+    new_run = np.ones(codes.shape, dtype=bool)
+    new_run[:, 1:] = codes[:, 1:] != codes[:, :-1]
+    run = pos - np.maximum.accumulate(np.where(new_run, pos, 0), axis=1) + 1
+    code = codes[np.arange(codes.shape[0]), np.argmax(run, axis=1)]
+    return ((code[:, None] // 33 ** np.arange(P.shape[3])) % 33) / 32.0
 
 
 def _share(U: np.ndarray, B: np.ndarray) -> float:

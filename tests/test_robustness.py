@@ -222,6 +222,26 @@ def test_share_matches_its_definition(rng):
     assert report.background_fraction == pytest.approx(m.mean())
 
 
+def test_border_modes_pick_each_images_most_common_colour_and_the_smallest_on_ties(rng):
+    """The vectorised mode equals one np.unique per image; ties go to the smallest colour code."""
+    from diversity_core.robustness import _border_modes
+
+    # few colours on a 6 x 6 border (20 pixels), so equal counts occur often
+    P = rng.integers(0, 3, size=(400, 6, 6, 3)) / 32.0
+    P[0] = 0.0  # one colour on the whole border
+    P[1, :, :, :] = 1 / 32  # a tie: 10 pixels of (2/32, 0, 0) against 10 of (1/32, 1/32, 1/32)
+    P[1, 0, :] = P[1, 1:-1, 0] = (2 / 32, 0, 0)  # the top row and the left column: 6 + 4 of 20
+    got = _border_modes(P)
+    border = np.concatenate([P[:, 0], P[:, -1], P[:, 1:-1, 0], P[:, 1:-1, -1]], axis=1)
+    codes = (np.round(border * 32).astype(np.int64) * 33 ** np.arange(3)).sum(axis=2)
+    for i in range(len(P)):
+        values, counts = np.unique(codes[i], return_counts=True)
+        mode = values[np.argmax(counts)]
+        assert np.array_equal(got[i], (mode // 33 ** np.arange(3)) % 33 / 32.0), i
+    assert np.array_equal(got[0], [0, 0, 0])
+    assert np.array_equal(got[1], [2 / 32, 0, 0])  # code 2 < 1 + 33 + 33**2
+
+
 def test_black_background_adds_nothing_to_cosine(rng):
     report = background_dominance(glyphs(0, rng))
     assert report.colour == (0, 0, 0) and report.share == 0.0 and not report.dominated

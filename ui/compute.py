@@ -14,6 +14,7 @@ Moving q never reaches any of these: every VS_q comes from the cached spectrum i
 
 from __future__ import annotations
 
+import contextlib
 import re
 import warnings
 from pathlib import Path
@@ -35,6 +36,7 @@ from diversity_core.featurizers import (
 )
 from diversity_core.kernels import row_norms
 
+from . import workers
 from .cache import shared_cache
 from .data import View, view_hash
 from .feedback import progress_bar
@@ -158,6 +160,18 @@ def dense(X) -> np.ndarray:
 # ------------------------------------------------------------------------------------------
 # spectra and scores
 # ------------------------------------------------------------------------------------------
+#: Items from which a result computed here, in the server process, gets every core's BLAS thread
+#: (``ui.workers.job_threads``; the server's own threads have one, ``ui.serve``). Below it one
+#: thread is quick (2,000 x 2,000 eigenvalues: 1.17 s with one thread, 0.51 s with two,
+#: 2026-11-29), and a second thread mostly waits for a core held by the browser or another session.
+PARALLEL_FROM = 2000
+
+
+def _cores(n: int):
+    """The BLAS threads of a computation over ``n`` items: every core from :data:`PARALLEL_FROM`."""
+    return workers.job_threads() if n >= PARALLEL_FROM else contextlib.nullcontext()
+
+
 @shared_cache("results", spinner="Computing the eigenvalue spectrum…", hash_funcs=HASH)
 def _spectrum_and_notes(view: View, featurizer: str, kernel: str, kernel_params: tuple) -> tuple:
     # kept on disk too (diversity_core.store): a restarted server, or another worker, reads the
@@ -171,7 +185,7 @@ def _spectrum_and_notes(view: View, featurizer: str, kernel: str, kernel_params:
 
     def compute_spectrum():
         X = features(view, featurizer, show_progress=False)
-        with warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings(record=True) as caught, _cores(view.n):
             warnings.simplefilter("always")
             spec = dc.compute_spectrum(X, kernel=kernel, weights=view.data.weights, n_eigenvectors=k,
                                        **dict(kernel_params))
@@ -213,8 +227,9 @@ def group_scores(view: View, featurizer: str, kernel: str, kernel_params: tuple)
     if ds.groups is None:
         return {}
     X = features(view, featurizer, show_progress=False)
-    scores = score_groups(X, ds.groups, kernel=kernel, weights=ds.weights, include_all=False, small_groups="skip",
-                          **dict(kernel_params))
+    with _cores(view.n):
+        scores = score_groups(X, ds.groups, kernel=kernel, weights=ds.weights, include_all=False,
+                              small_groups="skip", **dict(kernel_params))
     return {s.group: s for s in scores}
 
 
@@ -228,7 +243,8 @@ def baselines(view: View, featurizer: str, kernel: str, kernel_params: tuple) ->
     """IntDiv, average similarity, GMStds (dense features) and n-gram diversity (text)."""
     X = features(view, featurizer, show_progress=False)
     params = resolved_kernel_params(spectrum(view, featurizer, kernel, kernel_params))
-    out = dict(dc.baseline_scores(X, kernel=kernel, weights=view.data.weights, **params))
+    with _cores(view.n):
+        out = dict(dc.baseline_scores(X, kernel=kernel, weights=view.data.weights, **params))
     if "gmstds" in out:
         # one constant feature (a border pixel) makes GMStds 0: the app takes it over the others
         from diversity_core.baselines import constant_features, gmstds

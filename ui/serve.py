@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import os
 import sys
 import threading
 from pathlib import Path
@@ -34,12 +35,35 @@ def imported_modules(script: Path) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def compile_sources(folders: list[Path]) -> int:
+    """Byte-compile the ``.py`` files under ``folders`` whose ``__pycache__`` entry is missing or stale.
+
+    Python writes that cache on import unless ``PYTHONDONTWRITEBYTECODE`` is set (as in many
+    container images, and on this project's machines); then every server start compiled the
+    app's and the core's sources again (0.2 s of a first page's held run here). ``compileall``
+    writes it either way, and only checks timestamps when it is up to date (11-20 ms here). Returns
+    the number of folders where a file could not be compiled or written (a read-only install, a
+    syntax error): their imports compile in memory as before, and report any error themselves.
+    """
+    import compileall
+
+    failed = 0
+    for folder in folders:
+        if folder.is_dir() and not compileall.compile_dir(str(folder), quiet=2, workers=1):
+            failed += 1
+    return failed
+
+
 def preload(app: Path) -> list[str]:
-    """Import what ``app`` and the default page import, and draw one figure; the names that imported.
+    """Byte-compile the app's and the core's sources, import what ``app`` and the default page
+    import, and draw one figure; the names that imported.
 
     plotly builds its validators on a process's first figure (0.3 s of the first page's 0.4 s
     for its q profile here); a two-point q profile does that now.
     """
+    import diversity_core
+
+    compile_sources([app.parent / "ui", Path(diversity_core.__file__).parent])
     done = []
     for script in (app, app.parent / DEFAULT_PAGE):
         if not script.is_file():
@@ -69,11 +93,37 @@ def preload(app: Path) -> list[str]:
     return done
 
 
+#: The BLAS libraries' thread variables: one thread each in the server process (server_blas_threads).
+BLAS_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def server_blas_threads() -> bool:
+    """One BLAS thread for the server process's own threads, unless the user set a count; whether set.
+
+    The script runs' maths is small (a page's group spectra, a q change). Split over both cores
+    of this machine, a small product waits for the core the browser or another session holds: a
+    300 x 64 Gram matrix took 16 ms with 2 threads and 0.07 ms with 1 while both cores were busy
+    (2026-11-29), and such waits were 50 ms of a cold first page. A heavy job that runs in this
+    process gets every core while it runs (``ui.workers.job_threads``, told by
+    ``DIVERSITY_JOB_THREADS``, which ``ui.workers`` reads and removes); the worker processes size their own pools.
+    Set in the environment, before NumPy loads its BLAS, so that libraries loaded later (SciPy's)
+    start with one thread too.
+    """
+    if any(name in os.environ for name in BLAS_VARIABLES):
+        return False
+    from diversity_core.workers import available_cores
+
+    os.environ.update({name: "1" for name in BLAS_VARIABLES})
+    os.environ.setdefault("DIVERSITY_JOB_THREADS", str(available_cores()))
+    return True
+
+
 def main(argv: list[str]) -> None:
     """Start the preloading thread, then ``streamlit run`` with ``argv``."""
     if not argv:
         raise SystemExit("usage: python -m ui.serve app.py [streamlit run options]")
     app = Path(argv[0]).resolve()
+    server_blas_threads()  # before anything loads a BLAS library
     # configure the environment before anything imports torch (app.py does the same on its first run)
     from diversity_core._config import configure_environment
 

@@ -16,6 +16,7 @@ Cancel press, a rerun that changed the inputs, or the session ending).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -41,6 +42,21 @@ POLL_INTERVAL = 0.1
 HEARTBEAT_INTERVAL = 0.5
 #: Seconds :func:`pool` waits by default for the pool to finish starting.
 START_WAIT = 60.0
+
+#: Environment variable set by ``ui.serve``: the BLAS threads a job running in the server process
+#: gets, while the server's own threads keep one (``ui.serve.server_blas_threads``).
+JOB_THREADS_ENV = "DIVERSITY_JOB_THREADS"
+
+
+def _read_job_threads() -> Optional[int]:
+    """:data:`JOB_THREADS_ENV`, removed from the environment: worker processes started later from
+    this one size their own thread pools and must not read it."""
+    raw = os.environ.pop(JOB_THREADS_ENV, "").strip()
+    return max(1, int(raw)) if raw.isdigit() else None
+
+
+#: BLAS threads of a job run in this process; None (not a server started by ``ui.serve``): left alone.
+JOB_THREADS: Optional[int] = _read_job_threads()
 
 _lock = threading.Lock()
 _pool: Optional[JobPool] = None
@@ -148,6 +164,42 @@ def status() -> str:
     return f"Jobs run on {_pool.workers()} worker process(es), {_pool.threads} thread(s) each, at {_pool.address}."
 
 
+_threads_lock = threading.Lock()
+_jobs_here = 0  # jobs running in this process's threads now
+
+
+def _blas_threads(n: int) -> None:
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=n, user_api="blas")  # kept: not a context, the new process-wide count
+
+
+@contextlib.contextmanager
+def job_threads():
+    """Around a job run in this process: every core's BLAS thread while any such job runs.
+
+    Only in a server started by ``ui.serve`` (:data:`JOB_THREADS` set), whose own threads use
+    one BLAS thread; the count is process-wide, so it goes back to one when the last job ends
+    (a count, not each job's saved value: two jobs ending in either order leave one thread).
+    """
+    threads = JOB_THREADS
+    if threads is None:
+        yield
+        return
+    global _jobs_here
+    with _threads_lock:
+        _jobs_here += 1
+        if _jobs_here == 1:
+            _blas_threads(threads)
+    try:
+        yield
+    finally:
+        with _threads_lock:
+            _jobs_here -= 1
+            if _jobs_here == 0:
+                _blas_threads(1)
+
+
 def run_job(fn: Callable, progress: Callable, label: str, on_data: Optional[Callable] = None) -> tuple:
     """``fn(progress)`` on a worker (or here when there are none): ``(value, warning messages)``.
 
@@ -159,7 +211,8 @@ def run_job(fn: Callable, progress: Callable, label: str, on_data: Optional[Call
     # new server never waits for their start); a cluster asked for by name is always used
     p = pool(wait=START_WAIT if os.environ.get(SCHEDULER_ENV) else 0)
     if p is None:
-        return fn(_local_progress(progress, on_data)), []
+        with job_threads():
+            return fn(_local_progress(progress, on_data)), []
     job = p.submit(fn, label=label)
     heartbeat = st.empty()
     last_draw = time.monotonic()
@@ -245,7 +298,8 @@ class BackgroundJob:
 
     def _run(self, fn: Callable) -> None:
         try:
-            self._value = fn(self._report)
+            with job_threads():
+                self._value = fn(self._report)
         except BaseException as exc:  # noqa: BLE001 - handed to whoever reads the outcome
             self._error = exc
         finally:
