@@ -23,11 +23,17 @@ first render is what Streamlit's frontend alone costs on this machine at that mo
 downloads and compiles the same JavaScript), so ``app / floor`` is a figure that the machine's
 speed moves much less than the seconds themselves.
 
-It prints medians over the repetitions beside the load average and writes
-``benchmarks/results/cold_start.json``. Target (issue 22): first render <= 2 s.
+``--clients-nice N`` runs the browsers (the app's and the floor's) at niceness N, their
+autogroups too, as ``bench_sessions.py`` does: a visitor's browser runs on the visitor's
+machine, not on the server's two cores, and a niced browser yields them to the server's run when
+it has one. The default, 0, runs both on equal terms, as the browser tests do.
 
-Run: ``python benchmarks/bench_cold_start.py [--repeats 3] [--timeout 120]`` (needs
-/usr/bin/chromium and playwright, like the browser tests).
+It prints medians over the repetitions beside the load average and writes
+``benchmarks/results/cold_start.json`` (``cold_start_nice19.json`` with ``--clients-nice 19``).
+Target (issue 22): first render <= 2 s.
+
+Run: ``python benchmarks/bench_cold_start.py [--repeats 3] [--timeout 120] [--clients-nice 0]``
+(needs /usr/bin/chromium and playwright, like the browser tests).
 """
 
 from __future__ import annotations
@@ -38,12 +44,22 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_sessions import ARGS, CHROMIUM, HEADLINE, RESULTS, ROOT, start_server  # noqa: E402
+from bench_sessions import (  # noqa: E402
+    ARGS,
+    CHROMIUM,
+    HEADLINE,
+    RESULTS,
+    ROOT,
+    AutogroupNicer,
+    niced_chromium,
+    start_server,
+)
 
 
 def _first_runs(log: Path) -> tuple:
@@ -76,15 +92,40 @@ def _floor_script(work: Path) -> Path:
     return script
 
 
-def _open(pw, url: str, timeout_s: float, profile: Path | None, charts: bool = True) -> tuple[float, float]:
+class _Nicer:
+    """:class:`bench_sessions.AutogroupNicer`'s sweep in a thread (this script drives Playwright synchronously)."""
+
+    def __init__(self, nice: int):
+        self._nicer, self._stop, self._thread = AutogroupNicer(nice), threading.Event(), None
+
+    def __enter__(self):
+        if self._nicer.nice > 0 and Path(f"/proc/{os.getpid()}/autogroup").exists():
+            self._thread = threading.Thread(target=self._loop, daemon=True)
+            self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while True:
+            self._nicer._sweep()
+            if self._stop.wait(0.1):
+                return
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+
+def _open(pw, url: str, timeout_s: float, profile: Path | None, charts: bool = True,
+          chromium: str = CHROMIUM) -> tuple[float, float]:
     """Seconds from ``goto`` to the drawn headline and to the drawn charts (when ``charts``), in a
     returning profile or a fresh context."""
     if profile is not None:
-        context = pw.chromium.launch_persistent_context(str(profile), executable_path=CHROMIUM, args=ARGS,
+        context = pw.chromium.launch_persistent_context(str(profile), executable_path=chromium, args=ARGS,
                                                         headless=True, viewport={"width": 1400, "height": 1000})
         browser = None
     else:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        browser = pw.chromium.launch(executable_path=chromium, args=ARGS, headless=True)
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
         page = context.pages[0] if context.pages else context.new_page()
@@ -106,6 +147,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per step")
+    parser.add_argument("--clients-nice", type=int, default=0,
+                        help="niceness of the browsers (0: as the server; 19: as on the visitors' own machines)")
     args = parser.parse_args(argv)
     if not Path(CHROMIUM).exists():
         print(f"bench_cold_start: Chromium not found at {CHROMIUM}", file=sys.stderr)
@@ -118,17 +161,18 @@ def main(argv=None) -> int:
     floor_script = _floor_script(work)
     env = {"DIVERSITY_CACHE_DIR": str(store)}
     rows: dict = {"returning": [], "first_visit": []}
-    with sync_playwright() as pw:
+    chromium = niced_chromium(args.clients_nice, work)
+    with sync_playwright() as pw, _Nicer(args.clients_nice):
         # fill the store and the returning profiles' HTTP caches: one visit on a server of its own
         proc, url = start_server(RESULTS / "cold_start_warmup.log", args.timeout, env)
         try:
-            _open(pw, url, args.timeout, profile)
+            _open(pw, url, args.timeout, profile, chromium=chromium)
         finally:
             proc.terminate()
             proc.wait(timeout=60)
         proc, url = start_server(RESULTS / "cold_start_floor.log", args.timeout, script=floor_script)
         try:
-            _open(pw, url, args.timeout, floor_profile, charts=False)
+            _open(pw, url, args.timeout, floor_profile, charts=False, chromium=chromium)
         finally:
             proc.terminate()
             proc.wait(timeout=60)
@@ -141,7 +185,8 @@ def main(argv=None) -> int:
                                          {**env, "DIVERSITY_RUN_LOG": str(log)})
                 ready = time.perf_counter() - t_start
                 try:
-                    seconds, full = _open(pw, url, args.timeout, profile if kind == "returning" else None)
+                    seconds, full = _open(pw, url, args.timeout, profile if kind == "returning" else None,
+                                          chromium=chromium)
                 finally:
                     proc.terminate()
                     proc.wait(timeout=60)
@@ -150,7 +195,7 @@ def main(argv=None) -> int:
                 proc, url = start_server(RESULTS / "cold_start_floor.log", args.timeout, script=floor_script)
                 try:
                     floor, _ = _open(pw, url, args.timeout, floor_profile if kind == "returning" else None,
-                                     charts=False)
+                                     charts=False, chromium=chromium)
                 finally:
                     proc.terminate()
                     proc.wait(timeout=60)
@@ -162,7 +207,8 @@ def main(argv=None) -> int:
                 print(f"{kind:>11} #{rep + 1}: first render {seconds:.2f} s (floor {floor:.2f} s), charts {full:.2f} s "
                       f"(server's held run {held_run} s, full run {full_run} s; server answered {ready:.1f} s after "
                       f"its start; load {load:.1f})", flush=True)
-    report = {"cpus": os.cpu_count(), "target_first_render_s": 2.0, "runs": rows, "median": {}}
+    report = {"cpus": os.cpu_count(), "target_first_render_s": 2.0, "clients_nice": args.clients_nice,
+              "runs": rows, "median": {}}
     for kind, values in rows.items():
         report["median"][kind] = {
             "first_render_s": round(statistics.median(r["first_render_s"] for r in values), 3),
@@ -177,7 +223,7 @@ def main(argv=None) -> int:
         print(f"{kind:>11}: first render median {m['first_render_s']} s (target <= 2 s; floor {m['floor_first_render_s']} s, "
               f"app / floor {m['ratio_to_floor']}), charts {m['charts_s']} s, "
               f"server's held run {m['server_held_run_s']} s, full run {m['server_full_run_s']} s", flush=True)
-    out = RESULTS / "cold_start.json"
+    out = RESULTS / ("cold_start.json" if args.clients_nice <= 0 else f"cold_start_nice{args.clients_nice}.json")
     out.write_text(json.dumps(report, indent=2))
     print(f"wrote {out}")
     return 0
