@@ -39,12 +39,12 @@ Run: ``python benchmarks/bench_cold_start.py [--repeats 3] [--timeout 120] [--cl
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -92,28 +92,15 @@ def _floor_script(work: Path) -> Path:
     return script
 
 
-class _Nicer:
-    """:class:`bench_sessions.AutogroupNicer`'s sweep in a thread (this script drives Playwright synchronously)."""
-
-    def __init__(self, nice: int):
-        self._nicer, self._stop, self._thread = AutogroupNicer(nice), threading.Event(), None
-
-    def __enter__(self):
-        if self._nicer.nice > 0 and Path(f"/proc/{os.getpid()}/autogroup").exists():
-            self._thread = threading.Thread(target=self._loop, daemon=True)
-            self._thread.start()
-        return self
-
-    def _loop(self) -> None:
-        while True:
-            self._nicer._sweep()
-            if self._stop.wait(0.1):
-                return
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+@contextlib.contextmanager
+def _served(log: Path, timeout_s: float, env: dict | None = None, script: Path | None = None):
+    """A fresh server (the app, or ``script``: the floor) for the block; its URL. Stopped after it."""
+    proc, url = start_server(log, timeout_s, env, script=script)
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
 
 
 def _open(pw, url: str, timeout_s: float, profile: Path | None, charts: bool = True,
@@ -162,43 +149,28 @@ def main(argv=None) -> int:
     env = {"DIVERSITY_CACHE_DIR": str(store)}
     rows: dict = {"returning": [], "first_visit": []}
     chromium = niced_chromium(args.clients_nice, work)
-    with sync_playwright() as pw, _Nicer(args.clients_nice):
+    floor_log = RESULTS / "cold_start_floor.log"
+    with sync_playwright() as pw, AutogroupNicer(args.clients_nice):
         # fill the store and the returning profiles' HTTP caches: one visit on a server of its own
-        proc, url = start_server(RESULTS / "cold_start_warmup.log", args.timeout, env)
-        try:
+        with _served(RESULTS / "cold_start_warmup.log", args.timeout, env) as url:
             _open(pw, url, args.timeout, profile, chromium=chromium)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=60)
-        proc, url = start_server(RESULTS / "cold_start_floor.log", args.timeout, script=floor_script)
-        try:
+        with _served(floor_log, args.timeout, script=floor_script) as url:
             _open(pw, url, args.timeout, floor_profile, charts=False, chromium=chromium)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=60)
         for rep in range(args.repeats):
             for kind in rows:
                 log = work / f"runs-{kind}-{rep}.jsonl"
                 load = os.getloadavg()[0]
                 t_start = time.perf_counter()
-                proc, url = start_server(RESULTS / "cold_start_server.log", args.timeout,
-                                         {**env, "DIVERSITY_RUN_LOG": str(log)})
-                ready = time.perf_counter() - t_start
-                try:
+                with _served(RESULTS / "cold_start_server.log", args.timeout,
+                             {**env, "DIVERSITY_RUN_LOG": str(log)}) as url:
+                    ready = time.perf_counter() - t_start
                     seconds, full = _open(pw, url, args.timeout, profile if kind == "returning" else None,
                                           chromium=chromium)
-                finally:
-                    proc.terminate()
-                    proc.wait(timeout=60)
                 held_run, full_run = _first_runs(log)
                 # the floor, restarted and opened the same way, in the same kind of browser
-                proc, url = start_server(RESULTS / "cold_start_floor.log", args.timeout, script=floor_script)
-                try:
+                with _served(floor_log, args.timeout, script=floor_script) as url:
                     floor, _ = _open(pw, url, args.timeout, floor_profile if kind == "returning" else None,
                                      charts=False, chromium=chromium)
-                finally:
-                    proc.terminate()
-                    proc.wait(timeout=60)
                 row = {"first_render_s": round(seconds, 3), "charts_s": round(full, 3),
                        "floor_first_render_s": round(floor, 3),
                        "server_held_run_s": held_run, "server_full_run_s": full_run,

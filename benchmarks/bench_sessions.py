@@ -41,6 +41,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -171,17 +172,18 @@ def _descendants(root: int) -> list:
 
 
 class AutogroupNicer:
-    """While open, give every autogroup below this process the niceness ``nice`` (every 0.2 s).
+    """While open, give every autogroup below this process the niceness ``nice`` (every 0.1 s).
 
     The browsers' scheduling groups (see :func:`niced_chromium`) then yield to the server's, as
     browsers on the visitors' own machines would. ``self.groups`` holds the groups it set; the
     server and this script's own group are left as they are. Without ``/proc/*/autogroup``
-    (autogroups off, or not Linux) it does nothing.
+    (autogroups off, or not Linux) it does nothing. A thread sweeps, so it serves both a ``with``
+    (synchronous Playwright) and an ``async with``.
     """
 
     def __init__(self, nice: int):
-        self.nice, self.groups, self._stop = int(nice), set(), asyncio.Event()
-        self._task = None
+        self.nice, self.groups, self._stop = int(nice), set(), threading.Event()
+        self._thread = None
 
     def _sweep(self) -> None:
         own = _autogroup(os.getpid())
@@ -195,23 +197,28 @@ class AutogroupNicer:
             except OSError:
                 pass
 
-    async def _loop(self) -> None:
-        while not self._stop.is_set():
+    def _loop(self) -> None:
+        while True:
             self._sweep()
-            try:
-                await asyncio.wait_for(self._stop.wait(), 0.2)
-            except TimeoutError:
-                pass
+            if self._stop.wait(0.1):
+                return
 
-    async def __aenter__(self):
+    def __enter__(self):
         if self.nice > 0 and Path(f"/proc/{os.getpid()}/autogroup").exists():
-            self._task = asyncio.create_task(self._loop())
+            self._thread = threading.Thread(target=self._loop, daemon=True)
+            self._thread.start()
         return self
 
-    async def __aexit__(self, *exc):
+    def __exit__(self, *exc) -> None:
         self._stop.set()
-        if self._task is not None:
-            await self._task
+        if self._thread is not None:
+            self._thread.join()
+
+    async def __aenter__(self):
+        return self.__enter__()
+
+    async def __aexit__(self, *exc):
+        self.__exit__(*exc)
 
 
 def _autogroup(pid: int) -> Optional[str]:

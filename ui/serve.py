@@ -95,6 +95,8 @@ def preload(app: Path) -> list[str]:
 
 #: The BLAS libraries' thread variables: one thread each in the server process (server_blas_threads).
 BLAS_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+#: How this module tells ``ui.workers`` the BLAS threads of a job run in the server process.
+JOB_THREADS_ENV = "DIVERSITY_JOB_THREADS"
 
 
 def server_blas_threads() -> bool:
@@ -114,7 +116,7 @@ def server_blas_threads() -> bool:
     from diversity_core.workers import available_cores
 
     os.environ.update({name: "1" for name in BLAS_VARIABLES})
-    os.environ.setdefault("DIVERSITY_JOB_THREADS", str(available_cores()))
+    os.environ.setdefault(JOB_THREADS_ENV, str(available_cores()))
     return True
 
 

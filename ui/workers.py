@@ -28,6 +28,8 @@ import streamlit as st
 from diversity_core.exceptions import DiversityInputError
 from diversity_core.workers import JobPool, start_pool
 
+from .serve import JOB_THREADS_ENV
+
 #: The folder holding ``app.py`` and the ``ui`` package.
 APP_DIR = Path(__file__).resolve().parents[1]
 WORKERS_ENV = "DIVERSITY_WORKERS"
@@ -43,9 +45,6 @@ HEARTBEAT_INTERVAL = 0.5
 #: Seconds :func:`pool` waits by default for the pool to finish starting.
 START_WAIT = 60.0
 
-#: Environment variable set by ``ui.serve``: the BLAS threads a job running in the server process
-#: gets, while the server's own threads keep one (``ui.serve.server_blas_threads``).
-JOB_THREADS_ENV = "DIVERSITY_JOB_THREADS"
 
 
 def _read_job_threads() -> Optional[int]:
