@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -259,16 +260,46 @@ def test_entry_larger_than_the_bound_is_not_kept(folder):
     assert rs.put("small", np.zeros(10)) is True
 
 
+def _dead_pid() -> int:
+    """The pid of a process that has ended."""
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def _temporary(rs: ResultStore, pid: int, size: int = 7) -> Path:
+    path = rs.folder / store.LAYOUT / f".{key_digest(('t', pid, size))}.npz.{pid}.{os.urandom(6).hex()}.tmp.npz"
+    path.write_bytes(b"p" * size)
+    return path
+
+
 def test_stale_temporaries_are_removed_fresh_ones_kept(rs):
     rs.put("a", np.arange(3))
     entries = rs.folder / store.LAYOUT
-    stale, fresh = entries / ".x.npz.aaaa.tmp.npz", entries / ".y.npz.bbbb.tmp.npz"
-    stale.write_bytes(b"partial")
-    fresh.write_bytes(b"partial")
+    stale, fresh, orphan = _temporary(rs, os.getpid()), _temporary(rs, os.getpid()), _temporary(rs, _dead_pid())
     os.utime(stale, (1, 1))
+    others = [entries / ".x.npz.aaaa.tmp.npz", entries / "notes.txt"]  # not names the store makes
+    for p in others:
+        p.write_bytes(b"theirs")
+        os.utime(p, (1, 1))
     rs.evict()
     assert not stale.exists() and fresh.exists()
+    assert not orphan.exists()  # its writer was killed: no need to wait an hour
+    assert all(p.exists() for p in others)
     assert rs.info().entries == 1  # temporaries never count as entries
+
+
+def test_temporaries_of_killed_writers_are_counted_and_cleared(rs):
+    """Issue 40.7: leftovers of a killed writer were invisible to `cache info` and kept by `cache clear`."""
+    rs.put("a", np.arange(3))
+    orphans = [_temporary(rs, _dead_pid(), size=1000), _temporary(rs, _dead_pid(), size=2000)]
+    live = _temporary(rs, os.getpid(), size=500)  # a write under way in this process
+    shown = rs.info()
+    assert (shown.entries, shown.temporaries, shown.temporary_bytes) == (1, 3, 3500)
+    removed = rs.clear()
+    assert (removed.entries, removed.temporaries, removed.temporary_bytes) == (1, 2, 3000)
+    assert not any(p.exists() for p in orphans) and live.exists()
+    assert rs.info().temporaries == 1
 
 
 def test_clear_reports_what_it_removed(rs):
@@ -288,7 +319,7 @@ def test_settings_from_environment_and_overrides(monkeypatch, tmp_path):
     monkeypatch.setenv(store.ENV_MAX_BYTES, "3M")
     monkeypatch.delenv(store.ENV_DISABLED, raising=False)
     chosen = store.settings()
-    assert chosen == {"folder": tmp_path / "env", "max_bytes": 3 << 20, "enabled": True}
+    assert chosen == {"folder": tmp_path / "env", "max_bytes": 3 << 20, "enabled": True, "key_file": None}
     with store.configured(folder=tmp_path / "api", max_bytes="1G"):
         assert store.get_store().folder == tmp_path / "api" and store.get_store().max_bytes == 1 << 30
         with store.configured(enabled=False):
@@ -400,7 +431,8 @@ def test_cli_cache_info_and_clear(tmp_path, capsys):
     assert shown["max_bytes"] == store.DEFAULT_MAX_BYTES and shown["enabled"] is True
     assert main(["cache", "info", "--cache-dir", str(tmp_path), "--no-cache"]) == 0  # flags after the command
     out = capsys.readouterr().out
-    assert "entries  1" in out and str(tmp_path) in out and "in use   no" in out
+    assert re.search(r"entries +1\n", out) and str(tmp_path) in out and re.search(r"in use +no", out)
+    assert re.search(r"temporary +0 files", out) and re.search(r"key file +" + re.escape(str(tmp_path)), out)
     assert main(["cache", "clear", "--cache-dir", str(tmp_path)]) == 0
     assert capsys.readouterr().out.startswith("removed 1 entry, freed ") and ResultStore(tmp_path).info().entries == 0
     assert main(["--cache-dir", str(tmp_path), "cache", "clear", "--format", "json"]) == 0
