@@ -16,6 +16,10 @@ jobs at once.
   training curve's last point); a cancelled job stops at its next report, freeing its worker.
 - A worker that dies while running a job (killed, out of memory) gives a
   :class:`WorkerLostError` with what to do; the job can be submitted again.
+- A local pool speaks TLS with a key and certificate made for it when it starts (mutual
+  authentication: a connection without them is refused, so another account of the machine
+  cannot run code on the workers), has no dashboard unless asked for one (then on 127.0.0.1),
+  and ends with the process that started it (:class:`_ClusterProcess`).
 
 Dask (``distributed``) comes with the ``[dask]`` extra and is imported when a pool starts.
 """
@@ -25,8 +29,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -348,13 +355,21 @@ def _key_name(label: str) -> str:
 
 def start_pool(address: Optional[str] = None, *, workers: Optional[int] = None,
                threads: Optional[int] = None, timeout: float = 10.0,
-               memory_limit: Any = 0, pythonpath: Sequence[str] = (), nice: int = 0) -> JobPool:
+               memory_limit: Any = 0, pythonpath: Sequence[str] = (), nice: int = 0,
+               dashboard: bool = False) -> JobPool:
     """Start a :class:`JobPool`: a LocalCluster of worker processes, or a connection to ``address``.
 
     The LocalCluster runs in a process of its own (``python -m diversity_core.workers``), which
     stops when the pool closes or this process ends. Started from here, its worker processes
     would be spawned from this process and re-import its main module, which in a Streamlit
     server is the app's script: every worker would run the app.
+
+    The LocalCluster listens on 127.0.0.1 and speaks TLS only, with a key and a self-signed
+    certificate made for it here (:func:`_credentials`): they travel to its process through a pipe
+    and live in memory only, so no other account of the machine can read them, and Dask refuses
+    every connection that does not present them (a plain ``tcp://`` client, or another
+    certificate). A scheduler given by ``address`` is reached with Dask's own security settings
+    (``distributed.comm.tls.*`` in the Dask configuration: ``tls://`` and the cluster's certificates).
 
     Parameters
     ----------
@@ -377,6 +392,9 @@ def start_pool(address: Optional[str] = None, *, workers: Optional[int] = None,
     pythonpath : sequence of str
         Folders the LocalCluster's workers import from first (the app's folder, whose ``ui``
         package defines its jobs); then this process's ``sys.path``.
+    dashboard : bool
+        Serve the LocalCluster's Dask dashboard on a free port of 127.0.0.1 (it needs ``bokeh``).
+        Off by default: it shows every job's name and the workers' state without any login.
 
     Returns
     -------
@@ -403,8 +421,8 @@ def start_pool(address: Optional[str] = None, *, workers: Optional[int] = None,
                 raise DiversityInputError(f"workers must be at least 1; got {workers}.")
             threads = threads_per_job(n) if threads is None else int(threads)
             cluster = _ClusterProcess(n, threads, memory_limit, pythonpath, timeout=60.0 + float(timeout),
-                                      nice=int(nice))
-            client = distributed.Client(cluster.address, timeout=float(timeout))
+                                      nice=int(nice), dashboard=bool(dashboard))
+            client = distributed.Client(cluster.address, security=cluster.security, timeout=float(timeout))
     except (OSError, TimeoutError, ValueError) as exc:
         if cluster is not None:
             cluster.close()
@@ -421,24 +439,93 @@ def unreachable(address: Optional[str], exc: BaseException, alternative: str) ->
     )
 
 
-class _ClusterProcess:
-    """A LocalCluster in a child process: its scheduler's address, and :meth:`close`.
+#: Seconds the cluster's process gives its workers to stop before it exits anyway.
+_CLOSE_TIMEOUT = 20
 
-    The child prints the address as one JSON line, then waits until its standard input closes
-    (:meth:`close`, or this process ending for any reason) and shuts the cluster down.
+
+def _credentials() -> tuple:
+    """``(certificate, private key)`` in PEM: a fresh self-signed pair for one local pool's TLS.
+
+    Made by Dask (:meth:`distributed.security.Security.temporary`, which needs ``cryptography``),
+    else by the ``openssl`` command in a private folder (mode 0700) that is removed at once: the
+    pair then lives in memory only, in this process and the pool's.
+
+    Raises
+    ------
+    DiversityInputError
+        Neither ``cryptography`` nor ``openssl`` is available.
+    """
+    from distributed.security import Security
+
+    try:
+        security = Security.temporary()
+    except ImportError:
+        pass
+    else:
+        return security.tls_ca_file, security.tls_client_key
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        raise DiversityInputError(
+            "the local worker processes speak TLS with a key made for them, which needs the `cryptography` "
+            "package or the `openssl` command; install one (pip install cryptography), or run the jobs in "
+            "the app's own process (--workers 0).")
+    folder = tempfile.mkdtemp(prefix="diversity-pool-")  # mode 0700: this user only
+    try:
+        cert, key = os.path.join(folder, "cert.pem"), os.path.join(folder, "key.pem")
+        # an elliptic-curve key (20 ms) where this openssl makes one, else RSA (0.4 s)
+        for algorithm in (["ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"], ["rsa:2048"]):
+            done = subprocess.run([openssl, "req", "-x509", "-newkey", *algorithm, "-nodes", "-days", "3650",
+                                   "-subj", "/CN=dask-internal", "-keyout", key, "-out", cert],
+                                  capture_output=True, text=True, timeout=60)
+            if done.returncode == 0:
+                with open(cert, encoding="ascii") as f_cert, open(key, encoding="ascii") as f_key:
+                    return f_cert.read(), f_key.read()
+        raise DiversityInputError(f"openssl could not make the worker pool's TLS key: {done.stderr.strip()[-300:]}")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _security(cert: str, key: str):
+    """The Dask :class:`~distributed.security.Security` of every role of a local pool.
+
+    The scheduler, the workers and the client: TLS required, both sides showing ``cert``, also the
+    only trusted authority.
+    """
+    from distributed.security import Security
+
+    return Security(require_encryption=True, tls_ca_file=cert, tls_client_cert=cert, tls_client_key=key,
+                    tls_scheduler_cert=cert, tls_scheduler_key=key, tls_worker_cert=cert, tls_worker_key=key)
+
+
+class _ClusterProcess:
+    """A LocalCluster in a child process: its scheduler's address, the ``security`` to reach it, :meth:`close`.
+
+    The child reads the pool's TLS key and certificate as the first line of its standard input
+    (never its command line or environment, which other accounts may read), prints the address as
+    one JSON line, then waits until its standard input closes (:meth:`close`, or this process
+    ending for any reason: killed included) and shuts the cluster down; SIGTERM, SIGINT and SIGHUP
+    shut it down too. Its workers end with it (Dask's nanny processes watch their parent).
     """
 
     def __init__(self, workers: int, threads: int, memory_limit: Any, pythonpath: Sequence[str], *,
-                 timeout: float, nice: int = 0):
+                 timeout: float, nice: int = 0, dashboard: bool = False):
         env = dict(os.environ)
         # the workers import what this process can (as spawned children of it would): its
         # sys.path after the folders asked for
         here = [p for p in sys.path if p and os.path.isdir(p)]
         env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*map(str, pythonpath), *here]))
+        cert, key = _credentials()
+        self.security = _security(cert, key)
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "diversity_core.workers", json.dumps(
-                {"workers": workers, "threads": threads, "memory_limit": memory_limit, "nice": nice})],
+                {"workers": workers, "threads": threads, "memory_limit": memory_limit, "nice": nice,
+                 "dashboard": dashboard})],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
+        try:
+            self._proc.stdin.write(json.dumps({"cert": cert, "key": key}) + "\n")
+            self._proc.stdin.flush()
+        except OSError:
+            pass  # it ended already: its answer below says so
         line = _read_line(self._proc, timeout)
         try:
             self.address = json.loads(line)["address"]
@@ -446,12 +533,17 @@ class _ClusterProcess:
             self.close()
             raise OSError(f"the local cluster did not start ({line.strip()[:200] or 'no answer'})") from None
 
+    @property
+    def pid(self) -> int:
+        """The cluster process's id."""
+        return self._proc.pid
+
     def close(self) -> None:
         if self._proc.poll() is None:
             with contextlib.suppress(OSError):
                 self._proc.stdin.close()
             try:
-                self._proc.wait(timeout=30)
+                self._proc.wait(timeout=_CLOSE_TIMEOUT + 10)
             except subprocess.TimeoutExpired:
                 self._proc.kill()
                 self._proc.wait()
@@ -466,27 +558,90 @@ def _read_line(proc: subprocess.Popen, timeout: float) -> str:
     return out[0] if out else ""
 
 
-def _serve(options: dict) -> None:
-    """The child of :class:`_ClusterProcess`: run a LocalCluster until standard input closes."""
+def _stop_on_signals() -> None:
+    """SIGTERM and SIGHUP end this process the way SIGINT does.
+
+    An exception that unwinds the ``finally`` blocks (the cluster's shutdown), instead of an exit
+    that skips them.
+    """
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), stop)
+
+
+def local_cluster(n_workers: int, *, env: dict, security=None, dashboard: bool = False, memory_limit=0):
+    """A ``distributed.LocalCluster`` that only this user can reach: TLS on 127.0.0.1, no dashboard.
+
+    Every local pool of the project starts here (the app's :func:`start_pool` in a process of its
+    own, and ``diversity score --dask local:N``). The scheduler and the workers listen on
+    127.0.0.1 and require TLS with ``security`` (:func:`_security`; default: a fresh key pair from
+    :func:`_credentials`, held in memory only), so another local account that finds the port
+    cannot submit work (Dask runs what a client submits). The dashboard is off unless asked for,
+    and then on 127.0.0.1; the HTTP ports Dask opens anyway serve no route.
+
+    Parameters
+    ----------
+    n_workers : int
+        Worker processes, one thread each.
+    env : dict
+        Environment of the workers (their BLAS/OpenMP thread counts).
+    security : distributed.security.Security, optional
+    dashboard : bool, default False
+    memory_limit : int or str, default 0
+        Per worker; 0 sets none.
+
+    Returns
+    -------
+    distributed.LocalCluster
+        A ``distributed.Client(cluster)`` takes its security from it.
+    """
     import dask
     import distributed
+
+    if security is None:
+        security = _security(*_credentials())
+    config = {
+        # a job that kills its worker (out of memory) fails at once instead of being re-run on the
+        # next worker, three times over, by Dask's default
+        "distributed.scheduler.allowed-failures": 0, "distributed.worker.daemon": False,
+    }
+    if not dashboard:
+        # the scheduler and each worker still open an HTTP port (no TLS, no login): it serves nothing
+        # (Dask's routes include an HTTP API and a proxy), on 127.0.0.1
+        config.update({"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []})
+    with dask.config.set(config):
+        return distributed.LocalCluster(
+            n_workers=n_workers, threads_per_worker=1, processes=True,
+            # no dashboard unless asked (it has no login); either way on this machine only, any free
+            # port (not 8787, where the scheduler's HTTP port goes by default)
+            dashboard_address="127.0.0.1:0", scheduler_kwargs={"dashboard": dashboard},
+            memory_limit=memory_limit, env=env, scheduler_port=0, host="127.0.0.1",
+            protocol="tls://", security=security)
+
+
+def _serve(options: dict) -> None:
+    """The child of :class:`_ClusterProcess`: run a LocalCluster until standard input closes."""
+    _stop_on_signals()
+    secret = json.loads(sys.stdin.readline() or "null")
+    if not secret:
+        return  # the parent ended before it sent the key
 
     threads = int(options["threads"])
     if options.get("nice"):
         os.nice(int(options["nice"]))  # the workers inherit it
-    env = thread_environment(threads)
-    # a job that kills its worker (out of memory) fails at once instead of being re-run on the
-    # next worker, three times over, by Dask's default
-    with dask.config.set({"distributed.scheduler.allowed-failures": 0, "distributed.worker.daemon": False}):
-        cluster = distributed.LocalCluster(n_workers=int(options["workers"]), threads_per_worker=1,
-                                           processes=True, dashboard_address=":0",  # any free port: no "8787 in use" warning
-                                           memory_limit=options["memory_limit"], env=env,
-                                           scheduler_port=0, host="127.0.0.1")
-        try:
-            print(json.dumps({"address": cluster.scheduler_address}), flush=True)
-            sys.stdin.read()  # until the parent closes it, or ends
-        finally:
-            cluster.close(timeout=20)
+    cluster = local_cluster(int(options["workers"]), env=thread_environment(threads),
+                            security=_security(secret["cert"], secret["key"]),
+                            dashboard=bool(options.get("dashboard")), memory_limit=options["memory_limit"])
+    del secret
+    try:
+        print(json.dumps({"address": cluster.scheduler_address}), flush=True)
+        sys.stdin.read()  # until the parent closes it, or ends
+    finally:
+        cluster.close(timeout=_CLOSE_TIMEOUT)
 
 
 if __name__ == "__main__":

@@ -138,7 +138,17 @@ def test_the_cli_local_cluster_sizes_each_workers_blas_threads(monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "7")  # inherited otherwise; never the answer below
     with dask_client(None, 2) as client:
         limits = client.run(lambda: __import__("os").environ.get("OMP_NUM_THREADS"))
+        address = client.scheduler.address
+        # issue 40 item 1 for the CLI's own cluster too: TLS on loopback, and a client without the
+        # run's key is refused
+        import distributed
+
+        with pytest.raises((OSError, TimeoutError)):
+            distributed.Client(address.replace("tls://", "tcp://"), timeout=5)
+        with pytest.raises((OSError, TimeoutError, TypeError, ValueError)):
+            distributed.Client(address, timeout=5)
     assert set(limits.values()) == {str(threads_per_job(2))}
+    assert address.startswith("tls://127.0.0.1:")
 
 
 def test_a_delayed_pool_start_begins_at_once_when_a_job_asks(monkeypatch):
@@ -165,3 +175,69 @@ def test_a_delayed_pool_start_begins_at_once_when_a_job_asks(monkeypatch):
 class _FakePool:
     def close(self):
         pass
+
+
+def test_the_pools_key_is_made_in_a_private_folder_that_is_removed(monkeypatch):
+    """Without `cryptography`, `openssl` makes the pool's TLS key in a 0700 folder, gone once read."""
+    import shutil
+    import stat
+    import tempfile
+
+    from distributed.security import Security
+
+    from diversity_core import workers
+
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is not installed")
+
+    def no_cryptography(cls, **kwargs):
+        raise ImportError("cryptography")
+
+    monkeypatch.setattr(Security, "temporary", classmethod(no_cryptography))
+    folders = []
+    real_mkdtemp = tempfile.mkdtemp
+
+    def mkdtemp(*args, **kwargs):
+        folder = real_mkdtemp(*args, **kwargs)
+        folders.append((folder, stat.S_IMODE(os.stat(folder).st_mode)))
+        return folder
+
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
+    cert, key = workers._credentials()
+    assert "BEGIN CERTIFICATE" in cert and "PRIVATE KEY" in key
+    [(folder, mode)] = folders
+    assert mode == 0o700 and not os.path.exists(folder)
+
+
+def test_the_pool_ends_when_the_process_that_started_it_is_killed():
+    """The pool's process (and its workers) end with their parent, even when it is killed (SIGKILL)."""
+    import subprocess
+    import sys
+
+    psutil = pytest.importorskip("psutil")
+    code = ("import time; from diversity_core.workers import start_pool\n"
+            "p = start_pool(workers=1, threads=1)\n"
+            "print(p.cluster.pid, flush=True)\n"
+            "time.sleep(600)\n")
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        cluster = psutil.Process(int(parent.stdout.readline()))
+        tree = [cluster, *cluster.children(recursive=True)]
+        assert len(tree) >= 2  # the pool's process and its worker
+        parent.kill()
+        parent.wait()
+
+        def running(proc) -> bool:  # a zombie waiting to be reaped by whoever adopted it has ended
+            try:
+                return proc.status() != psutil.STATUS_ZOMBIE
+            except psutil.NoSuchProcess:
+                return False
+
+        deadline = time.monotonic() + 90  # a bound on a busy machine, polled
+        while any(running(proc) for proc in tree) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [proc for proc in tree if running(proc)]
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()

@@ -6,6 +6,10 @@ before a browser connects, so a fresh server's first visitor would wait for the 
 second). Here a background thread imports them while the web server starts, and the first page
 finds them in ``sys.modules``. Used by ``dev.py app`` and ``diversity app``; the modules are read
 from the scripts' own ``import`` statements, so the list cannot go stale.
+
+Started by ``diversity app`` (``DIVERSITY_PARENT_PID`` set), the server ends with that process
+even when it is killed (:func:`end_with_parent`); SIGHUP stops it cleanly like SIGTERM and
+SIGINT. Its worker pool's process ends with it (``diversity_core.workers``).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import ast
 import importlib
 import os
+import signal
 import sys
 import threading
 from pathlib import Path
@@ -120,10 +125,44 @@ def server_blas_threads() -> bool:
     return True
 
 
+#: The process a server started by ``diversity app`` ends with (read and removed at start, so that
+#: the server's own children do not read it).
+PARENT_ENV = "DIVERSITY_PARENT_PID"
+#: Seconds between two checks that the parent is still there.
+PARENT_POLL = 0.5
+
+
+def end_with_parent(pid: int, poll: float = PARENT_POLL) -> threading.Thread:
+    """Stop this server (SIGTERM: Streamlit's clean stop) once process ``pid`` is no longer its parent.
+
+    The parent ending for any reason, killed included, makes this process a child of another
+    (init, or a subreaper): a daemon thread notices within ``poll`` seconds.
+    """
+
+    def watch() -> None:
+        while os.getppid() == pid:
+            threading.Event().wait(poll)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    thread = threading.Thread(target=watch, name="diversity-parent-watch", daemon=True)
+    thread.start()
+    return thread
+
+
+def stop_on_hangup() -> None:
+    """SIGHUP (the terminal closed) stops the server cleanly, as SIGTERM does (Streamlit handles that)."""
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, lambda signum, frame: os.kill(os.getpid(), signal.SIGTERM))
+
+
 def main(argv: list[str]) -> None:
     """Start the preloading thread, then ``streamlit run`` with ``argv``."""
     if not argv:
         raise SystemExit("usage: python -m ui.serve app.py [streamlit run options]")
+    parent = os.environ.pop(PARENT_ENV, "").strip()
+    if parent.isdigit():
+        end_with_parent(int(parent))
+    stop_on_hangup()
     app = Path(argv[0]).resolve()
     server_blas_threads()  # before anything loads a BLAS library
     # configure the environment before anything imports torch (app.py does the same on its first run)

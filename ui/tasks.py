@@ -14,7 +14,9 @@
 Every running task shows a **Cancel** button: pressing it makes Streamlit stop the script at
 its next progress report and rerun it; that rerun says the task was cancelled, keeps nothing,
 and a task that would start by itself waits for a click instead (:func:`cancelled`). On a
-failure the progress bar and the status box go before the error is shown.
+failure the progress bar and the status box go before the error is shown. When the failure is
+a worker process that died (killed, out of memory), a **Try again** button comes with the error
+at once (:func:`try_again`): pressing it starts the same task again, as its start button would.
 
 Outcomes live in thread-safe stores shared by all sessions, one per kind of task, each bounded
 in bytes (the ``"tasks"`` share of the memory budget, :mod:`ui.cache`) and in entries: their
@@ -44,6 +46,7 @@ from typing import Any, Callable, Hashable, Optional
 import streamlit as st
 
 from diversity_core import DiversityWarning
+from diversity_core.workers import WorkerLostError
 
 from . import workers
 from .cache import POOL_SHARES, SharedCache
@@ -121,6 +124,12 @@ def clear_stores() -> None:
 _CANCELLED = "_tasks_cancelled"
 #: Session-state key of the task running in this session (kind, key), while it runs.
 _RUNNING = "_tasks_running"
+#: Session-state key of the start button pressed in this script run (its key), read by the task it starts.
+_PRESSED = "_tasks_pressed"
+#: Session-state key of the start button a **Try again** press stands for, on the run that follows it.
+_RETRY = "_tasks_retry"
+#: Session-state key of the start buttons of the session's background tasks (kind -> button key).
+_STARTED_BY = "_tasks_started_by"
 
 
 def _cancel_key(kind: str) -> str:
@@ -157,9 +166,36 @@ def start_button(label: str, *, key: str, hint: str = "", primary: bool = True) 
         if hint:
             st.info(hint)
         pressed = st.button(label, type="primary" if primary else "secondary", key=key)
+    ss = st.session_state
+    if ss.get(_RETRY) == key:  # the run after a Try again press standing for this button (try_again)
+        ss.pop(_RETRY, None)
+        pressed = True
     if pressed:
         slot.empty()
+        ss[_PRESSED] = key
     return pressed
+
+
+def try_again(kind: str, start_key: Optional[str]) -> None:
+    """A **Try again** button under the error of a task whose worker process died.
+
+    Pressing it reruns the page and starts the task again: through its start button ``start_key``
+    (as if pressed), or by itself for a task that starts without a click (``start_key`` None).
+    """
+    st.button("Try again", key=f"retry_{kind}", icon=":material/refresh:", on_click=_retry, args=(start_key,),
+              help="The worker process that died has been replaced: run the same computation again.")
+
+
+def _retry(start_key: Optional[str]) -> None:
+    """A **Try again** press, before the rerun it causes: that rerun presses the start button ``start_key``."""
+    if start_key is not None:
+        st.session_state[_RETRY] = start_key
+
+
+class _LostWorker(str):
+    """The error message of a background task whose worker died, with the start button to press again."""
+
+    start_key: Optional[str] = None
 
 
 def _claim(kind: str, key: Hashable) -> Optional[threading.Event]:
@@ -215,6 +251,8 @@ def run(
     ``key``), this one waits for its outcome instead of computing it again.
     """
     ss = st.session_state
+    start_key = ss.pop(_PRESSED, None)  # the start button pressed for this task (None: it started by itself)
+    lost = False  # the failure is a worker process that died: offer to try again at once
     ss.setdefault(_CANCELLED, {}).pop(kind, None)
     ss[_RUNNING] = (kind, key)
     box = st.empty()
@@ -236,6 +274,7 @@ def run(
                         value, remote_notes = workers.run_job(fn, bar, label, on_data)
                     except Exception as exc:  # noqa: BLE001 - every failure reaches the user as a message
                         failure = error_message(label, exc)
+                        lost = isinstance(exc, WorkerLostError)
                         value = None
                     else:
                         failure = None
@@ -257,6 +296,8 @@ def run(
         # the status box goes with its bar (a bar stuck at 99 % and its label above the error mislead)
         box.empty()
         show_error(failure)
+        if lost:
+            try_again(kind, start_key)
         return None
     return shared
 
@@ -309,6 +350,7 @@ def start_background(kind: str, key: Hashable, fn: Callable[[Callable], Any], la
     session. False (with the error shown) when the job could not start.
     """
     jobs = _session_jobs()
+    st.session_state.setdefault(_STARTED_BY, {})[kind] = st.session_state.pop(_PRESSED, None)
     previous = jobs.pop(kind, None)
     if previous is not None and isinstance(previous[1], workers.BackgroundJob):
         previous[1].cancel()
@@ -353,9 +395,21 @@ def follow(kind: str, label: str, *, max_entries: int = MAX_ENTRIES) -> None:
     if entry is None:
         return
     if isinstance(entry[1], str):  # it failed: said until the next start
-        show_error(entry[1])
+        _show_failure(kind, entry[1])
     elif isinstance(entry[1], workers.BackgroundJob):
         _follow(kind, label, max_entries)
+
+
+def _show_failure(kind: str, message: str) -> None:
+    """A background task's error; with **Try again** when its worker died (the task's entry goes then)."""
+    show_error(message)
+    if isinstance(message, _LostWorker):
+        if st.button("Try again", key=f"retry_background_{kind}", icon=":material/refresh:", on_click=_retry,
+                     args=(message.start_key,),
+                     help="The worker process that died has been replaced: run the same computation again."):
+            # pressed in the fragment that follows the task: the whole page runs again, and starts it
+            _session_jobs().pop(kind, None)
+            st.rerun(scope="app")
 
 
 def _background_text(label: str, job: workers.BackgroundJob, report: Optional[tuple]) -> str:
@@ -378,7 +432,7 @@ def _follow(kind: str, label: str, max_entries: int) -> None:
         return
     key, job = entry
     if isinstance(job, str):  # it failed: said until the next start
-        show_error(job)
+        _show_failure(kind, job)
         return
     if not isinstance(job, workers.BackgroundJob):  # finished: the page shows it
         return
@@ -391,8 +445,12 @@ def _follow(kind: str, label: str, max_entries: int) -> None:
             jobs.pop(kind, None)
             return
         except Exception as exc:  # noqa: BLE001 - every failure reaches the user as a message
-            jobs[kind] = (key, error_message(label, exc))
-            show_error(jobs[kind][1])
+            message = error_message(label, exc)
+            if isinstance(exc, WorkerLostError):
+                message = _LostWorker(message)
+                message.start_key = st.session_state.get(_STARTED_BY, {}).get(kind)
+            jobs[kind] = (key, message)
+            _show_failure(kind, message)
             return
         outcome = Outcome(value=value, notes=tuple(dict.fromkeys(notes)))
         store(kind, max_entries).put(key, outcome)

@@ -9,6 +9,9 @@ when the app first runs (the first page never waits for it), shared by every ses
   a LocalCluster of one worker process per core, each job's BLAS threads limited to its share;
   ``0`` runs jobs in the script thread, as a single-user tool would (the tests' default).
 
+The local cluster speaks TLS with a key made for it (no other account of the machine can send it
+code), has no dashboard, and ends with the server (:func:`diversity_core.workers.start_pool`).
+
 :func:`run_job` is what :mod:`ui.tasks` calls: it submits ``fn(progress)``, feeds the page's
 progress bar from the job's reports, and cancels the job when Streamlit stops the script (a
 Cancel press, a rerun that changed the inputs, or the session ending).

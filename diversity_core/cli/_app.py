@@ -16,7 +16,15 @@ page's modules while the web server starts: ``ui/serve.py``) with
   heavy jobs run (``ui.workers``: local worker processes by default, or a Dask cluster, which
   must answer at start);
 - ``--server.maxUploadSize`` equal to the loaders' ``DEFAULT_MAX_BYTES`` in MiB, so an upload
-  Streamlit accepts is one the loader accepts (the same 1024 as ``.streamlit/config.toml``).
+  Streamlit accepts is one the loader accepts (the same 1024 as ``.streamlit/config.toml``);
+- ``--memory-budget SIZE`` as ``DIVERSITY_MEMORY_BUDGET`` (the server, its caches and its worker
+  processes keep to it), and ``--debug`` as Streamlit's ``--logger.level debug`` (tracebacks in
+  the server's log, never on the visitors' pages). ``--allow-download`` is refused: visitors
+  would make the server download any model they name. Every option of ``diversity app`` reaches
+  the server or is refused (:func:`streamlit_command`);
+- ``DIVERSITY_PARENT_PID``: the server (``ui.serve``) ends when this process does, even when it
+  is killed; SIGTERM, SIGINT and SIGHUP sent to this process are passed on to the server, which
+  stops its worker processes before it exits (:func:`run`).
 
 Streamlit is an optional dependency (the ``app`` extra); the app's files (``app.py``,
 ``app_pages/``, ``ui/``) are those of the source checkout this package is installed from.
@@ -26,8 +34,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from ..data import DEFAULT_MAX_BYTES
@@ -37,6 +47,14 @@ from ..exceptions import DiversityInputError
 DATA_DIR_ENV = "DIVERSITY_DATA_DIR"
 #: The app's worker processes and Dask scheduler (``ui.workers.WORKERS_ENV``, ``SCHEDULER_ENV``).
 WORKERS_ENV, SCHEDULER_ENV = "DIVERSITY_WORKERS", "DIVERSITY_SCHEDULER"
+#: The memory budget every process of the server reads (``diversity_core._config``).
+MEMORY_BUDGET_ENV = "DIVERSITY_MEMORY_BUDGET"
+#: The process the server ends with (``ui.serve.PARENT_ENV``).
+PARENT_ENV = "DIVERSITY_PARENT_PID"
+#: Seconds the server gets to stop (its worker processes first) after a signal, before it is killed.
+STOP_GRACE = 30.0
+#: The signals passed on to the server: each stops it, and with it its worker processes.
+FORWARDED_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name))
 DEFAULT_ADDRESS = "127.0.0.1"
 DEFAULT_PORT = 8501
 
@@ -93,8 +111,17 @@ def streamlit_command(args: argparse.Namespace) -> tuple:
         raise DiversityInputError(f"--port must be between 1 and 65535; got {args.port}.")
     if not args.address.strip():
         raise DiversityInputError("--address is empty; give 127.0.0.1 (this machine) or 0.0.0.0 (every interface).")
+    if getattr(args, "allow_download", False):
+        raise DiversityInputError(
+            "diversity app does not take --allow-download: every visitor could make the server download any "
+            "model they name. Put the models in the Hugging Face cache first (e.g. `diversity score FILE "
+            "--featurizer hf:ORG/NAME --allow-download` on this machine), or save them in a folder "
+            "(visitors type hf:FOLDER).")
     env = dict(os.environ)
     env.pop(DATA_DIR_ENV, None)  # only --data-dir turns reading on, never an inherited variable
+    if getattr(args, "memory_budget", None) is not None:
+        # the server and its worker processes read the budget from the environment (parsed already)
+        env[MEMORY_BUDGET_ENV] = str(int(args.memory_budget))
     workers = str(getattr(args, "workers", "auto")).strip().lower()
     if workers != "auto" and not (workers.isdigit()):
         raise DiversityInputError(f"--workers must be auto, 0 or a number of worker processes; got {workers!r}.")
@@ -116,6 +143,8 @@ def streamlit_command(args: argparse.Namespace) -> tuple:
     argv = [sys.executable, "-m", "ui.serve", str(script),
             "--server.address", args.address.strip(), "--server.port", str(args.port),
             "--server.maxUploadSize", str(upload_limit_mb()), "--server.headless", "true"]
+    if getattr(args, "debug", False):
+        argv += ["--logger.level", "debug"]
     return argv, env
 
 
@@ -130,11 +159,58 @@ def run(args: argparse.Namespace) -> int:
         from ..workers import start_pool
 
         start_pool(env[SCHEDULER_ENV], timeout=10).close()
+        if not env[SCHEDULER_ENV].startswith("tls://"):
+            print(f"diversity app: warning: the Dask cluster at {env[SCHEDULER_ENV]} takes connections without "
+                  "credentials: whoever can reach it runs code as its workers' user. Use tls:// with the cluster's "
+                  "certificates (docs/security.md, 'The worker pool').", file=sys.stderr)
     folder = env.get(DATA_DIR_ENV)
     print(f"diversity app: http://{args.address.strip()}:{args.port} · "
           + (f"files readable inside {folder}" if folder else "reading server files is turned off (no --data-dir)"),
           file=sys.stderr)
+    env[PARENT_ENV] = str(os.getpid())
+    return serve(argv, cwd=app_script().parent, env=env)
+
+
+def serve(argv: list, *, cwd, env: dict) -> int:
+    """Run the server process ``argv`` until it ends; its exit status (128 + N after signal N here).
+
+    SIGTERM, SIGINT and SIGHUP sent to this process are passed on to the server (SIGINT as
+    SIGINT, the others as SIGTERM, which Streamlit handles by stopping cleanly: its worker
+    processes stop first); a server still running :data:`STOP_GRACE` seconds later is killed,
+    and its worker processes then end with it. When this process is killed (no signal to pass
+    on), the server sees it through ``DIVERSITY_PARENT_PID`` (``ui.serve``).
+    """
+    received: list = []
+    proc = subprocess.Popen(argv, cwd=cwd, env=env)
+
+    def pass_on(signum, frame):
+        received.append(signum)
+        try:
+            proc.send_signal(signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM)
+        except OSError:
+            pass  # it ended already
+
+    previous = {}
+    for sig in FORWARDED_SIGNALS:
+        try:
+            previous[sig] = signal.signal(sig, pass_on)
+        except ValueError:  # not the main thread (a test calling run): no handlers, the server still ends
+            break
     try:
-        return subprocess.call(argv, cwd=app_script().parent, env=env)
-    except KeyboardInterrupt:
-        return 130
+        deadline = None
+        while True:
+            try:
+                code = proc.wait(timeout=0.5)
+                break
+            except subprocess.TimeoutExpired:
+                if received and deadline is None:
+                    deadline = time.monotonic() + STOP_GRACE
+                if deadline is not None and time.monotonic() > deadline:
+                    proc.kill()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if proc.poll() is None:  # an exception here (none expected): the server does not outlive us
+            proc.kill()
+            proc.wait()
+    return 128 + int(received[0]) if received else code
