@@ -166,11 +166,26 @@ def _feature_scales(X: np.ndarray) -> np.ndarray:
 
     Each column is divided by its largest absolute value and the result scaled back: the squares
     of values near 1e200 overflowed to inf, and inf / inf made the spread NaN.
+    Read in blocks of rows (two passes, float64 sums): ``diversity inspect`` of 40 million rows held
+    three temporary copies of the features here (issue 40 item 9).
     """
-    X = np.asarray(X, dtype=np.float64)
-    peak = np.max(np.abs(X), axis=0)
+    from ._config import chunk_rows
+
+    X = np.asarray(X)
+    n, d = X.shape
+    step = max(1, chunk_rows(d) // 8)  # blocks of about 8 MiB: a few temporaries each
+    peak = np.zeros(d)
+    for start in range(0, n, step):
+        np.maximum(peak, np.max(np.abs(np.asarray(X[start:start + step], dtype=np.float64)), axis=0), out=peak)
     safe = np.where(peak > 0, peak, 1.0)
-    return (X / safe).std(axis=0) * safe
+    total = np.zeros(d)
+    for start in range(0, n, step):
+        total += (np.asarray(X[start:start + step], dtype=np.float64) / safe).sum(axis=0)
+    mean = total / max(n, 1)
+    squares = np.zeros(d)
+    for start in range(0, n, step):
+        squares += ((np.asarray(X[start:start + step], dtype=np.float64) / safe - mean) ** 2).sum(axis=0)
+    return np.sqrt(squares / max(n, 1)) * safe
 
 
 def scale_spread(X) -> float:

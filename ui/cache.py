@@ -2,7 +2,7 @@
 
 Streamlit's ``st.cache_data``/``st.cache_resource`` bound a cache by its number of entries, so
 eight cached feature matrices may hold eight gigabytes. Here every cached function belongs to a
-**pool**: a least-recently-used :class:`cachetools.LRUCache` bounded in **bytes**, where the size
+**pool**: a least-recently-used mapping bounded in **bytes**, where the size
 of a value is what it holds (:func:`nbytes`: numpy buffers, the three arrays of a sparse
 matrix, a DataFrame's ``memory_usage(deep=True)``, bytes and strings, and everything inside
 result dataclasses, dicts, lists and tuples). Each pool takes a share of the one memory budget
@@ -24,13 +24,22 @@ task pools count once per kind). A value larger than its whole pool is returned 
 a changed budget (``set_config``, ``DIVERSITY_MEMORY_BUDGET``) resizes a pool at its next
 insertion, dropping the least recently used entries that no longer fit.
 
-Arrays reachable from a call's arguments are not counted again in its result (a view that is
-the whole loaded dataset costs nothing beyond it). Memory-mapped arrays count zero: the
-operating system pages them in from their file and drops them under memory pressure.
+**Every copy counts** (issue 40 item 10). A pool counts every buffer its values hold, once
+however many of its entries hold it: a working view that *is* the loaded dataset counts that
+dataset, since the entry keeps it alive after the session dropped it (these were counted as
+nothing when they were "the call's argument", and every upload stayed in memory). A view of an
+array counts the whole array it views. Memory-mapped arrays count zero: the operating system
+pages them in from their file and drops them under memory pressure.
 
 **Shared by every session.** The pools live at module level, like ``st.cache_resource``: keys
 name content (a view's key, a dataset's content hash, the settings), never a session, and each
 pool's lock guards every access (Streamlit runs each session's script in its own thread).
+
+**A session's own entries go with it.** An entry computed from one visitor's upload
+(:func:`register_private`: :mod:`ui.data.uploads` names what comes from an upload) remembers the
+sessions that used it; when a session ends (a session-scoped ``st.cache_resource`` token,
+released by Streamlit when the session disconnects: :func:`track_session`), the private
+entries no other live session used are dropped, and so is the session's loaded dataset.
 
 **In-flight de-duplication.** When several sessions ask for the same missing key at once, the
 first computes it and the others wait for its result instead of computing it again. When the
@@ -52,12 +61,13 @@ import inspect
 import mmap
 import sys
 import threading
+import weakref
+from collections import OrderedDict
 from typing import Any, Callable, Hashable, Optional
 
 import numpy as np
 import scipy.sparse as sp
 import streamlit as st
-from cachetools import LRUCache
 
 from diversity_core._config import memory_budget
 from diversity_core._inflight import MISSING, compute_once
@@ -86,90 +96,75 @@ def _mapped(a: np.ndarray) -> bool:
     return False
 
 
-def _views_seen(a: np.ndarray, seen: set) -> bool:
-    """Whether ``a`` is a view into an array already counted or excluded (its memory is theirs)."""
-    base = a.base
-    while isinstance(base, np.ndarray):
-        if id(base) in seen:
-            return True
-        base = base.base
-    return False
+def _array_part(a: np.ndarray) -> tuple:
+    """``(owner, bytes)``: the object holding ``a``'s memory and its size (a view holds all of it alive).
 
-
-def _size(value: Any, seen: set, depth: int) -> int:
-    """Bytes held by ``value`` beyond the objects whose ids are in ``seen`` (which it extends)."""
-    if value is None or isinstance(value, (bool, int, float, complex)):
-        return 0
-    if id(value) in seen:
-        return 0
-    seen.add(id(value))
-    if isinstance(value, np.ndarray):
-        if _mapped(value) or _views_seen(value, seen):
-            return 0
-        n = int(value.nbytes)
-        if value.dtype == object and depth < _MAX_DEPTH:
-            n += sum(_size(x, seen, depth + 1) for x in value.flat)
-        return n
-    if isinstance(value, (bytes, bytearray)):
-        return len(value)
-    if isinstance(value, memoryview):
-        return int(value.nbytes)
-    if isinstance(value, str):
-        return sys.getsizeof(value)
-    if sp.issparse(value):
-        parts = [getattr(value, name, None) for name in _SPARSE_ARRAYS]
-        return sum(_size(a, seen, depth + 1) for a in parts if isinstance(a, np.ndarray))
-    if type(value).__module__.startswith("pandas") and hasattr(value, "memory_usage"):
-        usage = value.memory_usage(deep=True)
-        return int(usage.sum()) if hasattr(usage, "sum") else int(usage)
-    if depth >= _MAX_DEPTH:
-        return sys.getsizeof(value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return sys.getsizeof(value) + sum(_size(getattr(value, f.name), seen, depth + 1)
-                                          for f in dataclasses.fields(value))
-    if isinstance(value, dict):
-        return sys.getsizeof(value) + sum(_size(k, seen, depth + 1) + _size(v, seen, depth + 1)
-                                          for k, v in value.items())
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return sys.getsizeof(value) + sum(_size(x, seen, depth + 1) for x in value)
-    attrs = getattr(value, "__dict__", None)
-    if isinstance(attrs, dict):
-        return sys.getsizeof(value) + sum(_size(v, seen, depth + 1) for v in attrs.values())
-    return sys.getsizeof(value)
-
-
-def _collect(value: Any, seen: set, depth: int) -> None:
-    """Add the ids of the arrays and containers reachable from ``value`` to ``seen``.
-
-    Sequences of scalars or strings (a dataset's texts and ids) are taken whole, not walked: a
-    result sharing some of those strings counts them (an overestimate), and excluding a large
-    argument stays O(1) per sequence.
+    The owner is the last array of ``a``'s ``base`` chain, or the bytes or buffer under it; a
+    memory-mapped array holds nothing (the operating system pages its file in and out).
     """
-    if value is None or isinstance(value, (bool, int, float, complex, str, bytes)) or id(value) in seen:
+    if _mapped(a):
+        return a, 0
+    root = a
+    while isinstance(root, np.ndarray) and isinstance(root.base, np.ndarray):
+        root = root.base
+    under = root.base
+    if isinstance(under, (bytes, bytearray)):
+        return under, len(under)
+    return root, int(root.nbytes)
+
+
+def _walk(value: Any, parts: dict, visited: set, depth: int) -> None:
+    """Add ``id(owner) -> (owner, bytes)`` to ``parts`` for every piece of memory ``value`` holds."""
+    if value is None or isinstance(value, (bool, int, float, complex)) or id(value) in visited:
         return
-    seen.add(id(value))
+    visited.add(id(value))
     if isinstance(value, np.ndarray):
+        owner, size = _array_part(value)
+        parts.setdefault(id(owner), (owner, size))
+        if value.dtype == object and depth < _MAX_DEPTH:
+            for x in value.flat:
+                _walk(x, parts, visited, depth + 1)
+        return
+    if isinstance(value, (bytes, bytearray)):
+        parts.setdefault(id(value), (value, len(value)))
+        return
+    if isinstance(value, memoryview):
+        parts.setdefault(id(value), (value, int(value.nbytes)))
+        return
+    if isinstance(value, str):
+        parts.setdefault(id(value), (value, sys.getsizeof(value)))
         return
     if sp.issparse(value):
         for name in _SPARSE_ARRAYS:
             a = getattr(value, name, None)
             if isinstance(a, np.ndarray):
-                seen.add(id(a))
+                _walk(a, parts, visited, depth + 1)
         return
+    if type(value).__module__.startswith("pandas") and hasattr(value, "memory_usage"):
+        usage = value.memory_usage(deep=True)
+        parts.setdefault(id(value), (value, int(usage.sum()) if hasattr(usage, "sum") else int(usage)))
+        return
+    parts.setdefault(id(value), (value, sys.getsizeof(value)))
     if depth >= _MAX_DEPTH:
         return
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         children = [getattr(value, f.name) for f in dataclasses.fields(value)]
     elif isinstance(value, dict):
-        children = list(value.values())
-    elif isinstance(value, (list, tuple)):
-        first = value[0] if len(value) else None
-        children = [] if first is None or isinstance(first, (bool, int, float, str, bytes)) else list(value)
+        children = [x for kv in value.items() for x in kv]
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        children = value
     else:
         attrs = getattr(value, "__dict__", None)
-        children = list(attrs.values()) if isinstance(attrs, dict) else []
+        children = list(attrs.values()) if isinstance(attrs, dict) else ()
     for child in children:
-        _collect(child, seen, depth + 1)
+        _walk(child, parts, visited, depth + 1)
+
+
+def _parts(value: Any) -> dict:
+    """``{id(owner): (owner, bytes)}``: every piece of memory reachable from ``value``, each once."""
+    parts: dict = {}
+    _walk(value, parts, set(), 0)
+    return parts
 
 
 def nbytes(value: Any, *, exclude: tuple = ()) -> int:
@@ -178,11 +173,12 @@ def nbytes(value: Any, *, exclude: tuple = ()) -> int:
     Parameters
     ----------
     value : object
-        A numpy array (its buffer; zero when memory-mapped), a sparse matrix (its arrays), a
-        DataFrame or Series (``memory_usage(deep=True)``), bytes, a string, or a dataclass,
-        dict, list, tuple or set of those (the sum over their contents, each object once).
+        A numpy array (the whole buffer it views: a view keeps its base alive; zero when
+        memory-mapped), a sparse matrix (its arrays), a DataFrame or Series
+        (``memory_usage(deep=True)``), bytes, a string, or a dataclass, dict, list, tuple or set
+        of those (the sum over their contents, each buffer once).
     exclude : tuple, default=()
-        Objects held elsewhere (a call's arguments): they and everything inside them count zero.
+        Objects whose memory is not counted (and everything inside them).
 
     Returns
     -------
@@ -194,10 +190,8 @@ def nbytes(value: Any, *, exclude: tuple = ()) -> int:
     >>> nbytes(np.zeros((10, 10)))
     800
     """
-    seen: set = set()
-    for obj in exclude:
-        _collect(obj, seen, 0)
-    return _size(value, seen, 0)
+    skip = _parts(tuple(exclude)) if exclude else {}
+    return sum(size for key, (_owner, size) in _parts(value).items() if key not in skip)
 
 
 # ------------------------------------------------------------------------------------------
@@ -247,16 +241,26 @@ def _fresh(value: Any, depth: int = 0) -> Any:
 # ------------------------------------------------------------------------------------------
 # pools
 # ------------------------------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
 class _Entry:
-    """A cached value and the bytes counted for it."""
+    """A cached value, the memory it holds (``parts``: owner id -> bytes) and the sessions that used it."""
 
-    value: Any
-    size: int
+    __slots__ = ("value", "parts", "private", "sessions")
+
+    def __init__(self, value: Any, parts: dict, private: bool, sessions: set):
+        self.value, self.parts, self.private, self.sessions = value, parts, private, sessions
+
+
+#: Every cache made (the pools and the task stores), for :func:`end_session`.
+_instances: weakref.WeakSet = weakref.WeakSet()
 
 
 class SharedCache:
     """A least-recently-used cache bounded in bytes, thread-safe, computing each missing key once.
+
+    Its size counts every buffer its values hold, once however many entries hold it (a view that
+    is a whole loaded dataset, an argument of the call, counts that dataset: the entry keeps it
+    alive). An entry made from one session's data (``private``, see :func:`register_private`)
+    goes when the last session that used it ends (:func:`end_session`).
 
     Parameters
     ----------
@@ -280,8 +284,11 @@ class SharedCache:
         self.max_bytes = max_bytes
         self.max_entries = max_entries
         self._lock = threading.Lock()
-        self._data: LRUCache = LRUCache(maxsize=self.limit(), getsizeof=lambda e: e.size)
+        self._data: OrderedDict = OrderedDict()  # least to most recently used
+        self._held: dict = {}  # id(owner) -> [entries holding it, bytes, owner]
+        self._bytes = 0
         self._flights: dict = {}
+        _instances.add(self)
 
     def limit(self) -> int:
         """Bytes this pool may hold now."""
@@ -289,60 +296,95 @@ class SharedCache:
             return max(1, int(self.max_bytes))
         return max(1, int(memory_budget() * self.share))
 
-    def _resize(self) -> None:
-        """Follow a changed budget: keep the most recent entries that fit (caller holds the lock)."""
-        limit = self.limit()
-        if self._data.maxsize == limit:
-            return
-        new = LRUCache(maxsize=limit, getsizeof=lambda e: e.size)
-        for key in list(self._data):  # least to most recently used: re-inserting keeps the order
-            entry = self._data[key]
-            if entry.size <= limit:
-                new[key] = entry
-        self._data = new
+    # -- bookkeeping (the caller holds the lock) ---------------------------------------------
+    def _remove(self, key: Hashable) -> None:
+        entry = self._data.pop(key)
+        self._bytes -= ENTRY_OVERHEAD
+        for part in entry.parts:
+            held = self._held[part]
+            held[0] -= 1
+            if held[0] == 0:
+                self._bytes -= held[1]
+                del self._held[part]
 
+    def _insert(self, key: Hashable, entry: _Entry) -> None:
+        self._data[key] = entry
+        self._bytes += ENTRY_OVERHEAD
+        for part, (owner, size) in entry.parts.items():
+            held = self._held.get(part)
+            if held is None:
+                self._held[part] = [1, size, owner]
+                self._bytes += size
+            else:
+                held[0] += 1
+
+    def _evict(self) -> None:
+        """Drop the least recently used entries until the pool fits its limits (the newest stays)."""
+        limit = self.limit()
+        while len(self._data) > 1 and (self._bytes > limit
+                                       or (self.max_entries is not None and len(self._data) > self.max_entries)):
+            self._remove(next(iter(self._data)))
+
+    def _used(self, entry: _Entry) -> None:
+        sid = session_id()
+        if sid is not None:
+            entry.sessions.add(sid)
+
+    # -- the mapping -------------------------------------------------------------------------
     def get(self, key: Hashable, default: Any = None) -> Any:
         """The value under ``key`` (``default`` when absent), marked as most recently used."""
         with self._lock:
             entry = self._data.get(key)
+            if entry is not None:
+                self._data.move_to_end(key)
+                self._used(entry)
         return default if entry is None else _fresh(entry.value)
 
     def __contains__(self, key: Hashable) -> bool:
         with self._lock:
             return key in self._data
 
-    def put(self, key: Hashable, value: Any, *, exclude: tuple = ()) -> bool:
-        """Keep ``value`` (its arrays made read-only) under ``key``; False when larger than the pool."""
+    def put(self, key: Hashable, value: Any, *, exclude: tuple = (), private: bool = False) -> bool:
+        """Keep ``value`` (its arrays made read-only) under ``key``; False when larger than the pool.
+
+        Every buffer ``value`` holds counts, once per pool (``exclude`` is accepted for
+        compatibility and ignored: what a call's arguments hold is kept alive by the entry, so
+        it counts). ``private``: made from one session's data (freed when its sessions end).
+        """
+        del exclude
         _freeze(value, set())
-        size = ENTRY_OVERHEAD + nbytes(value, exclude=exclude)
+        parts = _parts(value)
+        alone = ENTRY_OVERHEAD + sum(size for _owner, size in parts.values())
+        sid = session_id()
         with self._lock:
-            self._resize()
-            if size > self._data.maxsize:
-                self._data.pop(key, None)
+            if key in self._data:
+                self._remove(key)
+            if alone > self.limit():
                 return False
-            self._data[key] = _Entry(value, size)
-            if self.max_entries is not None:
-                while len(self._data) > self.max_entries:
-                    self._data.popitem()
+            self._insert(key, _Entry(value, parts, private, {sid} if sid is not None else set()))
+            self._evict()
         return True
 
     def get_or_compute(self, key: Hashable, compute: Callable[[], Any], *, spinner: Optional[str] = None,
-                       exclude: tuple = ()) -> Any:
+                       exclude: tuple = (), private: bool = False) -> Any:
         """The value under ``key``, computed by ``compute()`` on a miss (once, whoever asks meanwhile).
 
-        ``spinner`` is drawn while this call waits or computes (never on a hit). ``exclude``:
-        objects not counted in the value's size (the call's arguments).
+        ``spinner`` is drawn while this call waits or computes (never on a hit). ``private``: as
+        in :meth:`put`.
         """
         with self._lock:
             entry = self._data.get(key)
+            if entry is not None:
+                self._data.move_to_end(key)
+                self._used(entry)
         if entry is not None:
             return _fresh(entry.value)
         if spinner:
             with st.spinner(spinner):
-                return _fresh(self._compute_once(key, compute, exclude))
-        return _fresh(self._compute_once(key, compute, exclude))
+                return _fresh(self._compute_once(key, compute, private))
+        return _fresh(self._compute_once(key, compute, private))
 
-    def _compute_once(self, key: Hashable, compute: Callable[[], Any], exclude: tuple) -> Any:
+    def _compute_once(self, key: Hashable, compute: Callable[[], Any], private: bool) -> Any:
         """Compute ``key``, or wait for the thread already computing it (:func:`~diversity_core._inflight.compute_once`)."""
 
         def lookup():
@@ -350,16 +392,27 @@ class SharedCache:
             return MISSING if entry is None else entry.value
 
         return compute_once(key, self._lock, self._flights, lookup, compute,
-                            lambda value: self.put(key, value, exclude=exclude))
+                            lambda value: self.put(key, value, private=private))
 
     def clear(self, prefix: Optional[Hashable] = None) -> None:
         """Forget every entry, or those whose key is a tuple starting with ``prefix``."""
         with self._lock:
-            if prefix is None:
-                self._data.clear()
-                return
-            for key in [k for k in self._data if isinstance(k, tuple) and k and k[0] == prefix]:
-                del self._data[key]
+            keys = [k for k in self._data if prefix is None or (isinstance(k, tuple) and k and k[0] == prefix)]
+            for key in keys:
+                self._remove(key)
+
+    def release_session(self, sid: str) -> int:
+        """Forget that session ``sid`` used the entries; drop the private ones no other session used."""
+        with self._lock:
+            gone = []
+            for key, entry in self._data.items():
+                if sid in entry.sessions:
+                    entry.sessions.discard(sid)
+                    if entry.private and not entry.sessions:
+                        gone.append(key)
+            for key in gone:
+                self._remove(key)
+        return len(gone)
 
     def values(self) -> list:
         """The cached values, least to most recently used (a snapshot; none is marked as used)."""
@@ -367,10 +420,113 @@ class SharedCache:
             return [entry.value for entry in self._data.values()]
 
     def info(self) -> dict:
-        """``entries``, ``bytes`` held and ``limit_bytes``."""
+        """``entries``, ``bytes`` held (every buffer once) and ``limit_bytes``."""
         with self._lock:
-            return {"entries": len(self._data), "bytes": int(self._data.currsize),
-                    "limit_bytes": int(self._data.maxsize)}
+            return {"entries": len(self._data), "bytes": int(self._bytes), "limit_bytes": int(self.limit())}
+
+
+# ------------------------------------------------------------------------------------------
+# sessions
+# ------------------------------------------------------------------------------------------
+_private_rules: list = []
+
+
+def register_private(rule: Callable[[Any], bool]) -> None:
+    """Treat a cached call as one session's own when ``rule(argument)`` holds for one of its arguments.
+
+    :mod:`ui.data.uploads` registers "a dataset, search result or view of an upload": what is
+    computed from a visitor's upload serves that visitor's session, and goes when it ends.
+    """
+    if rule not in _private_rules:
+        _private_rules.append(rule)
+
+
+def is_private(arguments) -> bool:
+    """Whether a call with these arguments makes a session's own entry (:func:`register_private`)."""
+    return any(rule(a) for a in arguments for rule in list(_private_rules))
+
+
+def session_id() -> Optional[str]:
+    """The id of the session whose script runs in this thread (None outside a script run)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    return None if ctx is None else ctx.session_id
+
+
+def end_session(sid: str) -> int:
+    """Release session ``sid`` from every cache: its private entries go; returns how many went.
+
+    Called when the session ends (:func:`track_session`); what the freed entries held is
+    returned to the system (:func:`ui.data.uploads.release_memory` does the same for a refused
+    upload).
+    """
+    gone = sum(c.release_session(sid) for c in list(_instances))
+    if gone:
+        _trim()
+    return gone
+
+
+def _trim() -> None:
+    """Collect garbage and give freed heap pages back to the system (glibc ``malloc_trim``)."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
+class _SessionToken:
+    """Lives as long as one session (a session-scoped resource); its release ends the session here."""
+
+    def __init__(self, sid: str, state: Any):
+        self.sid, self.state = sid, state
+
+
+#: Session-state keys dropped when a session ends: its loaded dataset (reloaded, from the upload
+#: Streamlit still holds, if the visitor's browser reconnects) and the source it was loaded from.
+SESSION_DROPS = ("dataset", "_source_tried")
+
+
+def _session_ended(token: _SessionToken) -> None:
+    """A session disconnected: free its private cache entries and its loaded dataset."""
+    state = token.state
+    for key in SESSION_DROPS:
+        try:
+            if state is not None and key in state:
+                del state[key]
+        except Exception:  # noqa: BLE001 - a state already torn down holds nothing
+            pass
+    token.state = None
+    end_session(token.sid)
+
+
+def _new_token() -> _SessionToken:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    return _SessionToken(ctx.session_id, ctx.session_state)
+
+
+try:  # session-scoped resources came with Streamlit 1.5x; before them a session's end is not seen here
+    _session_token: Optional[Callable] = st.cache_resource(scope="session", on_release=_session_ended,
+                                                           show_spinner=False)(_new_token)
+except TypeError:  # pragma: no cover - an older Streamlit
+    _session_token = None
+
+
+def track_session() -> None:
+    """Make this run's session known, so that its end frees what it alone used (once per run).
+
+    A session-scoped ``st.cache_resource`` holds a token per session; Streamlit releases it
+    when the session disconnects, and :func:`_session_ended` then drops the session's loaded
+    dataset and the private entries of every cache (:func:`end_session`).
+    """
+    if _session_token is not None and session_id() is not None:
+        _session_token()
 
 
 _pools_lock = threading.Lock()
@@ -460,7 +616,7 @@ def shared_cache(pool_name: str, *, spinner: Optional[str] = None, hash_funcs: O
             key = (name,) + tuple(_hashable(v, hash_funcs, p, name)
                                   for p, v in bound.arguments.items() if not p.startswith("_"))
             return pool(pool_name).get_or_compute(key, lambda: func(*bound.args, **bound.kwargs),
-                                                  spinner=spinner, exclude=tuple(bound.arguments.values()))
+                                                  spinner=spinner, private=is_private(bound.arguments.values()))
 
         wrapper.clear = lambda: pool(pool_name).clear(name)
         wrapper.pool = pool_name

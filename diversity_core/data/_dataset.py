@@ -10,6 +10,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ..exceptions import DiversityInputError
+from ._tables import RowIds
 
 #: The modalities a :class:`Dataset` can hold.
 MODALITIES = ("embeddings", "images", "text", "molecules")
@@ -167,7 +168,8 @@ class Dataset:
         _frozen(self.features)
         _frozen(self.groups)
         _frozen(self.weights)
-        object.__setattr__(self, "ids", [str(i) for i in self.ids])
+        if not isinstance(self.ids, RowIds):  # "row 1", ... made when read: kept as it is
+            object.__setattr__(self, "ids", [str(i) for i in self.ids])
         object.__setattr__(self, "skipped", tuple(self.skipped))
         if not self.content_hash:
             object.__setattr__(

@@ -122,6 +122,67 @@ def decode_utf8(data: bytes, where: str) -> str:
         ) from None
 
 
+def decode_head(data: bytes, where: str, *, final: bool) -> str:
+    """Decode the first bytes of a UTF-8 file (``final``: they are the whole file), as :func:`decode_utf8`.
+
+    A multi-byte character cut at the end of a head that is not the whole file is left out
+    instead of reported.
+    """
+    import codecs
+
+    if any(data.startswith(bom) for bom in _BOMS):
+        decode_utf8(data[:4], where)  # raises, naming the encoding
+    try:
+        return codecs.getincrementaldecoder("utf-8-sig")().decode(data, final=final)
+    except UnicodeDecodeError:
+        return decode_utf8(data, where)  # raises, naming the line and column
+
+
+class _Bounded(io.RawIOBase):
+    """A binary file read through without holding it: refuses more than ``limit`` bytes."""
+
+    def __init__(self, fh, limit: int, where: str):
+        self._fh, self._limit, self._where, self._read = fh, limit, where, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = self._fh.readinto(buffer)
+        self._read += n or 0
+        if self._read > self._limit:
+            raise DiversityInputError(
+                f"{self._where}: more than {human_bytes(self._limit)} were read (the size limit); the file is "
+                "larger than it claims or still growing. Raise the limit with max_bytes= (CLI: --max-bytes) "
+                "if you trust it."
+            )
+        return n
+
+    def close(self) -> None:
+        self._fh.close()
+        super().close()
+
+
+def open_input(path: Path, max_bytes: int) -> io.BufferedReader:
+    """A regular input file opened for streaming (binary, 1 MiB buffer) within the size limit.
+
+    The checks of :func:`read_input_bytes` (a regular file, checked again on the open
+    descriptor; opened without waiting on a FIFO; never more than ``max_bytes`` read), without
+    the file's bytes held in memory: tables are parsed from it as it is read.
+    """
+    check_file(path, max_bytes)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise DiversityInputError(f"{path}: cannot be opened ({exc.strerror or type(exc).__name__}).") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise DiversityInputError(f"{path}: not a regular file (a {file_kind(st.st_mode)}); only regular files are read.")
+    return io.BufferedReader(_Bounded(io.FileIO(fd, "rb"), max_bytes, str(path)), buffer_size=1 << 20)
+
+
 def read_input_bytes(path: Path, max_bytes: int) -> bytes:
     """The bytes of a regular, non-empty input file within the size limit (see :func:`check_file`)."""
     check_file(path, max_bytes)

@@ -9,22 +9,26 @@ naming the extra.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
+import operator
 import os
 import re
 import threading
 import warnings
+from collections.abc import Sequence as _SequenceABC
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 import numpy as np
 
-from .._config import check_memory
+from .._config import check_memory, chunk_rows
 from ..exceptions import DiversityInputError
-from ._files import check_file, decode_utf8, read_input_bytes
+from ._files import check_file, decode_head, decode_utf8, open_input, read_input_bytes
+from ._paths import read_head
 
 #: Extensions read as tables.
 TABLE_EXTENSIONS = (".csv", ".tsv", ".tab", ".jsonl", ".ndjson", ".parquet", ".pq")
@@ -36,8 +40,9 @@ ID_COLUMNS = ("id", "ids", "name", "names", "file", "filename", "file_name", "pa
 DELIMITERS = (",", "\t", ";", "|")
 _DELIMITER_NAMES = {",": "comma", "\t": "tab", ";": "semicolon", "|": "pipe", " ": "space"}
 
-#: Copies of a table's values that loading holds at its peak (the parsed table, the pandas frame,
-#: the float64 feature matrix), used to check its decoded size against the memory budget.
+#: Copies of a table's values that loading holds at its peak, for the columns that are not
+#: gathered into the one float64 matrix (integers, booleans: the parsed column, the pandas frame,
+#: the float64 feature matrix), used to check the reader's peak against the memory budget.
 DECODE_COPIES = 3
 
 #: Characters read to sniff a delimiter.
@@ -124,9 +129,83 @@ def _first_rows(rows: Sequence[int], limit: int = 5) -> str:
     return shown + (f", ... ({len(rows)} in all)" if len(rows) > limit else "")
 
 
+class RowIds(_SequenceABC):
+    """The ids ``"row 1"``, ..., ``"row n"`` of a table's rows, each made when it is read.
+
+    A list of n Python strings takes about 70 bytes a row: 2.8 GB for 40 million rows, more
+    than four times their two float64 features. This sequence holds only ``n``; it indexes
+    (ints, numpy ints, slices), iterates, and compares equal to the list of the same strings.
+    """
+
+    __slots__ = ("n",)
+
+    def __init__(self, n: int):
+        self.n = int(n)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [f"row {j + 1}" for j in range(*i.indices(self.n))]
+        j = operator.index(i)
+        if j < 0:
+            j += self.n
+        if not 0 <= j < self.n:
+            raise IndexError(f"row index {i} out of range for {self.n} rows")
+        return f"row {j + 1}"
+
+    def __iter__(self) -> Iterator[str]:
+        return (f"row {j}" for j in range(1, self.n + 1))
+
+    def __contains__(self, value) -> bool:
+        return self.index_of(value) is not None
+
+    def index_of(self, value) -> Optional[int]:
+        """Position of ``value`` (``"row 7"`` -> 6), or None."""
+        m = re.fullmatch(r"row ([1-9][0-9]*)", value) if isinstance(value, str) else None
+        return int(m.group(1)) - 1 if m and int(m.group(1)) <= self.n else None
+
+    def index(self, value, start: int = 0, stop: Optional[int] = None) -> int:
+        j = self.index_of(value)
+        if j is None or j < start or (stop is not None and j >= stop):
+            raise ValueError(f"{value!r} is not in the row ids")
+        return j
+
+    def count(self, value) -> int:
+        return int(value in self)
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, RowIds):
+            return self.n == other.n
+        if isinstance(other, (list, tuple)):
+            return len(other) == self.n and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None  # like the list it stands for
+
+    def __add__(self, other) -> list:
+        return list(self) + list(other)
+
+    def __radd__(self, other) -> list:
+        return list(other) + list(self)
+
+    def __repr__(self) -> str:
+        return f"RowIds({self.n})"
+
+    def __reduce__(self):
+        return (RowIds, (self.n,))
+
+
 @dataclass
 class Table:
-    """A parsed table plus what is needed to point at its rows in messages."""
+    """A parsed table plus what is needed to point at its rows in messages.
+
+    A delimited text table keeps its first 64 KiB (``head``), not its text: its records are read
+    again from the file when a message needs a line number (``text``, when given, is used
+    instead). ``matrix``: the table's floating-point columns gathered in one C-ordered float64
+    array, which those columns of ``df`` view (the feature matrix of a numeric table, no copy).
+    """
 
     df: object  # pandas.DataFrame (pandas is imported lazily)
     path: Path
@@ -135,22 +214,40 @@ class Table:
     delimiter: str = ","
     line_numbers: Optional[list] = None  # jsonl: physical line of each row
     notes: list = field(default_factory=list)  # what was detected or changed while reading (for Dataset.detected)
+    head: Optional[str] = None  # csv/tsv: the first 64 KiB of the text (for the header)
+    max_bytes: int = 0  # csv/tsv: the size limit the file is read again under
+    matrix: Optional[np.ndarray] = field(default=None, repr=False)  # the float columns, one float64 array
     _csv_lines: Optional[list] = field(default=None, repr=False)
 
     @property
     def n_rows(self) -> int:
         return len(self.df)
 
+    @contextlib.contextmanager
+    def _lines(self) -> Iterator:
+        """The records' text line by line: ``text`` when kept, else the file read again as it streams."""
+        if self.text is not None or self.kind != "csv":
+            yield io.StringIO(self.text or "")
+            return
+        with open_input(self.path, self.max_bytes) as raw, \
+                io.TextIOWrapper(raw, encoding="utf-8-sig", newline="") as fh:
+            try:
+                yield fh
+            except UnicodeDecodeError:
+                decode_utf8(read_input_bytes(self.path, self.max_bytes), str(self.path))  # names line and column
+                raise
+
     def _csv_line_numbers(self) -> list:
         """Physical starting line of each data record (blank lines skipped, as pandas does)."""
         if self._csv_lines is None:
             starts: list[int] = []
-            reader = csv.reader(io.StringIO(self.text or ""), delimiter=self.delimiter)
-            previous = 0
-            for record in reader:
-                if record and any(cell.strip() for cell in record):
-                    starts.append(previous + 1)
-                previous = reader.line_num
+            with self._lines() as lines:
+                reader = csv.reader(lines, delimiter=self.delimiter)
+                previous = 0
+                for record in reader:
+                    if record and any(cell.strip() for cell in record):
+                        starts.append(previous + 1)
+                    previous = reader.line_num
             self._csv_lines = starts[1:]  # drop the header
         return self._csv_lines
 
@@ -176,7 +273,10 @@ class Table:
         """Raise if a csv/tsv record has a different number of fields than the header."""
         if self.kind != "csv":
             return
-        reader = csv.reader(io.StringIO(self.text or ""), delimiter=self.delimiter)
+        with self._lines() as lines:
+            self._check_ragged(csv.reader(lines, delimiter=self.delimiter))
+
+    def _check_ragged(self, reader) -> None:
         width = None
         previous = 0
         try:
@@ -203,8 +303,9 @@ class Table:
 
     def width(self) -> int:
         """Fields of the header record of a csv/tsv table (0 when it has none)."""
+        head = self.head if self.text is None else self.text[:_SNIFF_CHARS]
         try:
-            for record in csv.reader(io.StringIO((self.text or "")[:_SNIFF_CHARS]), delimiter=self.delimiter):
+            for record in csv.reader(io.StringIO((head or "")[:_SNIFF_CHARS]), delimiter=self.delimiter):
                 if record and any(cell.strip() for cell in record):
                     return len(record)
         except csv.Error:
@@ -229,11 +330,11 @@ class Table:
         return None
 
 
-# ---- decoded size against the memory budget (issue 26 item 7) --------------------------------
+# ---- the reader's peak against the memory budget (issue 26 item 7, issue 40 item 9) ------------
 
-#: Bytes a loaded table holds per row besides its values: the row's id (``"row N"``, a Python
-#: string) and pandas' bookkeeping. Measured with ``diversity inspect`` on Parquet files of 1 and 2
-#: million rows: about 56 B per row and 28 B per float value.
+#: Bytes a table holds per row besides its values when it has a column of strings (the rows'
+#: ids or items as Python strings, pandas' bookkeeping). A table of numbers alone names its rows
+#: with :class:`RowIds`, which holds no string per row.
 ROW_BYTES = 64
 
 #: Bytes per string (BYTE_ARRAY) value of a Parquet file besides its characters: a Python ``str``
@@ -243,42 +344,96 @@ _STRING_BYTES = 72
 #: Bytes per cell of a list column (a NumPy array or list object per row) besides its values.
 _LIST_CELL_BYTES = 112
 
+#: Peak of parsing a delimited text table, in float64 copies of its values: pandas' tokenizer
+#: holds each column's parsed chunks and their concatenation, then the frame's block; the float
+#: columns are then gathered into one C-ordered matrix (:func:`_gather_floats`). Measured as the
+#: peak resident memory over the interpreter's: 3.2 copies on 150,000 x 8 (tests/test_memory_bounds.py).
+CSV_PEAK_COPIES = 3.5
+
+#: Bytes a string column's characters take once parsed, per byte of text (a Python ``str`` per
+#: cell and the tokenizer's copy of the text while it parses).
+_TEXT_COPIES = 3.0
+
+
+#: What pyarrow's reader holds besides the chunk it decodes (its buffered stream, the compressed
+#: pages, its threads' arenas): 10 MB more than three chunks on 10 M x 2 float64.
+_PARQUET_READER_BYTES = 16 << 20
+
+
+def _transient_bytes(meta, floats: int) -> float:
+    """Bytes of the one column chunk the Parquet reader decodes at a time.
+
+    Three float64 copies of it (pyarrow's decoded column, its conversion, the pages its allocator
+    keeps until the read ends) and :data:`_PARQUET_READER_BYTES`: 1.5 M x 2 float64 in row groups
+    of 1 Mi rows peaked 21 MB above the 24 MB matrix, 10 M x 2 36 MB above its 160 MB.
+    """
+    if not floats:
+        return 0.0
+    largest = max((int(meta.row_group(g).num_rows) for g in range(int(meta.num_row_groups))), default=0)
+    return 3.0 * 8.0 * min(largest, chunk_rows(1)) + _PARQUET_READER_BYTES
+
 
 def parquet_decoded_bytes(meta) -> tuple:
-    """``(bytes, values)`` a Parquet file takes once loaded, from its metadata alone.
+    """``(bytes, values)``: the peak memory of reading a Parquet file, from its metadata alone.
 
     ``meta`` is a ``pyarrow.parquet.FileMetaData``. Every column chunk counts its leaf values
-    (``num_values``: a list column counts every element, not one per row): numbers at
-    ``8 * DECODE_COPIES`` bytes each, strings at :data:`_STRING_BYTES` plus twice their mean
-    uncompressed length; a list column adds :data:`_LIST_CELL_BYTES` per row, and every row
-    :data:`ROW_BYTES`. Nothing is decompressed, so a file of a few hundred KB that decodes to
-    gigabytes is sized in milliseconds.
+    (``num_values``: a list column counts every element, not one per row). Float columns are
+    read column chunk by column chunk into one preallocated float64 matrix
+    (:func:`_parquet_frame`): 8 bytes per value, plus one chunk in flight (:func:`_transient_bytes`). Other numbers take
+    ``8 * DECODE_COPIES`` bytes each (they go through pandas), strings :data:`_STRING_BYTES`
+    plus twice their mean uncompressed length; a list column adds :data:`_LIST_CELL_BYTES` per
+    row, and a table with strings :data:`ROW_BYTES` per row. Nothing is decompressed, so a file
+    of a few hundred KB that decodes to gigabytes is sized in milliseconds.
     """
     rows = int(meta.num_rows)
-    nbytes = float(rows) * ROW_BYTES
+    nbytes = 0.0
     values = 0
+    floats = 0
+    strings = False
     schema = meta.schema
     for j in range(int(meta.num_columns)):
         repeated = int(getattr(schema.column(j), "max_repetition_level", 0) or 0) > 0
         if repeated:
             nbytes += float(rows) * _LIST_CELL_BYTES
+        physical = str(schema.column(j).physical_type)
+        if physical in ("FLOAT", "DOUBLE") and not repeated:
+            floats += 1
         for g in range(int(meta.num_row_groups)):
             chunk = meta.row_group(g).column(j)
             count = int(chunk.num_values)
             values += count
-            if str(chunk.physical_type) in ("BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY"):
+            if physical in ("BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY"):
+                strings = True
                 mean = float(chunk.total_uncompressed_size) / max(count, 1)
                 nbytes += count * (_STRING_BYTES + 2.0 * mean)
+            elif physical in ("FLOAT", "DOUBLE") and not repeated:
+                nbytes += count * 8.0
             else:
                 nbytes += count * 8.0 * DECODE_COPIES
-    return nbytes, values
+    if strings or floats < int(meta.num_columns):
+        nbytes += float(rows) * ROW_BYTES
+    return nbytes + _transient_bytes(meta, floats), values
+
+
+def delimited_peak_bytes(rows: int, columns: int, *, text_bytes: int = 0) -> float:
+    """The peak memory of parsing a delimited text table of ``rows x columns`` values.
+
+    :data:`CSV_PEAK_COPIES` float64 copies of the values; a table with string columns adds
+    :data:`ROW_BYTES` per row and :data:`_TEXT_COPIES` bytes per byte of its text
+    (``text_bytes``: the file's size, 0 for a table of numbers alone).
+    """
+    nbytes = float(rows) * float(max(columns, 1)) * 8.0 * CSV_PEAK_COPIES
+    if text_bytes:
+        nbytes += float(rows) * ROW_BYTES + _TEXT_COPIES * float(text_bytes)
+    return nbytes
 
 
 def _check_decoded_size(path: Path, rows: int, columns: int, kind: str, *, nbytes=None, values=None) -> None:
-    """Refuse a table whose values would not fit the memory budget, before it is parsed.
+    """Refuse a table whose reading would not fit the memory budget, before it is parsed.
 
-    ``nbytes`` (and the count of ``values``) when known better than ``rows x columns`` numbers
-    plus :data:`ROW_BYTES` per row (Parquet: :func:`parquet_decoded_bytes`).
+    ``nbytes``: the reader's peak (:func:`parquet_decoded_bytes`, :func:`delimited_peak_bytes`);
+    by default ``rows x columns`` numbers at ``8 * DECODE_COPIES`` bytes plus :data:`ROW_BYTES`
+    per row.
     """
     if nbytes is None:
         nbytes = float(rows) * (float(max(columns, 1)) * 8.0 * DECODE_COPIES + ROW_BYTES)
@@ -334,8 +489,98 @@ def _probe_parquet(path: Path) -> None:
         )
 
 
+def _float_frame(matrix: np.ndarray, names: list, rest, order: list):
+    """A frame whose columns ``names`` view ``matrix`` (no copy), the columns of ``rest``, in ``order``."""
+    import pandas as pd
+
+    frame = pd.DataFrame(matrix, columns=names, copy=False)
+    if rest is not None and len(rest.columns):
+        frame = pd.concat([frame, rest.reset_index(drop=True)], axis=1)
+    return frame[order] if list(frame.columns) != order else frame
+
+
+def _gather_floats(df) -> tuple:
+    """``(df, matrix)``: the float columns of ``df`` moved into one C-ordered float64 array.
+
+    The returned frame's float columns view ``matrix``, so the feature matrix of a numeric table
+    is that array itself (:func:`~.embeddings.read_table_features`), not a second copy beside
+    the frame. ``matrix`` is None when ``df`` has no float column (or duplicated names).
+    """
+    import pandas as pd
+
+    names = [c for c in df.columns if pd.api.types.is_float_dtype(df[c])]
+    if not names or df.columns.duplicated().any():
+        return df, None
+    matrix = np.empty((len(df), len(names)), dtype=np.float64)
+    for j, name in enumerate(names):
+        matrix[:, j] = df[name].to_numpy()
+    order = list(df.columns)
+    rest = df.drop(columns=names)
+    del df  # the caller drops its frame too: the parsed columns are freed
+    return _float_frame(matrix, names, rest, order), matrix
+
+
+def _parquet_index_columns(schema) -> set:
+    """Columns pandas stored as the frame's index (``pd.read_parquet`` makes them the index, not columns)."""
+    try:
+        meta = schema.pandas_metadata or {}
+    except Exception:  # noqa: BLE001 - malformed pandas metadata: no index columns
+        return set()
+    return {c for c in meta.get("index_columns", ()) if isinstance(c, str)}
+
+
+def _read_parquet_column(pf, group: int, name: str, out: np.ndarray) -> None:
+    """Column ``name`` of row group ``group`` into ``out``: one column chunk decoded at a time.
+
+    A column chunk larger than :func:`~diversity_core._config.chunk_rows` rows is read in
+    batches of that many rows (a file written as one row group of millions of rows).
+    """
+    rows = out.shape[0]
+    step = chunk_rows(1)
+    if rows <= step:
+        out[:] = pf.read_row_group(group, columns=[name]).column(0).to_numpy()
+        return
+    start = 0
+    for batch in pf.iter_batches(batch_size=step, row_groups=[group], columns=[name], use_pandas_metadata=False):
+        out[start:start + batch.num_rows] = batch.column(0).to_numpy(zero_copy_only=False)
+        start += batch.num_rows
+
+
+def _parquet_frame(pf, n: int) -> tuple:
+    """``(df, matrix)`` of an open Parquet file: float columns read batch by batch into one matrix.
+
+    The float columns go straight into a preallocated C-ordered float64 array, one column chunk
+    (row group x column) at a time (pyarrow decodes it, its values are copied into place, it is
+    dropped; :func:`_read_parquet_column`); the other columns (strings, integers, lists) are
+    read through pandas. ``(None, None)`` when the file has no float column.
+    """
+    import pyarrow as pa
+
+    schema = pf.schema_arrow
+    names = [str(f.name) for f in schema]
+    index = _parquet_index_columns(schema)
+    floats = [str(f.name) for f in schema if pa.types.is_floating(f.type) and str(f.name) not in index]
+    if not floats or len(set(names)) != len(names):
+        return None, None
+    matrix = np.empty((n, len(floats)), dtype=np.float64)
+    start = 0
+    for g in range(pf.metadata.num_row_groups):
+        stop = start + int(pf.metadata.row_group(g).num_rows)
+        for j, name in enumerate(floats):
+            _read_parquet_column(pf, g, name, matrix[start:stop, j])
+        start = stop
+    if start != n:
+        raise DiversityInputError(f"{pf.metadata.num_rows} rows announced, {start} read")
+    pa.default_memory_pool().release_unused()  # pyarrow's allocator keeps freed pages otherwise
+    others = [c for c in names if c not in floats and c not in index]
+    rest = pf.read(columns=others).to_pandas() if others else None
+    if rest is not None:
+        rest = rest[[c for c in rest.columns if str(c) in others]]
+    return _float_frame(matrix, floats, rest, [c for c in names if c not in index]), matrix
+
+
 def _read_parquet(path: Path) -> Table:
-    """A Parquet file, its size checked from the metadata before any data is read."""
+    """A Parquet file, its reading peak checked from the metadata before any data is read."""
     import pandas as pd
 
     from .._optional import require
@@ -353,14 +598,16 @@ def _read_parquet(path: Path) -> Table:
         ) from None
     _check_decoded_size(path, rows, columns, "Parquet", nbytes=nbytes, values=values)
     try:
-        df = pd.read_parquet(path)
+        df, matrix = _parquet_frame(pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20), rows)
+        if df is None:
+            df = pd.read_parquet(path)
     except Exception as exc:  # noqa: BLE001 - as above
         raise DiversityInputError(
             f"{path}: cannot read the Parquet file ({type(exc).__name__}). "
             "It may be truncated or not Parquet; re-export it."
         ) from None
     df.columns = [str(c) for c in df.columns]
-    return Table(df=df, path=path, kind="parquet")
+    return Table(df=df, path=path, kind="parquet", matrix=matrix)
 
 
 def _read_jsonl(path: Path, max_bytes: int) -> Table:
@@ -417,13 +664,49 @@ def _read_jsonl(path: Path, max_bytes: int) -> Table:
     return Table(df=df, path=path, kind="jsonl", line_numbers=lines, notes=notes)
 
 
+def _count_lines(path: Path, max_bytes: int) -> int:
+    """Lines of a text file (newlines + 1), counted as it streams past."""
+    count = 1
+    with open_input(path, max_bytes) as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            count += block.count(b"\n")
+    return count
+
+
+def _head_has_strings(head: str, delimiter: str) -> bool:
+    """Whether a data cell among the first records of a delimited table is not a number."""
+    try:
+        records = list(csv.reader(io.StringIO(head[:_SNIFF_CHARS]), delimiter=delimiter))[1:-1] or []
+    except csv.Error:
+        return True
+    for record in records:
+        for cell in record:
+            cell = cell.strip()
+            if not cell:
+                continue
+            try:
+                float(cell)
+            except ValueError:
+                return True
+    return False
+
+
 def _read_delimited(path: Path, max_bytes: int, default: Optional[str]) -> Table:
-    """A delimited text table; the delimiter is sniffed from the content (the extension only suggests one)."""
+    """A delimited text table; the delimiter is sniffed from the content (the extension only suggests one).
+
+    The text is never held whole: its first 64 KiB decide the delimiter and the header, the
+    ragged-row check and pandas read the file as it streams, and the float columns are gathered
+    into one float64 matrix (:func:`_gather_floats`). The peak of that parse is checked against
+    the memory budget first (:func:`delimited_peak_bytes`).
+    """
     import pandas as pd
 
-    text = decode_utf8(read_input_bytes(path, max_bytes), str(path))
-    _allow_csv_fields(len(text) + 1)
-    delimiter = sniff_delimiter(text, default) or ","
+    size = check_file(path, max_bytes)
+    want = 4 * _SNIFF_CHARS + 8  # at least _SNIFF_CHARS + 1 characters when the file is longer
+    raw = read_head(path, want)
+    head = decode_head(raw, str(path), final=len(raw) < want)
+    _allow_csv_fields(size + 1)
+    delimiter = sniff_delimiter(head, default) or ","
     notes = []
     if default is not None and delimiter != default:
         notes.append(
@@ -432,14 +715,19 @@ def _read_delimited(path: Path, max_bytes: int, default: Optional[str]) -> Table
         )
     elif default is None:
         notes.append(f"{delimiter_name(delimiter)}-separated (sniffed from the content)")
-    table = Table(df=None, path=path, kind="csv", text=text, delimiter=delimiter, notes=notes)
+    table = Table(df=None, path=path, kind="csv", head=head[: _SNIFF_CHARS + 1], delimiter=delimiter, notes=notes,
+                  max_bytes=max_bytes)
     table.check_ragged()
-    _check_decoded_size(path, text.count("\n") + 1, table.width(), "delimited text")
+    rows, width = _count_lines(path, max_bytes), table.width()
+    strings = size if _head_has_strings(head, delimiter) else 0
+    _check_decoded_size(path, rows, width, "delimited text",
+                        nbytes=delimited_peak_bytes(rows, width, text_bytes=strings))
     try:
         with warnings.catch_warnings():
             # pandas warns, and drops values, when a row is longer than the header
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            df = pd.read_csv(io.StringIO(text), sep=delimiter, index_col=False)
+            with open_input(path, max_bytes) as fh:
+                df = pd.read_csv(fh, sep=delimiter, index_col=False, encoding="utf-8-sig")
     except pd.errors.ParserWarning:
         raise DiversityInputError(
             f"{path}: ragged rows: some rows have more fields than the header. Every row needs one value per "
@@ -466,7 +754,7 @@ def _read_delimited(path: Path, max_bytes: int, default: Optional[str]) -> Table
             f"{path}: cannot be parsed as a {delimiter_name(delimiter)}-separated table ({type(exc).__name__})."
         ) from None
     df.columns = [str(c) for c in df.columns]
-    table.df = df
+    table.df, table.matrix = _gather_floats(df)
     return table
 
 

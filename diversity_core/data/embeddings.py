@@ -29,6 +29,7 @@ from ._dataset import Dataset
 from ._files import load_npy, load_npz
 from ._tables import (
     ID_COLUMNS,
+    RowIds,
     Table,
     check_weight_values,
     first_rows,
@@ -279,7 +280,7 @@ def load_embeddings(
             table, group_column=group_column, weight_column=weight_column
         )
     if ids is None:
-        ids = [f"row {i + 1}" for i in range(X.shape[0])]
+        ids = RowIds(X.shape[0])  # "row 1", ... made when read: no string per row held
     return Dataset(
         name=name or path.name,
         modality="embeddings",

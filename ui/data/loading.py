@@ -14,7 +14,7 @@ import streamlit as st
 from diversity_core import DiversityError
 from diversity_core.data import DEMOS, Dataset, list_demos, load_demo
 
-from ..cache import shared_cache
+from ..cache import shared_cache, track_session
 from ..feedback import literal, plain
 from ..state import DEFAULT_DEMO
 from .folder import LOCAL_SOURCE, load_path
@@ -75,6 +75,7 @@ def ensure_dataset(upload=None) -> Optional[Dataset]:
     Returns the dataset that is now loaded (None only before the first success).
     """
     ss = st.session_state
+    track_session()  # its end drops this session's dataset and what its uploads alone made (ui.cache)
     spec = requested_source(ss, upload)
     if spec is not None and spec != ss.get("_source_tried"):
         ss["_source_tried"] = spec

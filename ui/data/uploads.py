@@ -14,11 +14,32 @@ from pathlib import Path
 from diversity_core import DiversityError
 from diversity_core.data import DEFAULT_MAX_BYTES, Dataset, load_dataset
 
+from ..cache import register_private
 from .file_groups import combine_as_groups
 
 #: The one size limit of an upload and of the loaders (Streamlit's ``server.maxUploadSize`` is
 #: this in MiB: ``.streamlit/config.toml`` sets 1024 and ``diversity app`` passes it through).
 MAX_UPLOAD_BYTES = DEFAULT_MAX_BYTES
+
+
+#: The ``source`` of every dataset loaded from uploads (``upload:NAME``).
+UPLOAD_SOURCE = "upload:"
+
+
+def from_upload(obj) -> bool:
+    """Whether ``obj`` (a dataset, a search result, a working view) was made from an upload.
+
+    What is computed from it serves the session that uploaded it: :func:`ui.cache.register_private`
+    makes such cache entries go when that session ends.
+    """
+    for candidate in (obj, getattr(obj, "data", None), getattr(obj, "full", None), getattr(obj, "loaded", None)):
+        source = getattr(candidate, "source", None)
+        if isinstance(source, str) and source.startswith(UPLOAD_SOURCE):
+            return True
+    return False
+
+
+register_private(from_upload)
 
 
 def load_upload(name: str, data, options: dict) -> Dataset:
