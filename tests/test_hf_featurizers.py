@@ -489,3 +489,193 @@ def test_inception_from_a_weights_file(images, tmp_path):
         featurize(load_dataset(path), f"inception:{tmp_path / 'pickle.pth'}")
     with pytest.raises(DiversityInputError, match="was not found"):
         featurize(load_dataset(path), f"inception:{tmp_path / 'none.pth'}")
+
+
+# ------------------------------------------------------------------------------------------
+# issue 40, items 2 and 11: no code from a model folder; broken checkpoints are one-line errors
+
+
+def _copy(models, tmp_path, name="dinov2"):
+    folder = tmp_path / name
+    shutil.copytree(models / "dinov2", folder)
+    return folder
+
+
+def _safetensors_parts(folder):
+    import struct
+
+    raw = (folder / "model.safetensors").read_bytes()
+    n = struct.unpack("<Q", raw[:8])[0]
+    return json.loads(raw[8 : 8 + n]), raw[8 + n :]
+
+
+def _rewrite_header(folder, change):
+    import struct
+
+    header, data = _safetensors_parts(folder)
+    key = next(k for k in sorted(header) if k != "__metadata__" and len(header[k]["shape"]) == 2)
+    header[key] = change(dict(header[key]))
+    text = json.dumps(header).encode()
+    (folder / "model.safetensors").write_bytes(struct.pack("<Q", len(text)) + text + data)
+
+
+class _Runs:
+    """A pickled object that, if unpickled, would leave a file behind (it never is)."""
+
+    marker = None
+
+    def __reduce__(self):
+        return (shutil.copyfile, (__file__, str(self.marker)))
+
+
+def _pickled_bin(folder):
+    (folder / "model.safetensors").unlink()
+    obj = _Runs()
+    _Runs.marker = folder / "RAN"
+    torch.save({"embeddings.cls_token": obj}, folder / "pytorch_model.bin")
+
+
+def _config(folder, **changes):
+    config = json.loads((folder / "config.json").read_text())
+    config.update(changes)
+    (folder / "config.json").write_text(json.dumps(config))
+
+
+BROKEN = {
+    "pickled pytorch_model.bin": (_pickled_bin, r"\(pytorch_model.bin\) holds pickled Python objects besides "
+                                                r"tensors: refused, never unpickled \(torch.load\(weights_only=True\)\)"),
+    "empty safetensors": (lambda f: (f / "model.safetensors").write_bytes(b""),
+                          r"\(model.safetensors\) is empty \(0 bytes\)\. Save the model again with save_pretrained"),
+    "truncated safetensors": (
+        lambda f: (f / "model.safetensors").write_bytes((f / "model.safetensors").read_bytes()[:300]),
+        r"is not a valid safetensors file \(.*\): it is truncated, damaged"),
+    "random bytes": (lambda f: (f / "model.safetensors").write_bytes(np.random.default_rng(0).bytes(200)),
+                     r"not a valid safetensors file \(.*header too large\)"),
+    "header not JSON": (lambda f: (f / "model.safetensors").write_bytes(
+        (10).to_bytes(8, "little") + b"{not json}" + _safetensors_parts(f)[1]), r"not a valid safetensors file"),
+    "offsets past the end": (lambda f: _rewrite_header(f, lambda t: {**t, "data_offsets": [0, 10**9]}),
+                             r"not a valid safetensors file \(.*offset"),
+    "unknown dtype": (lambda f: _rewrite_header(f, lambda t: {**t, "dtype": "Q99"}),
+                      r"not a valid safetensors file \(.*Q99"),
+    "hidden size of the config": (lambda f: _config(f, hidden_size=16),
+                                  r"has 25 weight tensors whose shapes do not fit the Dinov2Model its config describes "
+                                  r"\(e\.g\. embeddings\.cls_token: checkpoint \[1, 1, 8\], config \[1, 1, 16\]"),
+    "mlp size of the config": (lambda f: _config(f, mlp_ratio=4),
+                               r"has 3 weight tensors whose shapes do not fit.*fc1\.bias: checkpoint \[16\], "
+                               r"config \[32\]"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_broken_checkpoints_are_one_line_input_errors(case, models, images, tmp_path):
+    """Nine checkpoints that used to raise UnpicklingError, SafetensorError or RuntimeError (exit 1)."""
+    folder = _copy(models, tmp_path)
+    make, message = BROKEN[case]
+    make(folder)
+    with pytest.raises(DiversityInputError, match=message) as err:
+        featurize(load_dataset(images[1]), f"hf:{folder}")
+    assert "\n" not in str(err.value)
+    assert not (folder / "RAN").exists()
+
+
+def test_cli_broken_checkpoint_exits_2_with_one_line(models, images, tmp_path, capsys):
+    from diversity_core.cli import main
+
+    folder = _copy(models, tmp_path)
+    _config(folder, mlp_ratio=4)
+    assert main(["--cache-dir", str(tmp_path / "store"), "score", str(images[1]), "--featurizer", f"hf:{folder}"]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip() and "Loading weights" not in line]
+    assert len(err) == 1 and "shapes do not fit" in err[0]  # transformers' load report is not repeated
+
+
+def _custom_code_folder(models, tmp_path):
+    """A checkpoint whose config maps an unknown model type to Python in the folder, which leaves a file if run."""
+    folder = _copy(models, tmp_path, "custom")
+    _config(folder, model_type="custom-net-40", architectures=["CustomNet"],
+            auto_map={"AutoConfig": "custom_net.CustomConfig", "AutoModel": "custom_net.CustomNet"})
+    (folder / "custom_net.py").write_text(
+        "import pathlib\n"
+        "pathlib.Path(__file__).with_name('RAN').write_text('the folder code ran')\n"
+        "from transformers import PretrainedConfig, PreTrainedModel\n"
+        "class CustomConfig(PretrainedConfig):\n    model_type = 'custom-net-40'\n"
+        "class CustomNet(PreTrainedModel):\n    config_class = CustomConfig\n"
+    )
+    return folder
+
+
+@pytest.fixture
+def answer_yes(monkeypatch):
+    """transformers asks 'Do you wish to run the custom code? [y/N]' on a terminal: the user says y."""
+    import builtins
+
+    asked = []
+
+    def yes(prompt=""):
+        asked.append(prompt)
+        return "y"
+
+    monkeypatch.setattr(builtins, "input", yes)
+    return asked
+
+
+def test_a_folder_needing_its_own_code_is_refused_and_never_run(models, images, tmp_path, answer_yes):
+    folder = _custom_code_folder(models, tmp_path)
+    for call in (lambda: hf_model(f"hf:{folder}"), lambda: featurize(load_dataset(images[1]), f"hf:{folder}")):
+        with pytest.raises(DiversityInputError, match=r"needs its own Python code: the auto_map of its config.json "
+                                                      r"names .*custom_net.CustomNet.*trust_remote_code=False"):
+            call()
+    assert not (folder / "RAN").exists() and answer_yes == []
+
+
+def test_transformers_itself_is_told_never_to_run_code(models, images, tmp_path, answer_yes, monkeypatch):
+    """Past our reading of config.json (a hub id, a file transformers reads that we do not), every
+    loader gets trust_remote_code=False: transformers refuses, it does not ask."""
+    from diversity_core.featurizers import hf
+
+    monkeypatch.setattr(hf, "_refuse_custom_code", lambda *args: None)
+    folder = _custom_code_folder(models, tmp_path)
+    with pytest.raises(DiversityInputError, match=r"needs its own Python code.*trust_remote_code=False"):
+        hf_model(f"hf:{folder}")
+    assert not (folder / "RAN").exists() and answer_yes == []
+    seen = []
+    for cls in (transformers.AutoConfig, transformers.Dinov2Model, transformers.AutoImageProcessor):
+        real = cls.from_pretrained.__func__
+
+        def spy(c, *args, _real=real, **kwargs):
+            seen.append((c.__name__, kwargs.get("trust_remote_code")))
+            return _real(c, *args, **kwargs)
+
+        monkeypatch.setattr(cls, "from_pretrained", classmethod(spy))
+    hf.hf_features(list(images[0]), f"hf:{models / 'dinov2'}")  # not featurize: its cache would skip the load
+    assert {name for name, _ in seen} >= {"AutoConfig", "Dinov2Model", "AutoImageProcessor"}
+    assert all(trust is False for _, trust in seen)
+
+
+INCEPTION_BROKEN = {
+    "empty.pth": (lambda p: p.write_bytes(b""), r"fid\.pth is empty \(0 bytes\)\. It must be the state dict"),
+    "empty.safetensors": (lambda p: p.write_bytes(b""), r"is empty \(0 bytes\)"),
+    "random.safetensors": (lambda p: p.write_bytes(np.random.default_rng(1).bytes(100)),
+                           r"is not a valid safetensors file \(.*header too large\)"),
+    "random.pth": (lambda p: p.write_bytes(b"\x80\x02" + np.random.default_rng(2).bytes(100)),
+                   r"is not a readable PyTorch weights file \(.*\): it is truncated"),
+    "shape.pth": (lambda p: torch.save({"Conv2d_1a_3x3.conv.weight": torch.zeros(1, 2, 3, 3)}, p),
+                  r"1 tensors have other shapes \(e\.g\. Conv2d_1a_3x3\.conv\.weight: file \[1, 2, 3, 3\], "
+                  r"network \[32, 3, 3, 3\]\)"),
+    "number.pth": (lambda p: torch.save({"Conv2d_1a_3x3.conv.weight": 3}, p),
+                   r"holds 1 entries that are not tensors \(e\.g\. \['Conv2d_1a_3x3\.conv\.weight'\]\)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INCEPTION_BROKEN))
+def test_inception_broken_weights_say_what_is_wrong(case, images, tmp_path):
+    """A .safetensors file is not blamed on torch.load; an empty file has a reason; shapes do not crash."""
+    suffix = case.split(".")[1]
+    path = tmp_path / f"fid.{suffix}"
+    make, message = INCEPTION_BROKEN[case]
+    make(path)
+    with pytest.raises(DiversityInputError, match=message) as err:
+        featurize(load_dataset(images[1]), f"inception:{path}")
+    text = str(err.value)
+    assert "\n" not in text and text.rstrip()[-1] == "."
+    if suffix == "safetensors":
+        assert "torch.load" not in text

@@ -11,6 +11,7 @@ from typing import Callable
 import pandas as pd
 import streamlit as st
 
+from diversity_core._csv import frame_csv
 from diversity_core._orders import format_q, q_key
 from diversity_core.curation import (
     SelectionComparison,
@@ -243,5 +244,5 @@ def table_options(view) -> dict:
 
 def selection_csv(view, sel) -> bytes:
     """The CSV download of the selection (UTF-8)."""
-    return selection_frame(view, sel).to_csv(index=False).encode("utf-8")
+    return frame_csv(selection_frame(view, sel)).encode("utf-8")
 

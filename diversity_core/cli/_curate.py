@@ -21,6 +21,7 @@ import sys
 import numpy as np
 
 from .._atomic import atomic_write, output_transaction
+from .._csv import frame_csv
 from .._json import dumps
 from .._orders import format_q, q_key
 from ..exceptions import DiversityInputError, MemoryBudgetError
@@ -76,10 +77,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def write_csv_atomic(frame, path) -> None:
     """Write a DataFrame as CSV atomically (:func:`~diversity_core._atomic.atomic_write`).
 
+    Text cells are neutralised against spreadsheet formulas (:func:`~diversity_core._csv.frame_csv`).
     Inside an :func:`~diversity_core._atomic.output_transaction` the file is moved into place when
     the transaction ends.
     """
-    atomic_write(path, frame.to_csv(index=False, lineterminator="\n"))
+    atomic_write(path, frame_csv(frame))  # text cells that start like a formula get a quote
 
 
 def _check_args(args) -> None:

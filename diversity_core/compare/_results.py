@@ -19,6 +19,7 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
+from .._csv import csv_text, restore_cell
 from .._deprecation import warn_renamed
 from .._json import dumps, from_json_float, to_jsonable
 from .._orders import q_key
@@ -355,12 +356,8 @@ class Comparison:
         """
         cls = _table_type(table)
         names = [f.name for f in fields(cls)]
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(names)
-        for r in getattr(self, table):
-            writer.writerow(["" if getattr(r, k) is None else _csv_cell(getattr(r, k)) for k in names])
-        text = buf.getvalue()
+        # text cells that start like a formula get a quote (diversity_core._csv); read_csv removes it
+        text = csv_text(names, ([getattr(r, k) for k in names] for r in getattr(self, table)))
         if path is not None:
             from .._atomic import atomic_write
 
@@ -406,11 +403,6 @@ def _floats_by_key(values: Mapping[str, Any]) -> Dict[str, tuple]:
     return {k: tuple(from_json_float(v) for v in vals) for k, vals in values.items()}
 
 
-def _csv_cell(v):
-    """A CSV cell: floats by ``repr`` (they read back exactly), everything else as is."""
-    return repr(v) if isinstance(v, float) else v
-
-
 def _csv_value(text: str, typ: str):
     """Parse one CSV cell by the dataclass field's annotation (a string under PEP 563)."""
     if text == "":
@@ -421,7 +413,7 @@ def _csv_value(text: str, typ: str):
         return int(text)
     if "float" in typ:
         return float(text)
-    return text
+    return restore_cell(text)  # the quote a formula-like text cell was given on writing
 
 
 def _fmt(v: Optional[float], digits: int) -> str:

@@ -49,16 +49,21 @@ def mmd2_unbiased(X: np.ndarray, Y: np.ndarray, *, gamma: float, coef0: float, d
 
 
 def kid_subsets(R: np.ndarray, G: np.ndarray, *, n_subsets: int, subset_size: int, gamma: float,
-                coef0: float, degree: int, rng: np.random.Generator, progress=None) -> np.ndarray:
-    """MMD^2 of ``n_subsets`` independent pairs of random subsets of ``subset_size`` items each."""
+                coef0: float, degree: int, rng: np.random.Generator, progress=None, dtype=None) -> np.ndarray:
+    """MMD^2 of ``n_subsets`` independent pairs of random subsets of ``subset_size`` items each.
+
+    ``dtype``: of the products (default float32 for float32 features; see
+    :func:`~diversity_core.evaluation._limits.kid_product_dtype`).
+    """
     from .._progress import report
 
     out = np.empty(n_subsets)
     every = max(1, n_subsets // 20)
+    if dtype is None:
+        dtype = np.float32 if R.dtype == np.float32 and G.dtype == np.float32 else np.float64
     for s in range(n_subsets):
         ir = np.sort(rng.choice(R.shape[0], subset_size, replace=False))
         ig = np.sort(rng.choice(G.shape[0], subset_size, replace=False))
-        dtype = np.float32 if R.dtype == np.float32 and G.dtype == np.float32 else np.float64
         out[s] = mmd2_unbiased(np.asarray(R[ir], dtype=dtype), np.asarray(G[ig], dtype=dtype),
                                gamma=gamma, coef0=coef0, degree=degree)
         if (s + 1) % every == 0:
@@ -108,6 +113,14 @@ def kernel_distance(
     KernelDistanceResult
         ``mean``, ``std`` (ddof = 1) and the per-subset values.
 
+    Raises
+    ------
+    DiversityInputError
+        Bad features or options; data whose kernel sums overflow float64 (features near 1e51 with
+        the defaults: the kernel distance depends on the scale, so divide the data by a constant);
+        ``n_subsets`` whose estimated work exceeds :data:`~diversity_core.evaluation._limits.MAX_WORK`
+        (the message gives the largest allowed).
+
     Notes
     -----
     Cost: O(S m^2 d) (three m x m products per subset, in the features' precision; kernel values and
@@ -134,6 +147,7 @@ def kernel_distance(
     """
     from .._validation import check_random_state, check_scalar
     from ._common import check_sets
+    from ._limits import check_work, kid_product_dtype, kid_work
     from ._results import KernelDistanceResult
 
     R, G = check_sets(reference, generated)
@@ -144,9 +158,13 @@ def kernel_distance(
     d = R.shape[1]
     gamma = 1.0 / d if gamma is None else check_scalar(gamma, "gamma", float, min_val=0.0, include_boundaries="neither")
     m = min(subset_size, R.shape[0], G.shape[0])
+    # scale and count guards (issue 40): sums that overflow float64 and days of work are refused
+    dtype = kid_product_dtype(R, G, gamma=gamma, coef0=coef0, degree=degree, m=m)
+    check_work("n_subsets", n_subsets, kid_work(m, d, degree, R.shape[0], G.shape[0]),
+               what=f"subsets of {m:,} items of each set in d = {d}")
     gen = check_random_state(rng)
     vals = kid_subsets(R, G, n_subsets=n_subsets, subset_size=m, gamma=gamma, coef0=coef0, degree=degree,
-                       rng=gen, progress=progress)
+                       rng=gen, progress=progress, dtype=dtype)
     std = float(vals.std(ddof=1)) if vals.size > 1 else float("nan")
     return KernelDistanceResult(mean=float(vals.mean()), std=std, n_subsets=int(n_subsets), subset_size=int(m),
                                 degree=int(degree), gamma=float(gamma), coef0=float(coef0), values=vals)

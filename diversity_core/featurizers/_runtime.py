@@ -12,6 +12,9 @@
   it stops when the caller stops (an error, a cancelled job's progress report).
 - :class:`BatchProgress`: progress reports per batch whose detail is the time left, measured on
   the work itself (the first batch is the warm-up measurement), never a fixed rate.
+- :func:`unreadable_weights`: the one-line error for a weights file that cannot be read safely
+  (pickled objects, a broken safetensors or PyTorch file, an empty file), shared by ``hf:`` and
+  ``inception:``.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Iterable, Iterator, Optional
 from .._config import configure_environment
 from .._optional import require
 from .._progress import DETAIL_SEPARATOR, ProgressCallback, report
+from ..exceptions import DiversityInputError
 
 _passive_openmp: Optional[bool] = None  # set by import_torch, the first time
 
@@ -254,3 +258,56 @@ class BatchProgress:
             else:
                 detail = "a few seconds left" if left < 8 else f"about {format_duration(left)} left"
         report(self.progress, done, self.total, f"{self.stage}{DETAIL_SEPARATOR}{detail}")
+
+
+def _first_line(exc: BaseException, limit: int = 160) -> str:
+    """The first non-blank line of an exception's message (cut at ``limit``), else its type's name."""
+    line = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
+    line = line if len(line) <= limit else line[: limit - 3] + "..."
+    return line or type(exc).__name__
+
+
+def is_refused_pickle(exc: BaseException) -> bool:
+    """Whether ``torch.load(weights_only=True)`` refused a pickled object (a class or function: a GLOBAL)."""
+    text = str(exc)
+    return type(exc).__name__ == "UnpicklingError" and "global" in text.lower()
+
+
+def unreadable_weights(what: str, exc: BaseException, *, empty: bool = False, fix: str) -> DiversityInputError:
+    """The one-line error for weights that cannot be read safely, with its actual cause.
+
+    Parameters
+    ----------
+    what : str
+        The weights named for the user, e.g. ``"the weights file fid.pth"``.
+    exc : exception
+        What the reader raised (torch's ``UnpicklingError``, safetensors' ``SafetensorError``,
+        ``EOFError``, torch's zip reader's ``RuntimeError``, ...).
+    empty : bool, default False
+        The file has no bytes at all (its reader's message is then blank or cryptic).
+    fix : str
+        What to do, one sentence (e.g. "Save the model again with save_pretrained.").
+
+    Returns
+    -------
+    DiversityInputError
+    """
+    if empty:
+        return DiversityInputError(f"{what} is empty (0 bytes). {fix}")
+    if is_refused_pickle(exc):
+        return DiversityInputError(
+            f"{what} holds pickled Python objects besides tensors: refused, never unpickled "
+            f"(torch.load(weights_only=True)). {fix}"
+        )
+    if type(exc).__name__ == "SafetensorError":
+        return DiversityInputError(
+            f"{what} is not a valid safetensors file ({_first_line(exc)}): it is truncated, damaged or in "
+            f"another format. {fix}"
+        )
+    # torch's own first line for invalid pickle data is about its weights_only default, not the file
+    cause = "invalid pickle data" if type(exc).__name__ == "UnpicklingError" else (
+        f"{type(exc).__name__}: {_first_line(exc)}")
+    return DiversityInputError(
+        f"{what} is not a readable PyTorch weights file ({cause}): it is truncated, damaged or in another "
+        f"format. {fix}"
+    )

@@ -32,13 +32,23 @@ Images are preprocessed by the checkpoint's own image processor (``preprocessor_
 grayscale repeated to RGB); texts by its tokenizer, padded per batch and truncated to the
 model's maximum length. Use the cosine kernel (:func:`~diversity_core.featurizers.default_kernel`).
 
+No code from a model folder or the hub is ever run: every transformers loader is called with
+``trust_remote_code=False`` (the config, the network, the image processor, the tokenizer), so a
+checkpoint whose ``auto_map`` names its own Python classes is refused with a message, never
+prompted about on a terminal. Weights are read by transformers' safe loaders; a pickled
+``pytorch_model.bin`` holding more than tensors, a broken safetensors file and weights whose
+shapes do not fit the config are each a :class:`~diversity_core.exceptions.DiversityInputError`
+with one line saying what to do (the CLI's exit 2).
+
 The result store's key (:func:`hf_version`) holds a hash of the model's ``config.json`` and the
 sizes and modification times of its weight files, so re-saving a model gives new features.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +59,15 @@ import numpy as np
 from .._optional import require
 from .._progress import ProgressCallback
 from ..exceptions import DiversityInputError, UnusedWeightsWarning
-from ._runtime import BatchProgress, Prefetch, import_torch, inference_threads, torch_threads
+from ._runtime import (
+    BatchProgress,
+    Prefetch,
+    import_torch,
+    inference_threads,
+    is_refused_pickle,
+    torch_threads,
+    unreadable_weights,
+)
 
 __all__ = [
     "HF_PREFIX",
@@ -181,6 +199,42 @@ def _config_kind(config) -> str:
     )
 
 
+def _custom_code(source: str, where: str, classes=()) -> DiversityInputError:
+    named = f" ({', '.join(sorted(map(str, classes))[:3])})" if classes else ""
+    return DiversityInputError(
+        f"model {source!r} needs its own Python code: the auto_map of its {where} names classes of the model's "
+        f"files{named}, and hf: never runs code from a model folder or the hub (trust_remote_code=False). Use a "
+        "checkpoint of an architecture transformers builds itself (saved with save_pretrained from a transformers "
+        "class), or compute the features yourself and load them as embeddings."
+    )
+
+
+def _is_custom_code_error(exc: BaseException) -> bool:
+    """Whether transformers refused to load because the checkpoint needs ``trust_remote_code=True``."""
+    text = str(exc)
+    return "trust_remote_code" in text or "custom code" in text
+
+
+def _refuse_custom_code(source: str, folder: Path, transformers) -> None:
+    """Refuse a folder whose config.json maps its model type to the folder's own code (``auto_map``).
+
+    Read as JSON, before transformers sees it: a model type transformers builds itself loads its
+    own classes whatever ``auto_map`` says (``trust_remote_code=False``), any other needs the code.
+    """
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # transformers' own reading names the problem
+    auto_map = config.get("auto_map") if isinstance(config, dict) else None
+    if not auto_map:
+        return
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    if str(config.get("model_type", "")) not in CONFIG_MAPPING:
+        classes = auto_map.values() if isinstance(auto_map, dict) else ()
+        raise _custom_code(source, "config.json", [c if isinstance(c, str) else "/".join(map(str, c)) for c in classes])
+
+
 def hf_model(name: str, *, allow_download: bool = False) -> HFModel:
     """The checkpoint ``hf:SOURCE`` names: its local folder and modality (reads its config only).
 
@@ -200,7 +254,8 @@ def hf_model(name: str, *, allow_download: bool = False) -> HFModel:
     ------
     DiversityInputError
         Not of the form ``hf:PATH``; a model not found locally (saying how to get it); a
-        dual encoder (saying how to save one tower).
+        dual encoder (saying how to save one tower); a config whose ``auto_map`` needs the
+        model's own Python code (never run: ``trust_remote_code=False``).
     MissingDependencyError
         transformers is not installed (the message names the extra ``[hf]``).
     """
@@ -209,11 +264,15 @@ def hf_model(name: str, *, allow_download: bool = False) -> HFModel:
     if folder is None and not allow_download:
         raise _not_found(source)
     transformers = require("transformers", purpose="hf: featurizers")
+    if folder is not None:
+        _refuse_custom_code(source, folder, transformers)
     try:
         config = transformers.AutoConfig.from_pretrained(
-            str(folder or source), local_files_only=folder is not None
+            str(folder or source), local_files_only=folder is not None, trust_remote_code=False
         )
     except (OSError, ValueError) as exc:
+        if _is_custom_code_error(exc):
+            raise _custom_code(source, "config.json") from None
         raise DiversityInputError(f"could not read the config of model {source!r}: {exc}") from None
     if folder is None:
         folder = _local_folder(source)
@@ -318,14 +377,59 @@ def _load_failed(model: HFModel, what: str, exc: Exception, allow_download: bool
     )
 
 
+def _mismatch(key) -> str:
+    """``"name: checkpoint [8, 16], config [8, 32]"`` from transformers' ``(name, shape, shape)``."""
+    if isinstance(key, tuple) and len(key) == 3:
+        name, saved, built = key
+        return f"{name}: checkpoint {list(saved)}, config {list(built)}"
+    return str(key[0] if isinstance(key, tuple) else key)
+
+
+def _weights_files(folder: Path) -> list:
+    return sorted(f for f in folder.iterdir() if f.suffix in _WEIGHTS_SUFFIXES and f.is_file())
+
+
+def _is_weights_error(exc: BaseException) -> bool:
+    """Whether a loader's OSError/ValueError is about reading the weights' bytes (torch's refusal)."""
+    return is_refused_pickle(exc) or "weights_only" in str(exc)
+
+
+def _unreadable_weights(model: HFModel, exc: Exception) -> DiversityInputError:
+    """The one-line error for weights that cannot be read safely (pickled objects, a broken file)."""
+    files = _weights_files(model.folder)
+    names = ", ".join(f.name for f in files[:3]) + (", ..." if len(files) > 3 else "")
+    return unreadable_weights(
+        f"the weights file of model {model.source!r} ({names or 'none found'})",
+        exc,
+        empty=bool(files) and any(f.stat().st_size == 0 for f in files),
+        fix="Save the model again with save_pretrained (it writes model.safetensors), or download it again.",
+    )
+
+
+@contextlib.contextmanager
+def _quiet(transformers):
+    """Only transformers' errors logged while a checkpoint loads (its load report repeats our one-line errors)."""
+    logging = transformers.utils.logging
+    before = logging.get_verbosity()
+    if before >= logging.ERROR:
+        yield
+        return
+    logging.set_verbosity(logging.ERROR)
+    try:
+        yield
+    finally:
+        if logging.get_verbosity() == logging.ERROR:  # unless someone else changed it meanwhile
+            logging.set_verbosity(before)
+
+
 def _check_loading(model: HFModel, net, info) -> bool:
     """Refuse missing or mis-shaped weights, warn about unused ones; whether the pooler's weights were saved."""
     cls = type(net).__name__
-    mismatched = [str(k[0] if isinstance(k, tuple) else k) for k in info.get("mismatched_keys", ()) if k]
+    mismatched = sorted(_mismatch(k) for k in info.get("mismatched_keys", ()) if k)
     if mismatched:
         raise DiversityInputError(
             f"model {model.source!r} has {len(mismatched)} weight tensors whose shapes do not fit the "
-            f"{cls} its config describes (e.g. {sorted(mismatched)[:3]}); save the config and the weights of "
+            f"{cls} its config describes (e.g. {'; '.join(mismatched[:3])}); save the config and the weights of "
             "the same model with save_pretrained."
         )
     missing = sorted(k for k in info.get("missing_keys", ()) if k)
@@ -353,16 +457,30 @@ def _load(model: HFModel, torch, allow_download: bool):
     transformers = require("transformers", purpose="hf: featurizers")
     where, offline = model.location, not allow_download
     what = "image processor (preprocessor_config.json)" if model.modality == "images" else "tokenizer"
+    safe = {"local_files_only": offline, "trust_remote_code": False}  # never the checkpoint's own code
     try:
-        config = transformers.AutoConfig.from_pretrained(where, local_files_only=offline)
-        net, info = _model_class(transformers, config).from_pretrained(
-            where, config=config, local_files_only=offline, output_loading_info=True
-        )
-        if model.modality == "images":
-            prep = transformers.AutoImageProcessor.from_pretrained(where, local_files_only=offline)
-        else:
-            prep = transformers.AutoTokenizer.from_pretrained(where, local_files_only=offline)
+        with _quiet(transformers):
+            config = transformers.AutoConfig.from_pretrained(where, **safe)
+            try:
+                # mismatched shapes are reported in info (then refused by _check_loading), not raised
+                net, info = _model_class(transformers, config).from_pretrained(
+                    where, config=config, output_loading_info=True, ignore_mismatched_sizes=True, **safe
+                )
+            except MemoryError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a weights file that cannot be read safely: one message
+                if isinstance(exc, (OSError, ValueError)) and not _is_weights_error(exc):
+                    raise  # a missing file or a config problem: _load_failed below says what to do
+                raise _unreadable_weights(model, exc) from None
+            if model.modality == "images":
+                prep = transformers.AutoImageProcessor.from_pretrained(where, **safe)
+            else:
+                prep = transformers.AutoTokenizer.from_pretrained(where, **safe)
+    except DiversityInputError:
+        raise
     except (OSError, ValueError) as exc:
+        if _is_custom_code_error(exc):
+            raise _custom_code(model.source, f"{what} or config") from None
         raise _load_failed(model, what, exc, allow_download) from None
     use_pooler = _check_loading(model, net, info)
     return net.eval(), prep, use_pooler
@@ -423,7 +541,9 @@ def hf_features(
     DiversityInputError
         See :func:`hf_model`; an empty input; a checkpoint without its image processor or
         tokenizer, or lacking weights its network needs (a hub id only partly in the cache: the
-        message names ``--allow-download``).
+        message names ``--allow-download``); one that needs its own Python code (never run);
+        weights holding pickled objects, a broken safetensors or PyTorch file, or weights whose
+        shapes do not fit the config (named with both shapes).
 
     Warns
     -----

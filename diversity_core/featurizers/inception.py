@@ -26,7 +26,14 @@ import numpy as np
 
 from .._progress import ProgressCallback
 from ..exceptions import DiversityInputError
-from ._runtime import BatchProgress, Prefetch, import_torch, inference_threads, torch_threads
+from ._runtime import (
+    BatchProgress,
+    Prefetch,
+    import_torch,
+    inference_threads,
+    torch_threads,
+    unreadable_weights,
+)
 
 __all__ = [
     "INCEPTION_DIM",
@@ -194,6 +201,13 @@ def build_fid_inception():
     return FIDInception().eval()
 
 
+#: What the weights file must be (the end of every message about a wrong one).
+_LAYOUT = (
+    "It must be the state dict of torchvision's Inception3 with the FID blocks, as pytorch-fid's "
+    "pt_inception-2015-12-05 weights (.pth, or .safetensors)."
+)
+
+
 def _weights_path(path) -> Path:
     p = Path(path).expanduser()
     if not p.is_file():
@@ -210,8 +224,9 @@ def load_fid_inception(path):
     Raises
     ------
     DiversityInputError
-        A missing file, one that is not a tensor state dict (``torch.load(weights_only=True)``
-        refuses anything else), or one whose tensors do not fit the layout (names the keys).
+        A missing or empty file; pickled objects other than tensors (``torch.load(weights_only=True)``
+        refuses them); a broken safetensors or PyTorch file; one that is not a state dict of
+        tensors, or whose tensors do not fit the layout (names the keys and shapes).
     """
     torch = import_torch("the FID Inception network")
     p = _weights_path(path)
@@ -222,22 +237,43 @@ def load_fid_inception(path):
             state = load_file(str(p))
         else:
             state = torch.load(str(p), map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - any unreadable or unsafe file: one message
-        raise DiversityInputError(
-            f"could not read {p} as a weights file with torch.load(weights_only=True): {exc}"
+    except MemoryError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any unreadable or unsafe file: one message with its cause
+        raise unreadable_weights(
+            f"the FID Inception weights file {p}", exc, empty=p.stat().st_size == 0, fix=_LAYOUT,
         ) from None
     if not isinstance(state, dict):
         raise DiversityInputError(
-            f"{p} does not hold a state dict (name -> tensor); got {type(state).__name__}."
+            f"{p} does not hold a state dict (name -> tensor); got {type(state).__name__}. {_LAYOUT}"
+        )
+    others = sorted(str(k) for k, v in state.items() if not isinstance(v, torch.Tensor))
+    if others:
+        raise DiversityInputError(
+            f"{p} holds {len(others)} entries that are not tensors (e.g. {others[:3]}); a state dict maps names "
+            f"to tensors. {_LAYOUT}"
         )
     net = build_fid_inception()
-    missing, unexpected = net.load_state_dict(state, strict=False)
+    expected = net.state_dict()
+    wrong = sorted(
+        f"{k}: file {list(v.shape)}, network {list(expected[k].shape)}"
+        for k, v in state.items()
+        if k in expected and tuple(v.shape) != tuple(expected[k].shape)
+    )
+    if wrong:
+        raise DiversityInputError(
+            f"{p} does not fit the FID Inception layout: {len(wrong)} tensors have other shapes "
+            f"(e.g. {'; '.join(wrong[:3])}). {_LAYOUT}"
+        )
+    try:
+        missing, unexpected = net.load_state_dict(state, strict=False)
+    except RuntimeError as exc:  # e.g. a complex tensor that cannot be copied into a real parameter
+        raise DiversityInputError(f"{p} does not fit the FID Inception layout: {exc}. {_LAYOUT}") from None
     missing = [k for k in missing if not k.endswith("num_batches_tracked")]
     if missing or unexpected:
         raise DiversityInputError(
             f"{p} does not fit the FID Inception layout: {len(missing)} missing tensors (e.g. {missing[:3]}), "
-            f"{len(unexpected)} unexpected (e.g. {unexpected[:3]}). It must be the state dict of torchvision's "
-            "Inception3 with the FID blocks, as pytorch-fid's pt_inception-2015-12-05 weights."
+            f"{len(unexpected)} unexpected (e.g. {unexpected[:3]}). {_LAYOUT}"
         )
     return net.eval()
 

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import streamlit as st
 
+from diversity_core._csv import frame_csv
+
 from .search import MIN_MATCHES
 
 if TYPE_CHECKING:
@@ -160,4 +162,4 @@ def selection_csv(view: View, indices) -> bytes:
     table = pd.DataFrame({"row": view.loaded_rows(idx), "id": [view.data.ids[i] for i in idx]})
     if view.data.groups is not None:
         table["group"] = [str(view.data.groups[i]) for i in idx]
-    return table.to_csv(index=False).encode("utf-8")
+    return frame_csv(table).encode("utf-8")
