@@ -169,7 +169,7 @@ def section_n10k(args) -> dict:
     print("exact", t_exact, exact, flush=True)
     steps = []
     t0 = time.perf_counter()
-    for b in iter_vendi_bounds(X, kernel="rbf", sigma=sigma, ks=[20, 50, 100, 200], qs=[0.0] + QS, rng=0):
+    for b in iter_vendi_bounds(X, kernel="rbf", sigma=sigma, ks=[20, 50, 100, 200], q=[0.0] + QS, rng=0):
         step = {"k": b.k, "seconds": time.perf_counter() - t0, "matrix": b.settings["matrix"],
                 "tolerance": b.tolerance}
         step.update(band_rows(b, [0.0] + QS, exact))
@@ -178,7 +178,7 @@ def section_n10k(args) -> dict:
     # guaranteed bounds from Nystrom sketches (Loewner order): no pass over K
     for m in (1000, 2000):
         t1 = time.perf_counter()
-        b = nystrom_bounds(X, kernel="rbf", sigma=sigma, m=m, qs=[0.0] + QS, rng=0)
+        b = nystrom_bounds(X, kernel="rbf", sigma=sigma, m=m, q=[0.0] + QS, rng=0)
         step = {"method": f"nystrom m={m}", "seconds": time.perf_counter() - t1,
                 "captured_trace": b.settings["captured_trace"]}
         step.update(band_rows(b, [0.0] + QS, exact))
@@ -242,9 +242,9 @@ def section_coverage(args) -> dict:
             # the guaranteed bounds, both ways of seeing the top of the spectrum, at every order
             every = {q_key(q): float(spec.vendi(q)) for q in [0.0, 0.5] + EST_QS}
             held = {}
-            for how, b in (("lanczos k=50", vendi_bounds(X, kernel=kind, k=50, qs=[0.0, 0.5] + EST_QS,
+            for how, b in (("lanczos k=50", vendi_bounds(X, kernel=kind, k=50, q=[0.0, 0.5] + EST_QS,
                                                          method="lanczos", rng=0, **kw)),
-                           ("nystrom m=400", nystrom_bounds(X, kernel=kind, m=400, qs=[0.0, 0.5] + EST_QS,
+                           ("nystrom m=400", nystrom_bounds(X, kernel=kind, m=400, q=[0.0, 0.5] + EST_QS,
                                                             rng=0, **kw))):
                 held[how] = {key: {"low": b.vendi(q)[0], "high": b.vendi(q)[1],
                                    "contains": bool(b.contains(q, every[key], rtol=1e-9))}
@@ -285,7 +285,7 @@ def section_100k(kind: str, args) -> dict:
     t0 = time.perf_counter()
     # method="auto": at this n not even the float32 matrix fits, so the bounds come from a Nystrom
     # sketch (eigenvalue lower bounds in the PSD order), without any pass over K
-    b = vendi_bounds(X, kernel=kind, k=200, qs=[0.0] + QS, time_budget=args.budget / 2, m=args.m, rng=0, **kw)
+    b = vendi_bounds(X, kernel=kind, k=200, q=[0.0] + QS, time_budget=args.budget / 2, m=args.m, rng=0, **kw)
     t_bounds = time.perf_counter() - t0
     bounds = {q_key(q): list(b.vendi(q)) for q in [0.0] + QS}
     print("bounds", f"{t_bounds:.1f} s", b.settings, bounds, f"peak {peak_rss_mb():.0f} MiB", flush=True)

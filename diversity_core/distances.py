@@ -32,6 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.spatial.distance import cdist
 
+from ._config import chunk_rows
 from ._validation import check_features
 from .exceptions import DiversityInputError
 
@@ -88,12 +89,24 @@ def _cache_rows(m: int) -> int:
     return max(8, _CACHE_BYTES // (8 * max(m, 1)))
 
 
+def _as_float64(block):
+    """A block of rows as float64 (dense or CSR): float32 values converted exactly, float64 as it is."""
+    if block.dtype == np.float64:
+        return block
+    return block.astype(np.float64)
+
+
 def _gram(A, B=None) -> np.ndarray:
-    """A B^T as a dense float64 array (sparse-aware), formed in row blocks.
+    """A B^T as a dense float64 array (sparse-aware), formed in row blocks, every product in float64.
 
     ``B=None`` is the symmetric product: up to ``GRAM_BLOCK_ROWS`` rows one SYRK (half the
     work of a general product, and exactly symmetric), beyond it the blocks on and above the
     diagonal, mirrored; so no product ever has more than ``GRAM_BLOCK_ROWS`` rows.
+
+    float32 operands are exact float64 numbers: their row blocks are converted to float64 one
+    block at a time and multiplied in float64 (issue 38: a float32 product errs by about
+    ``sqrt(d) eps32`` of an entry, which hid most of the spectrum of float32 embeddings), so
+    float32 data give their float64 copy's matrix at the cost of one block's copy.
     """
     sym = B is None
     B = A if sym else B
@@ -102,32 +115,57 @@ def _gram(A, B=None) -> np.ndarray:
         # sparse products do not reach BLAS; row blocks only bound the sparse temporaries. A
         # dense right operand is transposed once into C order, which scipy's CSR x dense loop
         # reads row by row (1.6x faster than the transposed view)
-        Bt = B.T if sp.issparse(B) else np.ascontiguousarray(B.T)
+        Bt = _as_float64(B.T if sp.issparse(B) else np.ascontiguousarray(B.T))
         G = np.empty((n, m), dtype=np.float64)
         for rows in _row_blocks(n):
-            part = A[rows] @ Bt
+            part = _as_float64(A[rows]) @ Bt
             G[rows] = part.toarray() if sp.issparse(part) else np.asarray(part)
         return G
+    direct = A.dtype == np.float64 and B.dtype == np.float64
+    if not direct:
+        return _gram_upcast(A, None if sym else B)
     if n <= GRAM_BLOCK_ROWS and m <= GRAM_BLOCK_ROWS:
         return np.asarray(A @ B.T, dtype=np.float64)
     G = np.empty((n, m), dtype=np.float64)
-    direct = A.dtype == np.float64 and B.dtype == np.float64
     if not sym:
         for rows in _row_blocks(n):
-            if direct:
-                np.matmul(A[rows], B.T, out=G[rows])
-            else:
-                G[rows] = A[rows] @ B.T
+            np.matmul(A[rows], B.T, out=G[rows])
         return G
     blocks = _row_blocks(n)
     for i, rows in enumerate(blocks):
         for cols in blocks[i:]:
-            if direct:
-                np.matmul(A[rows], A[cols].T, out=G[rows, cols])
-            else:
-                G[rows, cols] = A[rows] @ A[cols].T
+            np.matmul(A[rows], A[cols].T, out=G[rows, cols])
             if cols != rows:
                 G[cols, rows] = G[rows, cols].T
+    return G
+
+
+def _gram_upcast(A, B=None) -> np.ndarray:
+    """:func:`_gram` of dense operands that are not both float64: row blocks converted to float64, then multiplied.
+
+    The blocks are those of the float64 path (so float32 data and their float64 copy give the
+    same matrix, bit for bit while a block's float64 copy fits the streaming chunk size),
+    fewer rows when one block's float64 copy of d columns would exceed
+    :func:`~diversity_core.set_config`'s ``chunk_bytes``. Temporaries: two blocks of float64 rows.
+    """
+    sym = B is None
+    B = A if sym else B
+    n, m, d = A.shape[0], B.shape[0], A.shape[1]
+    size = min(GRAM_BLOCK_ROWS, chunk_rows(d, 8))
+    G = np.empty((n, m), dtype=np.float64)
+    if sym:
+        blocks = _row_blocks(n, size)
+        for i, rows in enumerate(blocks):
+            a = _as_float64(A[rows])
+            np.matmul(a, a.T, out=G[rows, rows])  # one SYRK on the diagonal: exactly symmetric
+            for cols in blocks[i + 1:]:
+                np.matmul(a, _as_float64(A[cols]).T, out=G[rows, cols])
+                G[cols, rows] = G[rows, cols].T
+        return G
+    for cols in _row_blocks(m, size):
+        b = _as_float64(B[cols]).T
+        for rows in _row_blocks(n, size):
+            np.matmul(_as_float64(A[rows]), b, out=G[rows, cols])
     return G
 
 
@@ -719,3 +757,28 @@ def _check_pair(X, Y):
             f"X and Y must have the same number of features; got {X.shape[1]} and {Y.shape[1]}."
         )
     return X, Y
+
+
+# ---------------------------------------------------------------------------------------------
+# exact pairs of the neighbour searches
+# ---------------------------------------------------------------------------------------------
+def _framed_paired_squared_distances(A, B, a: np.ndarray, b: np.ndarray, *, exponent: int = 0) -> np.ndarray:
+    """``||2^-exponent (A[a[m]] - B[b[m]])||^2`` for each pair m, from float64 differences of dense rows.
+
+    The value every neighbour decision of the project rests on (exact k-NN radii, radius tests,
+    the refinement of approximate candidates): float32 rows are converted to float64 before they
+    are subtracted, and both rows are scaled by ``2^-exponent`` first (exact: only the exponent
+    changes), so rows of 1e160 neither overflow nor, at 1e-170, underflow. The sum of squares is
+    :func:`_paired_squared_distances`'s; its relative error is at most about ``(d + 2) eps / 2``.
+    """
+    out = np.empty(a.size)
+    d = A.shape[1]
+    step = max(1, _PAIR_CHUNK_VALUES // max(2 * d, 1))
+    for s in range(0, a.size, step):
+        rows_a = np.asarray(A[a[s:s + step]], dtype=np.float64)
+        rows_b = np.asarray(B[b[s:s + step]], dtype=np.float64)
+        if exponent:
+            rows_a, rows_b = np.ldexp(rows_a, -exponent), np.ldexp(rows_b, -exponent)
+        same = np.arange(rows_a.shape[0])
+        out[s:s + step] = _paired_squared_distances(rows_a, rows_b, same, same)
+    return out

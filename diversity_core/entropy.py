@@ -6,7 +6,7 @@ Renyi entropy of order q of the eigenvalues of a density matrix.
 
 It also holds the one rule that decides which eigenvalues count (:func:`support_tol`, the
 support threshold ``m * eps * max``, like scikit-learn's single PSD tolerance in
-``utils/validation.py``) and the default grid of orders (:func:`default_q_grid`): the spectrum,
+``utils/validation.py``, with ``eps`` of the computation, :func:`computation_eps`) and the default grid of orders (:func:`default_q_grid`): the spectrum,
 the bounds and sketches of :mod:`diversity_core.approx`, the per-item contributions, the
 comparisons and :mod:`diversity_core.compat.vendi` all call these rather than restating them.
 """
@@ -18,23 +18,59 @@ import numpy as np
 from ._orders import check_q
 from .exceptions import DiversityInputError
 
-__all__ = ["vendi_from_eigenvalues", "support_tol", "precision_eps", "default_q_grid"]
+__all__ = ["vendi_from_eigenvalues", "support_tol", "computation_eps", "default_q_grid"]
 
-#: Machine epsilon of float64, the precision every density matrix is accumulated in.
+#: Machine epsilon of float64, the precision every exact density matrix is computed in.
 EPS64 = float(np.finfo(np.float64).eps)
+
+#: The arithmetics a matrix can be computed in (:func:`computation_eps`).
+PRECISIONS = ("float64", "float32")
 
 #: Below this distance from 1 the Renyi entropy is evaluated with log1p/expm1 (no cancellation).
 _NEAR_ONE = 0.5
 
 
-def precision_eps(dtype) -> float:
-    """Machine epsilon of the precision a density matrix was formed in: float32's for float32 data, else float64's.
+def computation_eps(precision: str = "float64", *, entry_rtol: float = 0.0) -> float:
+    """The ``eps`` of the support rule for a matrix COMPUTED in ``precision`` arithmetic.
 
-    Products of float32 features are only float32-accurate even when summed in float64, so
-    their round-off eigenvalues reach ~m * 1.2e-7 of the largest; every other input (float64,
-    integers, sparse matrices converted to float64) is float64-accurate.
+    The threshold follows the arithmetic that formed and decomposed the matrix, never the
+    dtype the data arrived in: a float32 value is an exact float64 number, and every exact path
+    of the core (dense, dual in memory, streamed, Dask, GPU, :class:`~diversity_core.metrics.VendiScore`,
+    the comparisons) converts float32 rows to float64 block by block and multiplies them in
+    float64, so float32 data get float64's eps, exactly as their float64 copy does (a float32
+    eps dropped 845 of 1,120 real eigenvalues of EfficientNet features, issue 38). A path that
+    really multiplies in float32 states the relative error of its matrix entries as
+    ``entry_rtol`` (a float32 product of t terms errs by about ``eps32 (2 + sqrt(t))``, see
+    ``approx._operators._gemm_rtol``); its threshold uses the larger of the two.
+
+    Parameters
+    ----------
+    precision : {"float64", "float32"}, default "float64"
+        The arithmetic of the computation (a string, so that a data dtype cannot be passed by
+        mistake).
+    entry_rtol : float, default 0
+        Stated relative error of the matrix's entries, when larger than the arithmetic's eps.
+
+    Returns
+    -------
+    float
+        ``max(finfo(precision).eps, entry_rtol)``.
+
+    Examples
+    --------
+    >>> computation_eps() == EPS64
+    True
     """
-    return float(np.finfo(np.float32).eps) if np.dtype(dtype) == np.float32 else EPS64
+    if not isinstance(precision, str) or precision not in PRECISIONS:
+        raise DiversityInputError(
+            f"precision is the arithmetic a matrix was computed in, one of {PRECISIONS}; got {precision!r}. "
+            "It is not the data's dtype: float32 data converted to float64 and multiplied in float64 is a "
+            "'float64' computation."
+        )
+    rtol = float(entry_rtol)
+    if not (np.isfinite(rtol) and rtol >= 0):
+        raise DiversityInputError(f"entry_rtol must be a finite number >= 0; got {entry_rtol!r}.")
+    return max(float(np.finfo(precision).eps), rtol)
 
 
 def support_tol(m: int, largest: float, eps: float = EPS64) -> float:
@@ -55,7 +91,8 @@ def support_tol(m: int, largest: float, eps: float = EPS64) -> float:
     largest : float
         Its largest eigenvalue (or an upper bound on it, which gives a threshold at least as high).
     eps : float, default float64's
-        Machine epsilon of the precision the matrix was formed in (:func:`precision_eps`).
+        Relative round-off of the computation that formed and decomposed the matrix
+        (:func:`computation_eps`): float64's on every exact path, whatever the data's dtype.
 
     Returns
     -------
@@ -63,6 +100,13 @@ def support_tol(m: int, largest: float, eps: float = EPS64) -> float:
 
     Notes
     -----
+    q = 0 is the count of eigenvalues above the threshold: the numerical rank of the values as
+    stored. float32 data and their float64 copy are the same values computed alike, so they get
+    the same rank; it is not the rank of the data before they were rounded to float32 (rounding a
+    rank-r matrix makes it full rank, with eigenvalues near ``eps32^2`` of the largest that
+    usually, not always, fall below ``m eps64``), and it jumps when an eigenvalue crosses the
+    threshold. Every q > 0 is continuous in the eigenvalues.
+
     O(1). The one statement of the rule: :class:`~diversity_core.spectrum.Spectrum`, the bounds
     and sketches of :mod:`diversity_core.approx`, the leave-one-out contributions and
     :mod:`diversity_core.compat.vendi` all call it.

@@ -34,6 +34,7 @@ from ._config import check_memory
 from ._validation import check_features, check_kernel_matrix, check_option, check_positive, check_weights
 from .distances import (  # noqa: F401 - GRAM_BLOCK_ROWS, _row_blocks, _squared_distances: imported from here by others
     GRAM_BLOCK_ROWS,
+    _as_float64,
     _dense,
     _gram,
     _row_blocks,
@@ -60,25 +61,86 @@ __all__ = [
     "get_kernel",
     "kernel_matrix",
     "median_distance",
+    "DEFAULT_KERNEL",
     "median_sample_rows",
+    "row_keys",
     "row_norms",
     "normalize_diagonal",
     "combine_kernel_matrices",
 ]
 
+#: The kernel of every function that takes one and is not told which: exact scores, bounds,
+#: estimates, plans, curation and comparisons alike, so that an approximate answer obtained
+#: without naming a kernel is of the value the exact function gives without naming one. Cosine
+#: is the Vendi paper's default for embeddings and has a feature map (the dual path at any n).
+DEFAULT_KERNEL = "cosine"
+
 #: Largest number of rows the median heuristic looks at (a seeded subsample beyond it).
 MEDIAN_SAMPLE = 1000
 
 
-def median_sample_rows(n: int, max_samples: int = MEDIAN_SAMPLE) -> Optional[np.ndarray]:
-    """Sorted rows the median heuristic looks at among ``n``: ``None`` (all of them) up to ``max_samples``.
+#: Odd 64-bit constants of the splitmix64 finaliser (Steele, Lea & Flood 2014), which turns a
+#: row's bits into a key that looks uniform.
+_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
 
-    Above ``max_samples`` a fixed-seed subsample, so data streamed from disk can read exactly
-    the rows an in-memory computation would use.
+
+def _mix64(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser on uint64 values (wrapping arithmetic)."""
+    with np.errstate(over="ignore"):
+        z = z + _MIX[0]
+        z = (z ^ (z >> np.uint64(30))) * _MIX[1]
+        z = (z ^ (z >> np.uint64(27))) * _MIX[2]
+        return z ^ (z >> np.uint64(31))
+
+
+def row_keys(X) -> np.ndarray:
+    """A 64-bit key per row that depends on the row's values alone, never on its position.
+
+    Each value is taken as float64 (a float32 value is the same number, so float32 data and its
+    float64 copy get the same keys; -0.0 counts as 0.0), salted by its column, mixed
+    (splitmix64) and summed modulo 2**64 across the columns: integer sums are exact in any
+    order, so the key does not depend on BLAS, blocking or where the row sits. O(n d) integer
+    operations, in row blocks. Identical rows get identical keys.
     """
-    if n <= max_samples:
+    n, d = X.shape
+    salt = _mix64(np.arange(d, dtype=np.uint64))
+    keys = np.empty(n, dtype=np.uint64)
+    step = max(1, (1 << 18) // max(d, 1))
+    for start in range(0, n, step):
+        block = X[start:start + step]
+        block = block.toarray() if sp.issparse(block) else block
+        bits = (np.asarray(block, dtype=np.float64) + 0.0).view(np.uint64)
+        with np.errstate(over="ignore"):
+            keys[start:start + step] = _mix64(bits ^ salt).sum(axis=1, dtype=np.uint64)
+    return _mix64(keys)
+
+
+def median_sample_rows(keys, max_samples: int = MEDIAN_SAMPLE, weights=None) -> Optional[np.ndarray]:
+    """Sorted rows the median heuristic looks at: ``None`` (all of them) up to ``max_samples`` rows.
+
+    ``keys`` are the rows' :func:`row_keys` (or, for backward compatibility, the number of rows,
+    which gives a positional seeded sample). Above ``max_samples`` rows the sample is the
+    ``max_samples`` rows of smallest key: a pseudo-random sample fixed by the rows' contents, so
+    the bandwidth, and every score that uses it, does not change when the rows are permuted or
+    a set is split and merged, and data streamed from disk reads exactly the rows an in-memory
+    computation would use. Equal keys (identical rows) are ordered by their ``weights`` (any
+    positive rescaling of the weights keeps that order), so even copies of one row that carry
+    different weights are chosen independently of their positions.
+    """
+    if np.ndim(keys) == 0:  # a row count: the positional sample of earlier versions
+        n = int(keys)
+        if n <= max_samples:
+            return None
+        return np.sort(np.random.default_rng(0).choice(n, size=max_samples, replace=False))
+    keys = np.asarray(keys)
+    if keys.shape[0] <= max_samples:
         return None
-    return np.sort(np.random.default_rng(0).choice(n, size=max_samples, replace=False))
+    if weights is None:
+        # equal keys are identical rows, interchangeable
+        idx = np.argpartition(keys, max_samples - 1)[:max_samples]
+    else:
+        idx = np.lexsort((np.asarray(weights, dtype=np.float64), keys))[:max_samples]
+    return np.sort(idx)
 
 
 def median_distance(
@@ -87,8 +149,9 @@ def median_distance(
     r"""Median of the pairwise distances between distinct rows of ``X``.
 
     The bandwidth default of the RBF and Laplacian kernels (the "median heuristic"). Above
-    ``max_samples`` rows a fixed-seed subsample of that size is used, so the value is
-    deterministic and costs O(max_samples^2 d).
+    ``max_samples`` rows a sample of that size chosen by the rows' contents is used
+    (:func:`median_sample_rows`), so the value is deterministic, does not depend on the rows'
+    order, and costs O(n d + max_samples^2 d).
 
     With item ``weights`` p, the pair (i, j) counts with weight :math:`p_i p_j`: the weighted
     median of the distances, so weights that are counts give exactly the median of the data
@@ -100,13 +163,13 @@ def median_distance(
     DiversityInputError
         If every pair of rows is identical (no positive distance to take the median of).
     """
-    X = check_features(X, min_samples=2)
-    X = X.toarray() if sp.issparse(X) else X
+    X = check_features(X, min_samples=2, allow_sparse=True)
     p = None if weights is None else check_weights(weights, X.shape[0])
-    idx = median_sample_rows(X.shape[0], max_samples)
+    idx = median_sample_rows(row_keys(X) if X.shape[0] > max_samples else X.shape[0], max_samples, p)
     if idx is not None:
         X = X[idx]
         p = None if p is None else p[idx]
+    X = X.toarray() if sp.issparse(X) else X
     if metric == "euclidean":
         D = np.sqrt(_squared_distances(X))
     elif metric in ("cityblock", "manhattan", "l1"):
@@ -121,6 +184,12 @@ def median_distance(
     if p is not None:
         keep &= (p[iu[0]] > 0) & (p[iu[1]] > 0)
     if not keep.any():
+        if np.ptp(X, axis=0).max() > 0:  # distinct rows whose squared distances underflow to 0
+            raise DiversityInputError(
+                f"the distances between these items underflow double precision (values differ by at most "
+                f"{np.ptp(X, axis=0).max():.3g}); rescale the features: distances of c * X are c times those "
+                "of X, and the rbf kernel of c * X with bandwidth c * sigma equals that of X with sigma."
+            )
         raise DiversityInputError(
             "all items are identical, so the median-distance bandwidth is undefined; "
             "pass an explicit sigma."
@@ -199,7 +268,8 @@ class Kernel(abc.ABC):
 
         Data-dependent defaults (the median bandwidth) are fixed on X; call :meth:`resolve`
         first to fix them once for several calls (blocked products, Nystrom landmarks).
-        Cost O(n m d).
+        float32 rows are exact float64 numbers and give their float64 copy's matrix (products
+        in float64, block by block). Cost O(n m d).
         """
         if check_input:
             X = self._check(X)
@@ -381,12 +451,14 @@ class CosineKernel(Kernel):
         return U
 
     def _matrix(self, X):
-        K = _gram(self._feature_map(X))
+        # float32 rows are exact float64 numbers: normalised in float64 (a float32 x / ||x|| rounds
+        # every entry), the same matrix as their float64 copy's (issue 38)
+        K = _gram(self._feature_map(_as_float64(X)))
         np.fill_diagonal(K, 1.0)
         return K
 
     def _cross(self, X, Y):
-        return _gram(self._feature_map(X), self._feature_map(Y))
+        return _gram(self._feature_map(_as_float64(X)), self._feature_map(_as_float64(Y)))
 
 
 @dataclass(frozen=True)
@@ -607,12 +679,12 @@ class ProbabilityProductKernel(Kernel):
         return np.sqrt(X)
 
     def _matrix(self, X):
-        K = _gram(np.sqrt(X))
+        K = _gram(np.sqrt(_as_float64(X)))  # float64 square roots of float32 values, as for their float64 copy
         np.fill_diagonal(K, 1.0)
         return K
 
     def _cross(self, X, Y):
-        return _gram(np.sqrt(X), np.sqrt(Y))
+        return _gram(np.sqrt(_as_float64(X)), np.sqrt(_as_float64(Y)))
 
 
 @dataclass(frozen=True)
@@ -748,7 +820,7 @@ KERNELS: dict[str, type[Kernel]] = {
 }
 
 
-def get_kernel(kernel="cosine", **params) -> Kernel:
+def get_kernel(kernel=DEFAULT_KERNEL, **params) -> Kernel:
     """Return a :class:`Kernel` from a name and its parameters (or pass a Kernel through).
 
     Parameters
@@ -786,7 +858,7 @@ def get_kernel(kernel="cosine", **params) -> Kernel:
     return cls(**params)
 
 
-def kernel_matrix(X, *, kernel="cosine", **params) -> np.ndarray:
+def kernel_matrix(X, *, kernel=DEFAULT_KERNEL, **params) -> np.ndarray:
     """Kernel matrix K (n x n, float64) of the rows of X.
 
     Cost: O(n^2 d) for the pairwise products plus O(n^2) elementwise work.

@@ -215,7 +215,7 @@ def _score_groups(X, groups, weights, kern, qs, method, device, include_all, sma
 def _score_part(name, X, weights, kern, qs, method, device, progress, *, streamed: bool) -> GroupScore:
     """One part's scores on the path of its plan (validated X or a source; resolved kernel)."""
     n, d = (X.n, X.d) if streamed else X.shape
-    plan = plan_scores(n, d, kernel=kern, qs=qs, weighted=weights is not None, method=method, streamed=streamed)
+    plan = plan_scores(n, d, kernel=kern, q=qs, weighted=weights is not None, method=method, streamed=streamed)
     if plan.path == "blocked":
         res = vendi_2_exact(X, kernel=kern, weights=weights, method="blocked", progress=progress)
         return GroupScore(group=name, n=res.n, method="blocked", execution=res.execution, intdiv=res.intdiv,

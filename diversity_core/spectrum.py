@@ -19,6 +19,7 @@ otherwise it raises :class:`~diversity_core.exceptions.MemoryBudgetError` naming
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -28,9 +29,17 @@ import numpy as np
 from ._config import check_memory, fits_memory
 from ._progress import ProgressCallback, report
 from ._validation import check_kernel_matrix, check_option, check_weights
-from .entropy import EPS64, precision_eps, support_tol, vendi_from_eigenvalues
+from .distances import _as_float64
+from .entropy import EPS64, computation_eps, support_tol, vendi_from_eigenvalues
 from .exceptions import DiversityInputError, KernelDiagonalWarning, NumericalError, SpectrumWarning
-from .kernels import PrecomputedKernel, get_kernel, median_sample_rows, normalize_diagonal
+from .kernels import (
+    MEDIAN_SAMPLE,
+    PrecomputedKernel,
+    get_kernel,
+    median_sample_rows,
+    normalize_diagonal,
+    row_keys,
+)
 from .sources import DaskSource, RowSource, as_source
 from .streaming import (
     _array_chunks,
@@ -84,7 +93,8 @@ class Spectrum:
     tol : float
         Support threshold: eigenvalues at or below it count as zero. It is
         ``m * eps * max(eigenvalue)`` (:func:`~diversity_core.entropy.support_tol`, the rule of
-        ``numpy.linalg.matrix_rank``), with ``eps`` of the precision the matrix was formed in.
+        ``numpy.linalg.matrix_rank``), with ``eps`` of the computation (float64's on every path
+        here, float32 data included). ``rank`` (= VS_0) counts the eigenvalues above it.
     trace : float
         Trace of rho before renormalisation (1 when ``k(x, x) = 1`` for every item).
     n_clipped : int
@@ -100,8 +110,10 @@ class Spectrum:
         Where the data were: in memory, read from disk chunk by chunk, or in a Dask array
         reduced on the current Dask scheduler.
     eps : float
-        Machine epsilon of the precision the matrix was formed in (float32's for float32
-        features, else float64's): the ``eps`` of ``tol``, for recomputations by the same rule.
+        The ``eps`` of ``tol``, for recomputations by the same rule: the relative round-off of
+        the computation (:func:`~diversity_core.entropy.computation_eps`). float64's on every
+        path of this module: float32 features are exact float64 numbers, converted block by
+        block and multiplied in float64, so they get their float64 copy's spectrum.
     """
 
     eigenvalues: np.ndarray
@@ -196,7 +208,9 @@ def compute_spectrum(
     Parameters
     ----------
     X : array-like of shape (n, d), RowSource, dask.array.Array, path, or (n, n) with ``kernel="precomputed"``
-        Item features (float32 stays float32 in the dual Gram products), or a kernel matrix.
+        Item features, or a kernel matrix. float32 features are kept in float32 and converted
+        to float64 (exactly) chunk by chunk for every product: the spectrum is that of their
+        float64 copy.
         A :class:`~diversity_core.sources.RowSource`, a path to a ``.npy`` / ``.parquet`` file
         or a folder of ``.npy`` shards (:func:`~diversity_core.sources.open_source`), and a
         file-backed ``numpy.memmap`` are streamed in row chunks, never loaded whole; a
@@ -212,8 +226,8 @@ def compute_spectrum(
     n_eigenvectors : int, default 0
         Number of top eigenvectors (item space) to keep, for galleries.
     device : {"cpu", "cuda", "auto"}, default "cpu"
-        ``"cuda"`` computes the Gram product and eigendecomposition with torch on the GPU
-        (float64); ``"auto"`` uses the GPU when torch sees one.
+        ``"cuda"`` computes the Gram product and eigendecomposition with torch on the GPU, in
+        float64 whatever the features' dtype; ``"auto"`` uses the GPU when torch sees one.
     progress : callable, optional
         ``progress(done, total, message)``.
     **kernel_params
@@ -245,10 +259,16 @@ def compute_spectrum(
     Notes
     -----
     Cost: dual O(n d^2) + O(d^3), memory O(chunk d + d^2) (chunks of ``chunk_bytes``, see
-    :func:`~diversity_core.set_config`), products in the data's precision summed in float64;
-    dense O(n^2 d) for K plus O(n^3) for the eigenvalues (O(n^3) with a larger constant when
-    eigenvectors are requested), memory two n x n float64 matrices (five with eigenvectors;
-    n = 20000 needs 6.4 GB), checked against the memory budget first.
+    :func:`~diversity_core.set_config`), products in float64 summed in float64; dense O(n^2 d)
+    for K plus O(n^3) for the eigenvalues (O(n^3) with a larger constant when eigenvectors are
+    requested), memory two n x n float64 matrices (five with eigenvectors; n = 20000 needs
+    6.4 GB) and, for float32 features, their float64 copy, checked against the memory budget
+    first.
+
+    Support: eigenvalues at or below ``m eps64 lambda_max`` are round-off
+    (:func:`~diversity_core.entropy.support_tol`); float32 data are the exact values they hold,
+    so VS_q of float32 features equals VS_q of their float64 copy for every q, and VS_0 (the
+    rank) is the rank of those stored values.
 
     References
     ----------
@@ -289,18 +309,19 @@ def _compute_spectrum(
     p = check_weights(weights, n)
     n_eigenvectors = _check_n_eigenvectors(n_eigenvectors, n)
     kern = kern.resolve(X, p)  # the weighted median bandwidth: weights as counts = repeated rows
-    method = _choose_method(method, kern, n, d, n_eigenvectors)
+    # float32 rows take a float64 copy on the dense path (counted like rows still to be read)
+    method = _choose_method(method, kern, n, d, n_eigenvectors, in_memory=X.dtype == np.float64)
     report(progress, 0, 2, f"forming the {method} matrix")
     moments = None
     if method == "dual":
         moments = _dual_moments(_array_chunks(X), kern, p, n=n, d=d, validate=False, mean=mean, device=device)
         M, eps = moments.gram, moments.eps
     else:
-        K = kern.gram(X, check_input=False)
-        # K is float64, but its entries are only as accurate as the data: float32 features give
-        # float32 round-off in K, so the support threshold uses float32's eps (else round-off
-        # eigenvalues count: rank-10 float32 data gave VS_0 = 54)
-        M, eps = _density_from_kernel(K, p), precision_eps(X.dtype)
+        # float32 values are exact float64 numbers: the kernel sees their float64 copy (its bytes are
+        # in the dense path's memory check), so K, and the float64 support threshold, are the copy's
+        with np.errstate(over="ignore"):  # products beyond 1.8e308: the scale guard (_check_scale) says so
+            K = kern.gram(_as_float64(X), check_input=False)
+        M, eps = _density_from_kernel(K, p), computation_eps("float64")
         del K
     report(progress, 1, 2, "eigendecomposition")
     k = n_eigenvectors if method == "dense" else min(n_eigenvectors, M.shape[0])
@@ -366,11 +387,24 @@ def _resolve_from_source(kern, source, p: Optional[np.ndarray] = None):
     """The kernel resolved on the rows an in-memory computation would look at (median-heuristic sample)."""
     if not _needs_data(kern):
         return kern
-    rows = median_sample_rows(source.n)
+    rows = median_sample_rows(_source_row_keys(source) if source.n > MEDIAN_SAMPLE else source.n,
+                              MEDIAN_SAMPLE, p)
     sample = source.take(np.arange(source.n) if rows is None else rows)
     # the sample's weights (renormalised by median_distance), so the bandwidth equals the in-memory one
     sample_p = None if p is None else (p if rows is None else p[rows])
     return kern.resolve(kern.validate(sample), sample_p)
+
+
+def _source_row_keys(source) -> np.ndarray:
+    """:func:`~diversity_core.kernels.row_keys` of a source's rows, in one streamed pass (on Dask, a graph)."""
+    if isinstance(source, DaskSource):
+        X = source.X
+        keys = X.map_blocks(lambda b: row_keys(b)[:, None], dtype=np.uint64, chunks=(X.chunks[0], (1,)))
+        return np.asarray(keys.compute()).ravel()
+    keys = np.empty(source.n, dtype=np.uint64)
+    for start, block in source.chunks():
+        keys[start:start + block.shape[0]] = row_keys(block)
+    return keys
 
 
 def _dense_bytes(n: int, n_eigenvectors: int) -> float:
@@ -407,11 +441,13 @@ def _choose_method(method: str, kern, n: int, d: int, n_eigenvectors: int, *, in
         need,
         what=f"the dense spectrum of n = {n} items under the {kern.name} kernel (the {n} x {n} kernel matrix "
         "and the eigensolver's working copies)",
-        hint=f"Options: {features}vendi_2_exact(X, kernel={kern.name!r}) computes VS_2 exactly, with bounds "
-        "on VS_inf, in blocks without the matrix (CLI: --q 2); "
-        # part 2 (diversity_core.approx): the paths that need no n x n matrix in float64
-        "diversity_core.approx.vendi_bounds gives guaranteed bounds on every VS_q and vendi_estimate "
-        "estimates with error bars for q >= 1 (CLI: --approx bounds|nystrom|rff|tanimoto_rf).",
+        hint=f"Options: {features}diversity_core.vendi_slq(X, kernel={kern.name!r}, q=...) estimates the "
+        "full-sample VS_q for every q > 0 with a confidence interval (1% relative by default), the plan's "
+        "choice, with guaranteed bounds beside it (CLI: --approx auto, or --approx slq); "
+        f"vendi_2_exact(X, kernel={kern.name!r}) computes VS_2 exactly, with bounds on VS_inf, in blocks "
+        "without the matrix (CLI: --q 2); diversity_core.vendi_bounds gives guaranteed bounds on every "
+        "VS_q (CLI: --approx bounds). The sketches (vendi_estimate; CLI: --approx nystrom|rff|tanimoto_rf) "
+        "are far off on flat spectra (60-80% seen) and are not the first choice.",
     )
     return "dense"
 
@@ -455,7 +491,7 @@ def spectrum_from_eigenvalues(eigenvalues, *, n: Optional[int] = None) -> Spectr
     if lam.size == 0 or not np.isfinite(lam).all() or not lam[-1] > 0:
         raise DiversityInputError("eigenvalues must be finite numbers, at least one of them positive.")
     return _finish(lam / lam.sum(), None, n=n or lam.size, method="given", kernel={}, p=None,
-                   eps=EPS64, device="cpu")
+                   eps=computation_eps("float64"), device="cpu")
 
 
 # ---------------------------------------------------------------------------------------
@@ -511,12 +547,47 @@ def _density_from_kernel(K: np.ndarray, p: Optional[np.ndarray]) -> np.ndarray:
     return K
 
 
+#: A density (or dual) matrix whose trace is below this kept fewer than 52 bits of its products:
+#: they underflowed (float64's smallest normal number over its eps, about 1e-292).
+_UNDERFLOW_TRACE = float(np.finfo(np.float64).tiny) / EPS64
+
+
+def _check_scale(M) -> None:
+    """Refuse a matrix whose products overflowed or underflowed float64: the one scale guard of every path.
+
+    Validated features are finite, so a non-finite matrix means products beyond 1.8e308 (values
+    near 1e154 and beyond under the linear kernel); a trace below :data:`_UNDERFLOW_TRACE` means
+    products that underflowed (values near 1e-146 and below): both would otherwise end in a failed
+    eigensolver or a "degenerate kernel". O(m^2), against the decomposition's O(m^3).
+    """
+    M = np.asarray(M)
+    trace = float(np.trace(M))
+    # one summation pass, no n x n temporary: NaN and inf propagate into the sum
+    finite = math.isfinite(trace) and math.isfinite(float(M.sum()))
+    if finite and trace > _UNDERFLOW_TRACE:
+        return
+    small = finite
+    raise DiversityInputError(
+        f"the kernel's products of these features {'underflow' if small else 'overflow'} double precision "
+        f"(the density matrix's trace is {trace:.3g}): the features are too "
+        + ("small (or all zero)" if small else "large")
+        + " for the kernel's products (values near 1e-146 or below, 1e154 or above, under the linear kernel). "
+        "Rescale them: c * X has the same Vendi score under the linear and cosine kernels (the cosine "
+        "kernel takes any finite scale)."
+    )
+
+
 def _eigh(M, n_vectors: int, device: str):
-    """Ascending eigenvalues of symmetric M (float64) and the top ``n_vectors`` eigenvectors."""
+    """Ascending eigenvalues of symmetric M and the top ``n_vectors`` eigenvectors, always in float64.
+
+    The GPU path decomposes in float64 too (a tensor of another dtype is converted first), so
+    the float64 support threshold holds on every device.
+    """
+    _check_scale(M)
     if device == "cuda":
         import torch
 
-        T = M if isinstance(M, torch.Tensor) else torch.as_tensor(M, device="cuda", dtype=torch.float64)
+        T = torch.as_tensor(M).to(device="cuda", dtype=torch.float64)
         if n_vectors:
             lam, vecs = torch.linalg.eigh(T)
             return lam.cpu().numpy(), vecs[:, -n_vectors:].cpu().numpy()

@@ -7,9 +7,12 @@ over items (DESIGN §1.1):
           m = \\sum_i p_i\\, \\phi(x_i), \\qquad \\operatorname{tr} C = \\sum_i p_i k(x_i, x_i),
 
 so the rows can be read chunk by chunk and never held together: memory O(chunk * d + d^2),
-time O(n d^2). Each chunk's product is formed in the chunk's precision (float32 chunks use the
-single-precision GEMM, half the cost) and added into a float64 accumulator, so rounding does not
-grow with n beyond one chunk's. ``m`` gives IntDiv (``1 - ||m||^2``) in the same pass.
+time O(n d^2). Every product is formed in float64 and added into a float64 accumulator, so
+rounding does not grow with n beyond one chunk's. float32 rows are exact float64 numbers: a
+float32 chunk is converted to float64 in pieces of at most ``chunk_bytes`` before its feature map
+and product (a float32 product errs by ~sqrt(d) eps32 of an entry, which hid most of the spectrum
+of float32 embeddings, issue 38), so float32 data give the matrix of their float64 copy and the
+float64 support threshold. ``m`` gives IntDiv (``1 - ||m||^2``) in the same pass.
 
 Eigenvectors map back to items in a second pass, ``u = diag(sqrt p) Phi v / ||.||``.
 
@@ -29,7 +32,8 @@ import scipy.sparse as sp
 from ._config import check_memory, chunk_rows
 from ._optional import require
 from ._progress import ProgressCallback, report
-from .entropy import EPS64, precision_eps
+from .distances import _as_float64
+from .entropy import computation_eps
 from .exceptions import DiversityInputError
 from .sources import chunk_bounds
 
@@ -40,7 +44,8 @@ __all__: list[str] = []
 class _Moments:
     """The dual path's sums: ``gram = Phi^T diag(p) Phi`` (d x d float64), ``mean = Phi^T p`` (or None).
 
-    ``eps`` is the machine epsilon of the precision the chunk products were formed in.
+    ``eps`` is the support rule's eps of the computation (:func:`~diversity_core.entropy.computation_eps`):
+    float64's, since every product is formed in float64 whatever the rows' dtype.
     """
 
     gram: np.ndarray
@@ -57,7 +62,8 @@ def _array_chunks(X, rows: Optional[int] = None) -> Iterator[tuple[int, object]]
             per_row = max(1, int(math.ceil(12 * X.nnz / max(1, X.shape[0]))))
             rows = chunk_rows(per_row, 1)
         else:
-            rows = chunk_rows(X.shape[1], X.dtype.itemsize)
+            # float64 values per row: a float32 chunk is converted to float64 before its product
+            rows = chunk_rows(X.shape[1], 8)
     for start, stop in chunk_bounds(X.shape[0], rows):
         yield start, X[start:stop]
 
@@ -81,8 +87,22 @@ def _check_chunk(kern, block, start: int, name: str):
         raise DiversityInputError(f"{name}, rows {start + 1} to {stop}: {exc}") from None
 
 
+def _float64_pieces(block) -> Iterator[tuple[int, object]]:
+    """``(offset, rows)`` of a validated chunk as float64: float32 values converted exactly.
+
+    A dense float32 chunk is converted in pieces of at most ``chunk_bytes`` of float64 (a chunk
+    read from a float32 file holds twice the rows of a float64 one); float64 and CSR chunks come
+    whole (CSR converted at once: its values are a fraction of the chunk).
+    """
+    if sp.issparse(block) or block.dtype == np.float64:
+        yield 0, _as_float64(block)
+        return
+    for a, b in chunk_bounds(block.shape[0], chunk_rows(block.shape[1], 8)):
+        yield a, _as_float64(block[a:b])
+
+
 def _chunk_moments(kern, block, pw: Optional[np.ndarray], *, mean: bool, device: str = "cpu"):
-    """``(Phi^T diag(w) Phi, Phi^T w or None, eps)`` of one validated chunk; ``w = 1`` when ``pw`` is None."""
+    """``(Phi^T diag(w) Phi, Phi^T w or None)`` of validated float64 rows; ``w = 1`` when ``pw`` is None."""
     Phi = kern.features(block, check_input=False)
     if sp.issparse(Phi):
         Phi = sp.csr_matrix(Phi)
@@ -91,8 +111,8 @@ def _chunk_moments(kern, block, pw: Optional[np.ndarray], *, mean: bool, device:
         s = None
         if mean:
             s = np.asarray(Phi.sum(axis=0) if pw is None else Phi.T @ pw, dtype=np.float64).ravel()
-        return G, s, EPS64
-    Phi = np.ascontiguousarray(Phi)
+        return G, s
+    Phi = np.ascontiguousarray(Phi, dtype=np.float64)
     if device == "cuda":
         import torch
 
@@ -100,16 +120,14 @@ def _chunk_moments(kern, block, pw: Optional[np.ndarray], *, mean: bool, device:
         if pw is not None:
             T = T * torch.as_tensor(np.sqrt(pw), device="cuda", dtype=torch.float64)[:, None]
         G = (T.T @ T).cpu().numpy()
-        eps = EPS64
     else:
-        Phi_w = Phi if pw is None else Phi * np.sqrt(pw).astype(Phi.dtype)[:, None]
-        # Phi_w.T @ Phi_w is one SYRK (d x d output): the precision of the chunk, summed in float64
-        G = Phi_w.T @ Phi_w
-        eps = precision_eps(Phi.dtype)
+        Phi_w = Phi if pw is None else Phi * np.sqrt(pw)[:, None]
+        with np.errstate(over="ignore"):  # products beyond 1.8e308: the spectrum's scale guard says so
+            G = Phi_w.T @ Phi_w  # one float64 SYRK (d x d output)
     s = None
     if mean:
-        s = Phi.sum(axis=0, dtype=np.float64) if pw is None else Phi.T.astype(np.float64, copy=False) @ pw
-    return G, s, eps
+        s = Phi.sum(axis=0) if pw is None else Phi.T @ pw
+    return G, s
 
 
 def _accumulate(C: np.ndarray, G) -> None:
@@ -137,25 +155,25 @@ def _dual_moments(
     """Sum the chunks' dual moments (uniform weights: divided by n at the end)."""
     C = None
     s = np.zeros(0) if mean else None
-    eps = EPS64
     done = 0
     for start, block in chunks:
         if validate:
             block = _check_chunk(kern, block, start, name)
         rows = block.shape[0]
-        pw = None if p is None else p[start : start + rows]
-        G, sb, eps_b = _chunk_moments(kern, block, pw, mean=mean, device=device)
-        if C is None:
-            dim = G.shape[0]
-            check_memory(8.0 * dim * dim * 3, what=f"the {dim} x {dim} dual matrix and its eigensolver",
-                         hint="The dual path needs features of dimension d < n; use the dense path for wide data.")
-            C = np.zeros((dim, dim), dtype=np.float64)
+        for offset, piece in _float64_pieces(block):
+            a = start + offset
+            pw = None if p is None else p[a : a + piece.shape[0]]
+            G, sb = _chunk_moments(kern, piece, pw, mean=mean, device=device)
+            if C is None:
+                dim = G.shape[0]
+                check_memory(8.0 * dim * dim * 3, what=f"the {dim} x {dim} dual matrix and its eigensolver",
+                             hint="The dual path needs features of dimension d < n; use the dense path for wide data.")
+                C = np.zeros((dim, dim), dtype=np.float64)
+                if mean:
+                    s = np.zeros(dim, dtype=np.float64)
+            _accumulate(C, G)
             if mean:
-                s = np.zeros(dim, dtype=np.float64)
-        _accumulate(C, G)
-        if mean:
-            s += sb
-        eps = max(eps, eps_b)
+                s += sb
         done += rows
         report(progress, done, n, "streaming rows")
     if C is None:
@@ -166,7 +184,7 @@ def _dual_moments(
         C *= 1.0 / n
         if mean:
             s *= 1.0 / n
-    return _Moments(gram=C, mean=s, n=n, eps=eps)
+    return _Moments(gram=C, mean=s, n=n, eps=computation_eps("float64"))
 
 
 def _item_vectors(chunks, kern, p: Optional[np.ndarray], V: np.ndarray, *, n: int, validate: bool,
@@ -183,8 +201,8 @@ def _item_vectors(chunks, kern, p: Optional[np.ndarray], V: np.ndarray, *, n: in
 
 
 def _block_vectors_into(U: np.ndarray, start: int, kern, block, pw, V) -> None:
-    """Write ``diag(sqrt pw) Phi_block V`` into the rows of U from ``start``."""
-    Phi = kern.features(block, check_input=False)
+    """Write ``diag(sqrt pw) Phi_block V`` into the rows of U from ``start`` (float32 rows converted to float64)."""
+    Phi = kern.features(_as_float64(block), check_input=False)
     part = Phi @ V
     part = np.asarray(part.toarray() if sp.issparse(part) else part, dtype=np.float64)
     if pw is not None:
@@ -204,19 +222,24 @@ def _unit_columns(U: np.ndarray) -> np.ndarray:
 # Dask: one task per row block, d x d partial sums added in a tree
 # ---------------------------------------------------------------------------------------
 def _block_moments(block, kern, pw, start: int, mean: bool):
-    """A Dask task: validate one block and return its ``(G, s, eps)`` (float64, dense)."""
+    """A Dask task: validate one block and return its ``(G, s)`` (float64, dense; float32 rows converted)."""
     block = _check_chunk(kern, np.asarray(block) if not sp.issparse(block) else block, start, "dask array")
-    G, s, eps = _chunk_moments(kern, block, pw, mean=mean)
-    if sp.issparse(G):
-        G = G.toarray()
-    return np.asarray(G, dtype=np.float64), s, eps
+    G = s = None
+    for offset, piece in _float64_pieces(block):
+        Gp, sp_ = _chunk_moments(kern, piece, None if pw is None else pw[offset : offset + piece.shape[0]],
+                                 mean=mean)
+        Gp = np.asarray(Gp.toarray() if sp.issparse(Gp) else Gp, dtype=np.float64)
+        G = Gp if G is None else G + Gp
+        if mean:
+            s = sp_ if s is None else s + sp_
+    return G, s
 
 
 def _add_moments(a, b):
-    """A Dask task: the sum of two partial ``(G, s, eps)``."""
+    """A Dask task: the sum of two partial ``(G, s)``."""
     G = a[0] + b[0]
     s = None if a[1] is None else a[1] + b[1]
-    return G, s, max(a[2], b[2])
+    return G, s
 
 
 def _block_vectors(block, kern, pw, V):
@@ -251,12 +274,12 @@ def _dask_moments(X, kern, p: Optional[np.ndarray], *, mean: bool = False,
     while len(parts) > 1:
         paired = [dask.delayed(_add_moments, pure=True)(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
         parts = paired + ([parts[-1]] if len(parts) % 2 else [])
-    G, s, eps = dask.compute(parts[0])[0]
+    G, s = dask.compute(parts[0])[0]
     report(progress, n, n, "Dask blocks done")
     if p is None:
         G = G * (1.0 / n)
         s = None if s is None else s * (1.0 / n)
-    return _Moments(gram=np.asarray(G, dtype=np.float64), mean=s, n=n, eps=float(eps))
+    return _Moments(gram=np.asarray(G, dtype=np.float64), mean=s, n=n, eps=computation_eps("float64"))
 
 
 def _dask_item_vectors(X, kern, p: Optional[np.ndarray], V: np.ndarray) -> np.ndarray:

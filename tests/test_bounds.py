@@ -134,20 +134,20 @@ def datasets(draw):
 def test_vendi_bounds_contain_exact_on_random_datasets(data, storage):
     X, kind, params = data
     exact = compute_spectrum(X, kernel=kind, method="dense", **params).profile(QS)
-    for b in iter_vendi_bounds(X, kernel=kind, ks=[3, 10], qs=QS, storage=storage, rng=0, **params):
+    for b in iter_vendi_bounds(X, kernel=kind, ks=[3, 10], q=QS, storage=storage, rng=0, **params):
         assert _contains(b.low, b.high, exact).all(), (b.k, QS[~_contains(b.low, b.high, exact)])
 
 
 def test_bounds_tighten_as_k_grows(rng):
     X = rng.normal(size=(300, 4))
-    widths = [b.width(1.0) for b in iter_vendi_bounds(X, kernel="rbf", ks=[5, 20, 60], qs=[1.0], rng=0)]
+    widths = [b.width(1.0) for b in iter_vendi_bounds(X, kernel="rbf", ks=[5, 20, 60], q=[1.0], rng=0)]
     assert widths[0] >= widths[1] >= widths[2] >= widths[3]
     assert widths[3] < 0.5 * widths[1]
 
 
 def test_vendi_bounds_result(rng):
     X = rng.normal(size=(200, 3))
-    b = vendi_bounds(X, kernel="rbf", k=30, qs=[0.5, 1.0, 2.0, "inf"], rng=0)
+    b = vendi_bounds(X, kernel="rbf", k=30, q=[0.5, 1.0, 2.0, "inf"], rng=0)
     assert isinstance(b, VendiBounds) and b.k == 30 and b.settings["ks"] == [20, 30]
     assert b.exact_orders == ("2", "inf")
     spec = compute_spectrum(X, kernel="rbf")
@@ -167,17 +167,17 @@ def test_weights_and_precomputed(rng):
     X = rng.normal(size=(120, 3))
     w = rng.uniform(0.1, 1.0, size=120)
     exact = compute_spectrum(X, kernel="rbf", sigma=1.0, weights=w).profile(QS)
-    b = vendi_bounds(X, kernel="rbf", sigma=1.0, weights=w, k=15, qs=QS, rng=0)
+    b = vendi_bounds(X, kernel="rbf", sigma=1.0, weights=w, k=15, q=QS, rng=0)
     assert _contains(b.low, b.high, exact).all()
     K = kernel_matrix(X, kernel="rbf", sigma=1.0)
     exact_k = spectrum_from_kernel(K).profile(QS)
-    b = vendi_bounds(K, kernel="precomputed", k=15, qs=QS, rng=0)
+    b = vendi_bounds(K, kernel="precomputed", k=15, q=QS, rng=0)
     assert _contains(b.low, b.high, exact_k).all()
 
 
 def test_time_budget_stops_the_progression(rng):
     X = rng.normal(size=(400, 3))
-    b = vendi_bounds(X, kernel="rbf", k=200, qs=[1.0], time_budget=1e-6, rng=0)
+    b = vendi_bounds(X, kernel="rbf", k=200, q=[1.0], time_budget=1e-6, rng=0)
     assert b.k == 0 and "time budget" in b.settings["stopped"]
     lo, hi = b.interval(1.0)
     assert 1.0 <= lo <= hi <= 400
@@ -206,7 +206,7 @@ def test_interval_is_the_pair_and_vendi_is_deprecated(rng):
     from diversity_core.compare import ConfidenceInterval as FromCompare
 
     X = rng.normal(size=(80, 3))
-    b = vendi_bounds(X, kernel="rbf", k=5, qs=[1.0, 2.0], rng=0)
+    b = vendi_bounds(X, kernel="rbf", k=5, q=[1.0, 2.0], rng=0)
     ci = b.interval(1.0)
     assert isinstance(ci, ConfidenceInterval) and FromCompare is ConfidenceInterval
     assert (ci.low, ci.high) == (float(b.low[0]), float(b.high[0]))

@@ -103,12 +103,45 @@ def test_items_writes_one_row_per_generated_item(tables, capsys):
                                                   "distance", "similarity", "train_radius", "ratio", "flagged"]
     gen_ids = load_dataset(tables / "gen.csv", group_column="prompt").ids
     train_ids = load_dataset(tables / "train.txt").ids
-    assert [r["generated_id"] for r in rows] == gen_ids
-    # the five responses copied into the training set (its lines 51-55) are found and flagged
-    for i in range(5):
-        assert rows[i]["nearest_train_id"] == train_ids[50 + i] and float(rows[i]["distance"]) == 0.0
-        assert rows[i]["flagged"] == "True"
-    assert json.loads(js.read_text())["memorization"]["n_flagged"] == sum(r["flagged"] == "True" for r in rows)
+    assert sorted(r["generated_id"] for r in rows) == sorted(gen_ids)
+    # closest copy first: by ratio, the flagged rows before the others
+    ratios = [float(r["ratio"]) for r in rows]
+    assert ratios == sorted(ratios)
+    flags = [r["flagged"] == "True" for r in rows]
+    assert flags == sorted(flags, reverse=True)
+    # the five responses copied into the training set (its lines 51-55) are found, flagged and first,
+    # each with its distance, similarity and the training item's own nearest-neighbour distance
+    first = {int(r["generated"]): r for r in rows[:5]}
+    assert set(first) == set(range(5))
+    for i, r in first.items():
+        assert r["generated_id"] == gen_ids[i] and r["nearest_train_id"] == train_ids[50 + i]
+        assert float(r["distance"]) == 0.0 and float(r["similarity"]) == pytest.approx(1.0)
+        assert float(r["train_radius"]) > 0 and r["flagged"] == "True"
+    assert all(r["similarity"] != "" for r in rows)
+    assert json.loads(js.read_text())["memorization"]["n_flagged"] == sum(flags)
+
+
+def test_the_page_lists_the_flagged_pairs_closest_first_under_the_headline(tables, capsys):
+    pytest.importorskip("jinja2")
+    out = tables / "e.html"
+    code = main(["evaluate", str(tables / "gen.csv"), "--reference", str(tables / "real.txt"), "--train",
+                 str(tables / "train.txt"), "--prompt-column", "prompt", "--memorization-alpha", "0.05", "--out",
+                 str(out), *FAST])
+    assert code == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    assert "# memorisation: " in printed and "against a baseline of" in printed and "# flag: " in printed
+    page = out.read_text()
+    section = page.split("<h2>Memorisation")[1].split("</table>")[0]
+    # the headline: the set-level share against the reference's, the rule with its alpha
+    assert "flagged as likely copies, against a baseline of" in section and "alpha = 5%" in section
+    assert "<th>distance</th><th>similarity</th><th>its own NN distance</th>" in section
+    rows = [r for r in section.split("<tr>")[2:]]
+    cells = [[c.split("</td>")[0] for c in r.split('<td class="num">')[1:]] for r in rows]
+    ratios = [float(c[5]) for c in cells]
+    assert ratios == sorted(ratios) and len(rows) >= 10
+    flagged = [("<td>yes</td>" in r) for r in rows]
+    assert flagged[:5] == [True] * 5 and flagged == sorted(flagged, reverse=True)
+    assert all(float(c[2]) == 0.0 and float(c[3]) == pytest.approx(1.0) and float(c[4]) > 0 for c in cells[:5])
 
 
 def test_items_needs_a_training_set_and_writes_nothing_on_failure(tables, capsys):

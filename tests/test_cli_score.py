@@ -247,3 +247,15 @@ def test_approx_auto_takes_the_exact_path_when_it_fits(embeddings):
     row = json.loads(res.stdout)["results"][0]
     assert row["method"] == "dense"
     assert row["vendi"]["1"] == pytest.approx(dc.vendi_score(X, kernel="rbf", sigma=2.0), rel=1e-12)
+
+
+def test_refusal_beyond_the_budget_names_the_estimate_that_works(tmp_path):
+    """Issue 39 item 5: the refusal listed only bounds and the sketches (60-80% off on flat spectra)."""
+    path = tmp_path / "big.npy"
+    np.save(path, np.random.default_rng(0).normal(size=(3000, 8)))
+    res = run_cli("score", str(path), "--kernel", "rbf", "--q", "1", "--memory-budget", "40M")
+    assert res.returncode == 2
+    err = res.stderr.strip()
+    assert len(err.splitlines()) == 1
+    assert "--approx auto" in err and "--approx slq" in err
+    assert err.index("--approx auto") < err.index("--approx bounds") < err.index("nystrom|rff")

@@ -217,3 +217,44 @@ def test_near_duplicates_do_not_depend_on_the_offset(rng):
     assert len(wider[0].pairs) == 40
     np.testing.assert_array_equal(wider[0].pairs, wider[1].pairs)
     np.testing.assert_allclose(wider[1].pair_values, wider[0].pair_values, rtol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 39 item 1 / issue 38 item 3: every neighbour path of the evaluation is translation invariant
+# (the approximate path: tests/test_nearest_neighbours.py, where pynndescent is imported)
+# ---------------------------------------------------------------------------------------------
+def _offset_pair(seed, spread, n=400, d=8, offset=1e4):
+    """``(X0, Y)``: Y = X0 + offset with every difference of rows bit-identical (Sterbenz: Y - offset is exact)."""
+    r = np.random.default_rng(seed)
+    Y = offset + spread * r.standard_normal((n, d))
+    return Y - offset, Y
+
+
+@pytest.mark.parametrize("spread", [1e-3, 1e-4])
+def test_every_neighbour_path_is_translation_invariant(spread):
+    from diversity_core import config_context
+    from diversity_core.evaluation import prdc
+    from diversity_core.evaluation._neighbours import brute_knn, kth_smallest, prepare_pair
+
+    X0, Y = _offset_pair(5, spread)
+    D = cdist(X0, X0, "sqeuclidean")
+    np.fill_diagonal(D, np.inf)
+    want = np.sort(D, axis=1)[:, [0, 2, 4]]
+    for X in (X0, Y):
+        (a,) = prepare_pair(X)
+        single, _ = kth_smallest(a, None, [1, 3, 5])
+        with config_context(chunk_bytes="16K"):  # blocks of 16 rows: the blocked within-set path
+            blocked, _ = kth_smallest(a, None, [1, 3, 5])
+        r, g = prepare_pair(X[:150], X[150:])
+        cross, _ = kth_smallest(g, r, [1, 3, 5])
+        idx, brute = brute_knn(X[:40], X, 5, exclude=np.arange(40))
+        np.testing.assert_allclose(single, want, rtol=1e-12, atol=0)
+        np.testing.assert_array_equal(blocked, single)
+        Dc = cdist(X0[150:], X0[:150], "sqeuclidean")
+        np.testing.assert_allclose(cross, np.sort(Dc, axis=1)[:, [0, 2, 4]], rtol=1e-12, atol=0)
+        # brute_knn returns framed squared distances: the frame's power of two, 2^-2e
+        e = np.frexp(np.abs(X - X.mean(axis=0)).max())[1]
+        np.testing.assert_allclose(np.ldexp(brute, 2 * e), np.sort(D[:40], axis=1)[:, :5], rtol=1e-12, atol=0)
+    values = [prdc(R, G, k=5, n_resamples=0) for R, G in ((X0[:200], X0[200:]), (Y[:200], Y[200:]))]
+    for name in ("precision", "recall", "density", "coverage"):
+        assert getattr(values[0], name).value == getattr(values[1], name).value, name

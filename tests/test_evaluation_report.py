@@ -44,10 +44,19 @@ def test_report_includes_the_reference_role_with_copies_flagged():
         "conditional_vendi",
     ):
         assert f"<td>{metric}</td>" in section
-    # the closest pairs are the injected copies: ratio ~ 0, flagged
-    top = ev.memorization.top_items(10)
+    # the closest pairs are the injected copies: ratio ~ 0, flagged; every flagged pair is listed
+    top = ev.memorization.top_items(30)
     assert all(t["flagged"] and t["generated"] >= 100 for t in top)
-    assert section.count("<td>yes</td>") == 10
+    assert section.count("<td>yes</td>") == ev.memorization.n_flagged >= 30
+    # above them the set-level figure against its baseline; each pair with its distance, similarity,
+    # the training item's own nearest-neighbour distance, closest copy first
+    pairs = section.split("Closest generated-training pairs")[1]
+    assert ev.memorization.headline() in pairs and "against a baseline of" in pairs
+    assert "<th>distance</th><th>similarity</th><th>its own NN distance</th><th>ratio</th>" in pairs
+    rows = pairs.split("</table>")[0].split("<tr>")[2:]
+    cells = [[c.split("</td>")[0] for c in r.split("<td>")[3:7]] for r in rows]
+    assert [float(c[3]) for c in cells] == sorted(float(c[3]) for c in cells)
+    assert all(float(c[1]) == pytest.approx(1.0, abs=1e-6) for c in cells[:30])  # the near-copies
     assert "Vendi score per prompt: model &lt;b&gt;" in section and "<td>a</td><td>65</td>" in section
     assert 'data-section="evaluation"' not in report_html(cmp)  # without evaluations: no section
     # the kernel distance shows its spread over subsets: mean ± sd

@@ -185,7 +185,7 @@ def test_vendi_bounds_figure_draws_the_band_and_the_estimates():
     from diversity_core.approx import vendi_bounds, vendi_estimate
 
     X = np.random.default_rng(0).normal(size=(200, 3))
-    b = vendi_bounds(X, kernel="rbf", k=10, qs=[0.0, 0.5, 1.0, 2.0, np.inf], rng=0)
+    b = vendi_bounds(X, kernel="rbf", k=10, q=[0.0, 0.5, 1.0, 2.0, np.inf], rng=0)
     e = vendi_estimate(X, kernel="rbf", q=[1.0, 2.0, 3.3], method="rff", D=64, replicates=3, rng=0)
     fig = F.vendi_bounds_figure(("subsample <b>", b.qs, b.low), b, e, q=1.0, n=200, estimate_qs=[1.0, 2.0],
                                 estimate_label="RFF D = 64")

@@ -67,7 +67,7 @@ def test_no_lower_bounds_give_the_trivial_band():
 def test_nystrom_bounds_contain_exact_on_random_datasets(data, landmarks, m):
     X, kind, params = data
     exact = compute_spectrum(X, kernel=kind, method="dense", **params).profile(QS)
-    b = nystrom_bounds(X, kernel=kind, m=m, qs=QS, landmarks=landmarks, rng=0, **params)
+    b = nystrom_bounds(X, kernel=kind, m=m, q=QS, landmarks=landmarks, rng=0, **params)
     assert _contains(b.low, b.high, exact).all(), QS[~_contains(b.low, b.high, exact)]
     assert b.settings["method"] == "nystrom" and 0 <= b.residual_mass <= 1
 
@@ -76,7 +76,7 @@ def test_nystrom_bounds_with_weights_float32_and_exact_vs2(rng):
     X = (rng.normal(size=(400, 6)) + rng.integers(0, 4, size=(400, 1)) * 3).astype(np.float32)
     w = rng.uniform(0.1, 5.0, size=400)
     exact = compute_spectrum(X.astype(np.float64), kernel="rbf", sigma=1.5, weights=w, method="dense").profile(QS)
-    b = nystrom_bounds(X, kernel="rbf", sigma=1.5, weights=w, m=60, qs=QS, replicates=2, exact_vs2=True, rng=1)
+    b = nystrom_bounds(X, kernel="rbf", sigma=1.5, weights=w, m=60, q=QS, replicates=2, exact_vs2=True, rng=1)
     assert _contains(b.low, b.high, exact).all()
     lo2, hi2 = b.interval(2.0)
     assert hi2 / lo2 - 1 < 1e-8 and b.exact_orders == ("2",)
@@ -84,16 +84,16 @@ def test_nystrom_bounds_with_weights_float32_and_exact_vs2(rng):
 
 def test_bands_narrow_as_m_grows(rng):
     X = rng.normal(size=(800, 3))
-    widths = [nystrom_bounds(X, kernel="rbf", sigma=1.0, m=m, qs=[1.0], rng=0).width(1.0) for m in (20, 80, 300)]
+    widths = [nystrom_bounds(X, kernel="rbf", sigma=1.0, m=m, q=[1.0], rng=0).width(1.0) for m in (20, 80, 300)]
     assert widths[0] > widths[1] > widths[2]
 
 
 def test_auto_takes_nystrom_beyond_the_float32_matrix(rng):
     X = rng.normal(size=(1500, 4))
     with config_context(memory_budget=4 * 1500 * 1500):     # below the float32 matrix's 1.25 x
-        b = vendi_bounds(X, kernel="rbf", sigma=1.0, qs=[1.0, 2.0], m=200, rng=0)
+        b = vendi_bounds(X, kernel="rbf", sigma=1.0, q=[1.0, 2.0], m=200, rng=0)
     assert b.settings["method"] == "nystrom" and b.settings["exact_vs2"] is True
-    assert vendi_bounds(X, kernel="rbf", sigma=1.0, qs=[1.0], k=20, rng=0).settings["method"] == "lanczos"
+    assert vendi_bounds(X, kernel="rbf", sigma=1.0, q=[1.0], k=20, rng=0).settings["method"] == "lanczos"
     exact = compute_spectrum(X, kernel="rbf", sigma=1.0, method="dense").profile([1.0, 2.0])
     assert _contains(b.low, b.high, exact).all()
 
@@ -110,7 +110,7 @@ def test_nystrom_bounds_refuse_what_they_cannot_sketch(rng):
 
 def test_bounds_at_other_orders_use_the_lower_bound_rule(rng):
     X = rng.normal(size=(500, 3))
-    b = nystrom_bounds(X, kernel="rbf", sigma=1.0, m=80, qs=[1.0, 2.0], exact_vs2=True, rng=0)
+    b = nystrom_bounds(X, kernel="rbf", sigma=1.0, m=80, q=[1.0, 2.0], exact_vs2=True, rng=0)
     lo, hi = b.bounds_at([1.0, 2.0, 0.5, np.inf])
     np.testing.assert_allclose(lo[:2], b.low, rtol=1e-12)
     np.testing.assert_allclose(hi[:2], b.high, rtol=1e-12)

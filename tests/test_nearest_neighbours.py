@@ -17,8 +17,9 @@ from diversity_core import config_context
 from diversity_core._nn import EXACT_MAX_N
 from diversity_core.curation import find_duplicates, rarity_scores
 from diversity_core.curation._search import resolve_method
-from diversity_core.evaluation import prdc
-from diversity_core.evaluation._neighbours import kth_smallest, prepare_pair, resolve_nn_method
+from diversity_core.evaluation import improved_precision_recall, memorization, prdc
+from diversity_core.evaluation._neighbours import kth_smallest, prepare_pair, resolve_nn_method, tie_tolerance
+from diversity_core.evaluation._prdc import NAMES, neighbour_items, prdc_values
 from diversity_core.exceptions import DiversityInputError
 
 HAS_PYNNDESCENT = importlib.util.find_spec("pynndescent") is not None
@@ -103,8 +104,6 @@ def test_pynndescent_path_beyond_the_budget_states_its_method():
 @pytest.mark.skipif(not HAS_PYNNDESCENT, reason="pynndescent is not installed")
 @pytest.mark.parametrize("metric", ["euclidean", "cosine"])
 def test_injected_copies_are_found_by_the_approximate_search(metric):
-    from diversity_core.evaluation import memorization
-
     rng = np.random.default_rng(11)
     T = rng.normal(size=(2000, 32)).astype(np.float32)
     fresh = rng.normal(size=(400, 32)).astype(np.float32)
@@ -188,3 +187,195 @@ def test_curation_approximate_search_matches_exact(rng):
 def test_curation_approximate_refuses_kernels_without_a_metric(rng):
     with pytest.raises(DiversityInputError, match="no metric"):
         find_duplicates(rng.standard_normal((20, 3)), kernel="polynomial", method="approximate")
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 38 item 4: one tie rule, the closed ball with a tolerance, against exact recounts
+# ---------------------------------------------------------------------------------------------
+def _as_integers(X):
+    """The rows of X as ``{column: N}`` with ``X = N 2^-E`` exactly, one E for all (Python integers)."""
+    X = np.asarray(X, dtype=np.float64)
+    nz = X[X != 0]
+    E = int((53 - np.frexp(np.abs(nz))[1]).max()) if nz.size else 0
+    return [{int(c): int(np.ldexp(x[c], E)) for c in np.flatnonzero(x)} for x in X]
+
+
+def _exact_sq(a, b):
+    """``||a - b||^2`` of two integer rows, exactly."""
+    return sum((a.get(c, 0) - b.get(c, 0)) ** 2 for c in a.keys() | b.keys())
+
+
+def _exact_decisions(R, G, k, d):
+    """The six per-item decision vectors of PRDC and improved P/R under the tie rule, in exact arithmetic.
+
+    Inside a ball: ``D^2 <= NND_k^2 (1 + rho)``, every value an exact rational of the float64 inputs.
+    """
+    from fractions import Fraction
+
+    rho = 1 + Fraction(tie_tolerance(d))
+    ri, gi = _as_integers(R), _as_integers(G)
+
+    def within(S):
+        """Each row's sorted exact squared distances to the other rows."""
+        D = [[0] * len(S) for _ in S]
+        for i in range(len(S)):
+            for j in range(i + 1, len(S)):
+                D[i][j] = D[j][i] = _exact_sq(S[i], S[j])
+        return [sorted(row[:i] + row[i + 1:]) for i, row in enumerate(D)]
+
+    wr, wg = within(ri), within(gi)
+    cross = [[_exact_sq(a, b) for b in gi] for a in ri]
+    out = {}
+    for kk, tag in ((k, ""), (3, "improved_")):
+        rr, rg = [row[kk - 1] for row in wr], [row[kk - 1] for row in wg]
+        in_r = np.array([[cross[i][j] <= rr[i] * rho for j in range(len(gi))] for i in range(len(ri))])
+        in_g = np.array([[cross[i][j] <= rg[j] * rho for j in range(len(gi))] for i in range(len(ri))])
+        out[tag + "precision"] = in_r.any(axis=0)
+        out[tag + "recall"] = in_g.any(axis=1)
+        if not tag:
+            out["density"] = in_r.sum(axis=0) / k
+            out["coverage"] = in_r.any(axis=1)
+    return out
+
+
+def _ngram_sets(n=120):
+    from diversity_core.data.demos import load_demo
+    from diversity_core.featurizers.text import ngram_features
+
+    items = load_demo("text").items
+    pick = np.random.default_rng(0).choice(len(items), 2 * n, replace=False)
+    X = ngram_features([items[i] for i in pick]).toarray()
+    return X[:n], X[n:]
+
+
+@pytest.mark.parametrize("data", ["grid", "ngram"])
+def test_ties_follow_the_closed_ball_rule_exactly(rng, data):
+    """Integer grids and n-gram features (unit rows: documents sharing no n-gram all lie sqrt(2) apart,
+    up to the rounding of their normalisation) against a recount in exact integer arithmetic."""
+    if data == "grid":
+        R = rng.integers(0, 4, size=(90, 3)).astype(np.float64)
+        G = rng.integers(0, 4, size=(80, 3)).astype(np.float64)
+    else:
+        R, G = _ngram_sets()
+    want = _exact_decisions(R, G, 5, R.shape[1])
+    got = neighbour_items(R, G, 5, 3)
+    for name in NAMES:
+        np.testing.assert_array_equal(np.asarray(got[name], dtype=float), np.asarray(want[name], dtype=float),
+                                      err_msg=name)
+    # float32 copies of the grid: same decisions (the recomputation is float64)
+    if data == "grid":
+        got32 = neighbour_items(R.astype(np.float32), G.astype(np.float32), 5, 3)
+        assert all(np.array_equal(got32[name], got[name]) for name in NAMES)
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 40 item 13: one positive factor on every set changes nothing; k must be a whole number
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("factor", [2.0**530, 1e160, 1e-170, 2.0**-565])
+def test_prdc_is_scale_free_at_any_magnitude(factor):
+    r = np.random.default_rng(8)
+    R, G = r.normal(size=(150, 6)), r.normal(size=(120, 6)) * 1.3 + 0.2
+    want = prdc_values(neighbour_items(R, G, 5, 3))
+    got = prdc_values(neighbour_items(R * factor, G * factor, 5, 3))
+    np.testing.assert_array_equal(got, want)
+    assert want[0] > 0.5  # not the all-zero answer of overflowing (or underflowing) squares
+    (a,) = prepare_pair(R * factor)
+    dist, _ = kth_smallest(a, None, [1], units="distance")
+    (a0,) = prepare_pair(R)
+    d0, _ = kth_smallest(a0, None, [1], units="distance")
+    np.testing.assert_allclose(dist / factor, d0, rtol=1e-12)
+    with pytest.raises(DiversityInputError, match="rescale the features"):
+        kth_smallest(a, None, [1], units="squared")
+
+
+def test_non_integer_k_is_refused_everywhere_k_is_taken(rng):
+    X = rng.normal(size=(30, 3))
+    calls = [lambda: prdc(X, X, k=2.7, n_resamples=0), lambda: improved_precision_recall(X, X, k=2.7, n_resamples=0),
+             lambda: rarity_scores(X, n_neighbors=2.7)]
+    if importlib.util.find_spec("torchmetrics") is not None:
+        from diversity_core.metrics import PRDC
+
+        calls.append(lambda: PRDC(k=2.7))
+    for call in calls:
+        with pytest.raises(DiversityInputError, match="must be an integer"):
+            call()
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 38 item 3 / issue 39 item 1: the approximate path, framed like the exact one
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_PYNNDESCENT, reason="pynndescent is not installed")
+@pytest.mark.parametrize("spread", [1e-3, 1e-4])
+def test_approximate_search_is_translation_invariant(spread):
+    """Uncentred float32 rows at an offset of 1e4 got 49 % (spread 1e-3) and 100 % (1e-4) of the
+    k-NN radii wrong, and the nearest rows of injected copies were found for a minority of them."""
+    from diversity_core.evaluation._neighbours import approx_knn
+
+    r = np.random.default_rng(4)
+    Y = 1e4 + spread * r.standard_normal((1500, 16))
+    X0 = Y - 1e4  # exact (Sterbenz): every difference of rows is the same bits as Y's
+    (a,) = prepare_pair(Y)
+    exact, _ = kth_smallest(a, None, [5])
+    for X in (X0, Y):
+        _, d2 = approx_knn(X, None, 5, seed=0)
+        assert np.all(d2[:, 4] >= exact[:, 0] * (1 - 1e-12))  # radii of found rows: never below the exact
+        assert np.mean(np.abs(d2[:, 4] - exact[:, 0]) > 1e-9 * exact[:, 0]) <= 0.01
+    src = r.choice(1500, 200, replace=False)
+    copies = Y[src] + 1e-3 * spread * r.standard_normal((200, 16))
+    idx, _ = approx_knn(copies, Y, 1, seed=0)
+    assert np.mean(idx[:, 0] == src) >= 0.99
+    R, G = Y[:800], Y[800:]
+    exact_v = prdc_values(neighbour_items(R, G, 5, 3))
+    approx_v = prdc_values(neighbour_items(R, G, 5, 3, "approximate"))
+    np.testing.assert_allclose(approx_v, exact_v, rtol=0, atol=0.01)
+
+
+def _real_features(name):
+    if name == "digits":
+        return load_digits().data[:1000]
+    if name == "morgan":
+        from diversity_core.data.demos import load_demo
+        from diversity_core.featurizers.molecules import morgan_fingerprints
+
+        smiles = list(dict.fromkeys(load_demo("molecules").items))[:800]
+        return morgan_fingerprints(smiles, n_bits=2048).astype(np.float64)
+    R, G = _ngram_sets(200)
+    return np.vstack([R, G])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_PYNNDESCENT, reason="pynndescent is not installed")
+@pytest.mark.parametrize("name", ["digits", "morgan", "ngram"])
+def test_approximate_errors_on_real_features_stay_within_the_stated_ones(name):
+    """docs/evaluation.md states the approximate path's errors measured on these features; its radii
+    are upper bounds of the exact ones (exact distances of rows it found), its counts no bound."""
+    from diversity_core.evaluation._neighbours import approx_knn
+
+    X = _real_features(name)
+    (a,) = prepare_pair(X)
+    exact, _ = kth_smallest(a, None, [5])
+    _, d2 = approx_knn(X, None, 5, seed=0)
+    assert np.all(d2[:, 4] >= exact[:, 0] * (1 - 1e-12))
+    assert np.mean(np.abs(d2[:, 4] - exact[:, 0]) > 1e-9 * exact[:, 0]) <= 0.01
+    perm = np.random.default_rng(1).permutation(X.shape[0])
+    R, G = X[perm[: X.shape[0] // 2]], X[perm[X.shape[0] // 2:]]
+    exact_v = prdc_values(neighbour_items(R, G, 5, 3))
+    approx_v = prdc_values(neighbour_items(R, G, 5, 3, "approximate"))
+    # precision, recall, density, coverage, improved precision and recall
+    np.testing.assert_allclose(approx_v, exact_v, rtol=0, atol=0.02)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_PYNNDESCENT, reason="pynndescent is not installed")
+def test_curation_approximate_search_on_fingerprints_matches_exact():
+    """Tanimoto on Morgan bits (Jaccard in the index), candidates ranked by the kernel: before the shared
+    search (a graph of k + 1 neighbours, kept as the index ordered them) 20 % of the k-th similarities
+    of 1,500 molecules were wrong."""
+    X = _real_features("morgan")
+    exact = rarity_scores(X, kernel="tanimoto", method="exact", n_neighbors=10)
+    approx = rarity_scores(X, kernel="tanimoto", method="approximate", n_neighbors=10, rng=0)
+    kth_e, kth_a = exact.similarities[:, -1], approx.similarities[:, -1]
+    assert np.all(kth_a <= kth_e + 1e-12)  # exact kernel values of rows found: never above the exact k-th
+    assert np.mean(kth_a < kth_e - 1e-12) <= 0.02
+    assert np.mean(approx.similarities >= kth_e[:, None] - 1e-12) >= 0.99

@@ -48,12 +48,12 @@ def test_dense_when_the_dual_sums_do_not_fit_but_the_dense_matrices_do():
 
 
 def test_blocked_vs2_when_only_q2_is_asked_beyond_the_dense_limit():
-    p = plan_scores(4000, 16, kernel="rbf", qs=[2], memory_budget="40M")
+    p = plan_scores(4000, 16, kernel="rbf", q=[2], memory_budget="40M")
     assert (p.path, p.method, p.exact) == ("blocked", None, True)
     # a kernel with features takes its dual path instead; any other order needs a spectrum
-    assert plan_scores(4000, 16, kernel="cosine", qs=[2], memory_budget="40M").path == "dual"
+    assert plan_scores(4000, 16, kernel="cosine", q=[2], memory_budget="40M").path == "dual"
     with pytest.raises(dc.MemoryBudgetError, match="memory budget"):
-        plan_scores(4000, 16, kernel="rbf", qs=[1, 2], memory_budget="40M")
+        plan_scores(4000, 16, kernel="rbf", q=[1, 2], memory_budget="40M")
 
 
 def test_exact_only_refusal_is_the_spectrum_rules_own():
@@ -92,7 +92,7 @@ def test_auto_gives_lanczos_bounds_and_a_companion_estimate_while_the_matrix_fit
     # beyond the dense path the default estimate is SLQ (issue 23), the guaranteed bounds beside it
     assert (p.path, p.exact, p.method) == ("slq", False, None)
     assert p.slq.sized == "budget" and p.slq.peak_bytes <= 20 * MiB
-    assert plan_scores(1200, 64, kernel="rbf", approx="auto", qs=[0.0], memory_budget="20M").path == "bounds"
+    assert plan_scores(1200, 64, kernel="rbf", approx="auto", q=[0.0], memory_budget="20M").path == "bounds"
     assert (p.bounds.method, p.bounds.storage) == ("lanczos", "float64")
     assert p.bounds.ks == (20, 50, 100, 200) and p.bounds.kwargs() == {"method": "lanczos", "k": [20, 50, 100, 200]}
     assert p.sketch.method == "rff" and p.sketch.sized == "budget" and p.sketch.peak_bytes <= 20 * MiB
@@ -158,15 +158,15 @@ def test_sized_sketches_and_bounds_run_within_the_budget(rng, budget):
     kw = {"kernel": "rbf", "sigma": 4.0}
     # first calls import scipy.stats and the like: their module objects are not the sketch's memory
     vendi_estimate(X[:100], q=[1, 2], replicates=2, rng=0, method="nystrom", m=10, **kw)
-    vendi_bounds(X[:100], qs=[1, 2], rng=0, method="nystrom", m=10, **kw)
+    vendi_bounds(X[:100], q=[1, 2], rng=0, method="nystrom", m=10, **kw)
     for approx in ("nystrom", "rff", "bounds"):
-        p = plan_scores(4000, 16, approx=approx, qs=[1, 2], memory_budget=budget, **kw)
+        p = plan_scores(4000, 16, approx=approx, q=[1, 2], memory_budget=budget, **kw)
         part = "bounds" if approx == "bounds" else "sketch"
         tracemalloc.start()
         try:
             with p.context(part):
                 if approx == "bounds":
-                    res = vendi_bounds(X, qs=[1, 2], rng=0, exact_vs2=False, **p.bounds.kwargs(), **kw)
+                    res = vendi_bounds(X, q=[1, 2], rng=0, exact_vs2=False, **p.bounds.kwargs(), **kw)
                 else:
                     res = vendi_estimate(X, q=[1, 2], replicates=2, rng=0, **p.sketch.kwargs(), **kw)
             peak = tracemalloc.get_traced_memory()[1]
@@ -224,7 +224,7 @@ def test_precomputed_kernels_have_lanczos_bounds_only():
     ({"bounds_method": "arpack"}, "unknown bounds_method"),
     ({"m": 0}, "m must be an integer >= 1"),
     ({"density": 2.0}, "density must be a number"),
-    ({"qs": []}, "at least one order"),
+    ({"q": []}, "at least one order"),
     ({"memory_budget": "lots"}, "memory size"),
 ])
 def test_options_are_checked(kwargs, match):
@@ -244,3 +244,68 @@ def test_the_plan_is_a_frozen_json_ready_record():
     with p.context("sketch"):
         assert dc.get_config()["memory_budget"] == p.budget
         assert dc.get_config()["chunk_bytes"] == p.sketch.chunk_bytes
+
+
+# --------------------------------------------------------------------------------------------
+# The cheapest exact path for the orders asked (issue 39 item 4)
+# --------------------------------------------------------------------------------------------
+def test_vs2_alone_takes_the_blocked_path_even_when_dense_fits():
+    """16,000 x 384 under rbf, q = 2: the dense O(n^3) spectrum fitted a large budget and took
+    longer than 15 minutes; VS_2 needs only ||K||_F, O(n^2 d) by blocks."""
+    from diversity_core.approx.plan import BLOCKED_FROM
+
+    plan = plan_scores(16_000, 384, kernel="rbf", q=[2], memory_budget="64G")
+    assert plan.path == "blocked" and "cheaper" in plan.reason
+    assert plan_scores(BLOCKED_FROM, 8, kernel="rbf", q=[2], memory_budget="64G").path == "blocked"
+    # another order, or eigenvectors, need the spectrum
+    assert plan_scores(16_000, 384, kernel="rbf", q=[1, 2], memory_budget="64G").path == "dense"
+    assert plan_scores(16_000, 384, kernel="rbf", q=[2], n_eigenvectors=4, memory_budget="64G").path == "dense"
+    # a kernel with a feature map keeps its cheaper dual path
+    assert plan_scores(16_000, 384, kernel="cosine", q=[2]).path == "dual"
+
+
+def test_blocked_vs2_equals_the_spectrum_value():
+    from diversity_core.scoring import score_groups
+
+    X = np.random.default_rng(2).normal(size=(700, 24))
+    (res,) = score_groups(X, kernel="rbf", qs=[2.0])
+    assert res.method == "blocked"
+    assert res.blocked.vs2 == pytest.approx(dc.vendi_score(X, kernel="rbf", q=2, method="dense"), rel=1e-12)
+
+
+# --------------------------------------------------------------------------------------------
+# One test of "bits" for every caller of the plan (issue 39 item 3: count fingerprints got a
+# MinHash plan from the CLI, which vendi_estimate then refused)
+# --------------------------------------------------------------------------------------------
+def test_binary_features_on_arrays_sparse_and_sources(tmp_path):
+    import scipy.sparse as sp
+
+    from diversity_core.approx.plan import binary_features
+    from diversity_core.sources import as_source
+
+    bits = (np.random.default_rng(0).random((300, 40)) < 0.1).astype(np.float64)
+    counts = bits.copy()
+    counts[7, 3] = 2.0
+    assert binary_features(bits) and not binary_features(counts)
+    assert binary_features(sp.csr_matrix(bits)) and not binary_features(sp.csr_matrix(counts))
+    np.save(tmp_path / "c.npy", counts)
+    with dc.config_context(chunk_bytes=4096):
+        assert not binary_features(as_source(str(tmp_path / "c.npy")))
+
+
+def test_cli_plans_no_minhash_sketch_for_count_fingerprints(tmp_path):
+    from diversity_core.cli._score import _plan
+
+    g = np.random.default_rng(1)
+    counts = g.poisson(0.05, size=(6000, 256)).astype(np.float64)
+    counts[counts.sum(1) == 0, 0] = 1
+    args = type("Args", (), dict(kernel="tanimoto", method="auto", approx="auto", bounds_method="auto", m=None,
+                                 D=None, k=None, probes=None, steps=None, sigma=None, gamma=None, degree=None,
+                                 coef0=None))()
+    with dc.config_context(memory_budget="100M"):
+        plan = _plan(args, counts, 6000, 256, [1.0], None, streamed=False)
+    assert plan.sketch is not None and plan.sketch.method == "nystrom"
+    bits = (counts > 0).astype(np.float64)
+    with dc.config_context(memory_budget="100M"):
+        plan = _plan(args, bits, 6000, 256, [1.0], None, streamed=False)
+    assert plan.sketch.method == "tanimoto_rf"

@@ -341,3 +341,44 @@ def test_importing_the_core_does_not_import_optional_libraries():
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "[]"
 
+
+
+def test_figure_bytes_retries_kaleido_page_not_ready(monkeypatch):
+    """Issue 39 item 12: under load kaleido's page may be asked to draw before its script loaded.
+
+    ``figure_bytes`` retries that error in a new session instead of failing the export; an error
+    a retry cannot mend is raised at once (one call).
+    """
+    import plotly.graph_objects as go
+
+    from diversity_core.exceptions import DiversityError
+    from diversity_core.report import export
+
+    class JavascriptError(RuntimeError):
+        pass
+
+    calls = []
+
+    def flaky(self, **kw):
+        calls.append(kw)
+        if len(calls) == 1:
+            raise JavascriptError("{'type': 'object', 'subtype': 'error', 'description': "
+                                  "'ReferenceError: kaleido_scopes is not defined'}")
+        return b"\x89PNG\r\n\x1a\n"
+
+    monkeypatch.setattr(export, "_prepare_kaleido", lambda: None)
+    monkeypatch.setattr(export.time, "sleep", lambda s: None)
+    monkeypatch.setattr(go.Figure, "to_image", flaky)
+    assert export.figure_bytes(go.Figure(), format="png").startswith(b"\x89PNG")
+    assert len(calls) == 2
+
+    calls.clear()
+
+    def no_browser(self, **kw):
+        calls.append(kw)
+        raise FileNotFoundError("no chrome")
+
+    monkeypatch.setattr(go.Figure, "to_image", no_browser)
+    with pytest.raises(DiversityError, match="needs Chrome or Chromium"):
+        export.figure_bytes(go.Figure(), format="png")
+    assert len(calls) == 1

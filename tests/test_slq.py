@@ -370,11 +370,11 @@ def test_auto_plan_picks_slq_for_positive_orders_sized_to_the_budget():
     from diversity_core.approx.plan import CLI_NAMES, plan_scores
     from diversity_core.exceptions import MemoryBudgetError
 
-    p = plan_scores(20000, 24, kernel="rbf", approx="auto", qs=[1.0, 2.0], memory_budget="1G")
+    p = plan_scores(20000, 24, kernel="rbf", approx="auto", q=[1.0, 2.0], memory_budget="1G")
     assert p.path == "slq" and p.slq.sized == "default" and p.slq.peak_bytes <= 2**30
     assert p.slq.kwargs() == {"k": 512, "block": 64, "probes": 64, "batch": 32, "steps": 30}
     assert p.bounds is not None and "SLQ estimate of the full-sample value" in p.reason
-    assert plan_scores(20000, 24, kernel="rbf", approx="auto", qs=[0.0], memory_budget="1G").path == "bounds"
+    assert plan_scores(20000, 24, kernel="rbf", approx="auto", q=[0.0], memory_budget="1G").path == "bounds"
     small = plan_scores(20000, 24, kernel="rbf", approx="slq", memory_budget="300M").slq
     assert small.sized == "budget" and small.k < 512 and small.peak_bytes <= 300 * 2**20
     with pytest.raises(MemoryBudgetError, match="--steps 400.*--memory-budget"):

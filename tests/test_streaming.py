@@ -101,18 +101,18 @@ def test_chunk_bounds_never_leave_one_row():
 
 
 def test_float32_chunks_accumulate_in_float64(rng):
+    # issue 38: a float32 chunk is converted to float64 (exact) before its product, so the sums, and
+    # the support threshold (float64's eps), are those of the float64 copy
     X = rng.standard_normal((1000, 5)).astype(np.float32)
     kern = get_kernel("linear")
     rows = 97
     moments = _dual_moments(_array_chunks(X, rows), kern, None, n=1000, d=5, validate=False)
     assert moments.gram.dtype == np.float64
-    assert moments.eps == np.finfo(np.float32).eps
+    assert moments.eps == np.finfo(np.float64).eps
     expected = np.zeros((5, 5))
     for start, stop in chunk_bounds(1000, rows):
-        block = X[start:stop]
-        product = block.T @ block
-        assert product.dtype == np.float32  # each chunk in single precision ...
-        expected += product  # ... summed in double
+        block = X[start:stop].astype(np.float64)
+        expected += block.T @ block  # each chunk in double, summed in double
     np.testing.assert_array_equal(moments.gram, expected * (1.0 / 1000))
 
 

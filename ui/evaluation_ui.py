@@ -38,6 +38,8 @@ KIND = "evaluate"
 PROMPTED = "generated (all prompts)"
 #: Closest generated-training pairs shown per group.
 PAIRS_SHOWN = 6
+#: Most flagged pairs in the table under the gallery (the CSV download has every item).
+PAIRS_TABLED = 500
 #: Words a reference group's name often holds (the form's first guess).
 _REAL_WORDS = ("real", "reference", "ref", "data", "true", "gt")
 
@@ -149,10 +151,11 @@ def check(s: EvaluationSettings, groups: list, sizes: Dict[str, int], prompt_lab
     if small:
         return (f"Groups {literal(', '.join(small))} have too few items for k = {k} neighbours: each needs at "
                 f"least {k + 2}. Lower k or choose larger groups.")
-    if s.train is not None and sizes[s.train] < 2:
-        return (f"The training set {literal(s.train)} has {sizes[s.train]} item; the memorisation test compares "
-                "each training item with its nearest other one, so it needs at least 2. Choose a larger group or "
-                "no training set.")
+    if s.train is not None and sizes[s.train] < 3:
+        n_train = sizes[s.train]
+        return (f"The training set {literal(s.train)} has {n_train} item{'s' if n_train != 1 else ''}; the "
+                "memorisation flag scores each training item against its nearest other one and that one's own "
+                "nearest other item, so it needs at least 3. Choose a larger group or no training set.")
     if s.prompt_column is not None:
         if s.prompts:
             return ("Choose one source of prompts: the prompt column, or the other groups as prompts of one model "
@@ -257,22 +260,40 @@ def metrics_frame(evals: dict) -> pd.DataFrame:
 
 
 def _pairs(ev, ds, gen_idx: np.ndarray, train_idx: np.ndarray, group: str) -> None:
-    """The closest generated-training pairs: the generated items, then their nearest training items."""
-    top = ev.memorization.top_items(PAIRS_SHOWN)
+    """The set-level figure against its baseline, then the closest generated-training pairs, closest copy first.
+
+    The gallery shows the closest PAIRS_SHOWN pairs; the table below it every flagged pair (up to
+    PAIRS_TABLED), each with its distance, similarity and the training item's own
+    nearest-neighbour distance.
+    """
+    m = ev.memorization
+    top = m.top_items(PAIRS_SHOWN)
     if not top:
         return
-    st.markdown(
-        f"**{literal(group)}**: {ev.memorization.n_flagged} of {ev.memorization.n_generated} generated "
-        f"items flagged ({ev.memorization.fraction_flagged.value:.1%})."
-    )
-    notes = [f"ratio {t['ratio']:.3g}" + (" · flagged" if t["flagged"] else "") for t in top]
-    st.caption(
-        "Generated items, closest first (distance to the nearest training item / that item's own "
-        "nearest-neighbour distance; below 1 is flagged):"
-    )
+    st.markdown(f"**{literal(group)}**: {literal(m.headline())}")
+    st.caption(f"Flag: {literal(m.rule())}.")
+    if m.note:
+        st.warning(literal(plain(m.note)))
+    notes = [f"d {t['distance']:.3g} · sim {_sim(t['similarity'])} · own NN d {t['train_radius']:.3g} · ratio "
+             f"{t['ratio']:.3g}" + (" · flagged" if t["flagged"] else "") for t in top]
+    st.caption("Generated items, closest copy first (distance to the nearest training item, cosine similarity, "
+               "that training item's own nearest-neighbour distance, ratio):")
     show_items(ds, [int(gen_idx[t["generated"]]) for t in top], columns=PAIRS_SHOWN, notes=notes)
     st.caption("Their nearest training items, in the same order:")
     show_items(ds, [int(train_idx[t["train"]]) for t in top], columns=PAIRS_SHOWN)
+    if m.n_flagged:
+        flagged = m.top_items(min(m.n_flagged, PAIRS_TABLED))
+        rows = [{"generated": ds.ids[int(gen_idx[t["generated"]])], "nearest training item": ds.ids[int(train_idx[t["train"]])],
+                 "distance": t["distance"], "similarity": t["similarity"], "its own NN distance": t["train_radius"],
+                 "ratio": t["ratio"]} for t in flagged]
+        st.caption(f"Every flagged pair, closest copy first ({len(rows)} of {m.n_flagged}):")
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
+                     column_config={c: st.column_config.TextColumn(c) for c in ("generated", "nearest training item")})
+
+
+def _sim(v) -> str:
+    """A similarity for a caption ('–' when undefined: an all-zero row)."""
+    return "–" if v is None else f"{v:.3f}"
 
 
 def _items_download(ev, ds, gen_idx: np.ndarray, train_idx: np.ndarray, group: str, i: int) -> None:
@@ -292,9 +313,10 @@ def _items_download(ev, ds, gen_idx: np.ndarray, train_idx: np.ndarray, group: s
         file_name=f"memorisation-{safe}.csv",
         mime="text/csv",
         key=f"eval_items_{i}",
-        help="One row per generated item: its id, its nearest training item and that item's id, the distance, "
-        "the training item's own nearest-neighbour distance (radius), their ratio and whether it is flagged "
-        "(ratio below 1).",
+        help="One row per generated item, closest copy first: its id, its nearest training item and that item's "
+        "id, the distance, the cosine similarity, the training item's own nearest-neighbour distance (radius), "
+        "the ratio (distance / radius, the radius at least the median one) and whether it is flagged (ratio "
+        "below the calibrated threshold).",
     )
 
 

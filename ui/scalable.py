@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
-import scipy.sparse as sp
 import streamlit as st
 
 import diversity_core as dc
@@ -53,7 +52,7 @@ from diversity_core.approx import (
     plan_scores,
     vendi_estimate,
 )
-from diversity_core.approx.plan import MIN_SKETCH
+from diversity_core.approx.plan import MIN_SKETCH, binary_features
 from diversity_core.featurizers import resolve_featurizer
 
 from . import compute, tasks
@@ -107,8 +106,7 @@ def plan(ctx) -> ScorePlan:
 @shared_cache("results", hash_funcs=compute.HASH)
 def _binary(view: View, featurizer: str) -> bool:
     """Whether the view's features are 0/1 bits (MinHash features need them)."""
-    X = compute.features(view, featurizer, show_progress=False)
-    return bool(np.isin(X.data if sp.issparse(X) else np.asarray(X), (0, 1)).all())
+    return binary_features(compute.features(view, featurizer, show_progress=False))
 
 
 def job_key(ctx) -> tuple:
@@ -281,7 +279,7 @@ def _work(job: Job, X, kern, weights, p: ScorePlan) -> None:
 
     def lanczos_bounds(ks, share) -> None:
         with p.context("bounds"):
-            for bounds in iter_vendi_bounds(X, kernel=kern, ks=ks, qs=qs, weights=weights, rng=0,
+            for bounds in iter_vendi_bounds(X, kernel=kern, ks=ks, q=qs, weights=weights, rng=0,
                                             time_budget=TIME_BUDGET, n_eigenvectors=compute.MAX_EIGENVECTORS,
                                             progress=job.progress("bounds", share)):
                 if bounds.k >= shown[0]:
@@ -318,7 +316,7 @@ def _work(job: Job, X, kern, weights, p: ScorePlan) -> None:
             for i, m in enumerate(ms):
                 share = (start + (1 - start) * i / len(ms), start + (1 - start) * (i + 1) / len(ms))
                 with p.context("bounds"):
-                    bounds = nystrom_bounds(X, kernel=kern, m=m, qs=qs, weights=weights, rng=0,
+                    bounds = nystrom_bounds(X, kernel=kern, m=m, q=qs, weights=weights, rng=0,
                                             progress=job.progress("bounds", share))
                 job.update(bounds=bounds)
                 if job.stop.is_set():

@@ -42,6 +42,7 @@ from typing import Optional
 
 import numpy as np
 
+from .._deprecation import UNSET, renamed_argument
 from .._orders import check_q
 from .._validation import check_scalar
 from ..entropy import EPS64, support_tol, vendi_from_eigenvalues
@@ -61,8 +62,8 @@ _EIG_TOL = 1e-9
 # ---------------------------------------------------------------------------------------
 # bounds from the exact top eigenvalues (and the purity)
 # ---------------------------------------------------------------------------------------
-def bounds_from_eigenvalues(top, n: int, qs, *, purity: Optional[float] = None, tolerance: float = 0.0,
-                            eps: float = EPS64) -> tuple[np.ndarray, np.ndarray]:
+def bounds_from_eigenvalues(top, n: int, q=None, *, purity: Optional[float] = None, tolerance: float = 0.0,
+                            eps: float = EPS64, qs=UNSET) -> tuple[np.ndarray, np.ndarray]:
     r"""Bounds on VS_q from the k largest eigenvalues of a density matrix (trace 1) of n items.
 
     Parameters
@@ -71,8 +72,8 @@ def bounds_from_eigenvalues(top, n: int, qs, *, purity: Optional[float] = None, 
         The k largest eigenvalues (any order; k may be 0), each known to within ``tolerance``.
     n : int
         Size of the matrix (number of items).
-    qs : float or sequence
-        Orders in [0, inf].
+    q : float, 'inf' or sequence
+        Orders in [0, inf] (required).
     purity : float, optional
         The exact :math:`\sum_i \lambda_i^2` (``1 / VS_2``), which tightens every bound.
     tolerance : float, default 0
@@ -81,6 +82,8 @@ def bounds_from_eigenvalues(top, n: int, qs, *, purity: Optional[float] = None, 
         Machine epsilon of the matrix's precision: VS_0 counts eigenvalues above
         ``n * eps * lambda_max`` (:func:`~diversity_core.entropy.support_tol`), the rule of
         :class:`~diversity_core.spectrum.Spectrum`.
+    qs : float or sequence, optional
+        Deprecated name of ``q`` (a :class:`DeprecationWarning`).
 
     Returns
     -------
@@ -93,16 +96,23 @@ def bounds_from_eigenvalues(top, n: int, qs, *, purity: Optional[float] = None, 
     >>> round(float(lo[0]), 9), round(float(hi[0]), 9)
     (2.0, 2.0)
     """
+    qs = _required_orders(renamed_argument(q, qs, new="q", old="qs"))
     top = np.sort(np.asarray(top, dtype=np.float64).ravel())[::-1]
     n = check_scalar(n, "n", int, min_val=1)
     if top.size > n or (top.size and (not np.isfinite(top).all() or top[-1] < -tolerance)):
         raise DiversityInputError(f"top must hold at most n = {n} finite non-negative eigenvalues.")
-    qs = check_q(qs).ravel()
     order = np.argsort(qs, kind="stable")
     low, high = _bounds(top, n, qs[order], purity, float(tolerance), eps)
     out_lo, out_hi = np.empty_like(low), np.empty_like(high)
     out_lo[order], out_hi[order] = low, high
     return out_lo, out_hi
+
+
+def _required_orders(q) -> np.ndarray:
+    """The orders ``q`` of a band function as a flat array; None (not given) is an error."""
+    if q is None:
+        raise DiversityInputError("give the orders q (a number >= 0, 'inf', or a sequence of them).")
+    return check_q(q).ravel()
 
 
 def _log_sum(logs) -> float:
@@ -312,8 +322,8 @@ def _rank_bounds(t_lo, t_hi, n, m, r_lo, c_hi, s_hi, eps) -> tuple[float, float]
 # ---------------------------------------------------------------------------------------
 # bounds from eigenvalue lower bounds (Loewner order)
 # ---------------------------------------------------------------------------------------
-def bounds_from_lower_eigenvalues(mu, n: int, qs, *, purity: Optional[float] = None,
-                                  tolerance: float = _EIG_TOL) -> tuple[np.ndarray, np.ndarray]:
+def bounds_from_lower_eigenvalues(mu, n: int, q=None, *, purity: Optional[float] = None,
+                                  tolerance: float = _EIG_TOL, qs=UNSET) -> tuple[np.ndarray, np.ndarray]:
     r"""Bounds on VS_q from eigenvalue lower bounds :math:`\mu_i \le \lambda_i` of a trace-1 density.
 
     .. math:: \mathrm{VS}_q(\mu + r e_1) \le \mathrm{VS}_q(\lambda) \le
@@ -326,13 +336,15 @@ def bounds_from_lower_eigenvalues(mu, n: int, qs, *, purity: Optional[float] = N
         eigenvalues of a matrix below rho in the PSD order, e.g. a Nystrom sketch's), k <= n.
     n : int
         Number of items (the size of rho).
-    qs : float or sequence
-        Orders in [0, inf].
+    q : float, 'inf' or sequence
+        Orders in [0, inf] (required).
     purity : float, optional
         The exact :math:`\sum_i \lambda_i^2` (``1 / VS_2``): the band is intersected with the
         bounds from the trace and VS_2 alone.
     tolerance : float, default 1e-9
         Absolute error allowed on each of ``mu``; they are lowered by it first.
+    qs : float or sequence, optional
+        Deprecated name of ``q`` (a :class:`DeprecationWarning`).
 
     Returns
     -------
@@ -345,13 +357,13 @@ def bounds_from_lower_eigenvalues(mu, n: int, qs, *, purity: Optional[float] = N
     >>> round(float(lo[0]), 6), round(float(hi[0]), 6)    # the band is widened by 1e-10 for round-off
     (2.0, 2.0)
     """
+    qs_arr = _required_orders(renamed_argument(q, qs, new="q", old="qs"))
     mu = np.sort(np.asarray(mu, dtype=np.float64).ravel())[::-1]
     n = check_scalar(n, "n", int, min_val=1)
     if mu.size > n or (mu.size and (not np.isfinite(mu).all() or mu[-1] < 0 or mu.sum() > 1 + 1e-6)):
         raise DiversityInputError(
             f"mu must hold at most n = {n} finite non-negative values summing to at most 1."
         )
-    qs_arr = check_q(qs).ravel()
     order = np.argsort(qs_arr, kind="stable")
     low, high = _lower_eigenvalue_bounds(mu, n, qs_arr[order], purity, float(tolerance))
     out_lo, out_hi = np.empty_like(low), np.empty_like(high)

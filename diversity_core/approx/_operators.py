@@ -59,7 +59,14 @@ from ..blocked import (
 )
 from ..distances import _tanimoto_from_gram
 from ..exceptions import DiversityInputError
-from ..kernels import PrecomputedKernel, RBFKernel, TanimotoKernel, get_kernel, normalize_diagonal
+from ..kernels import (
+    DEFAULT_KERNEL,
+    PrecomputedKernel,
+    RBFKernel,
+    TanimotoKernel,
+    get_kernel,
+    normalize_diagonal,
+)
 from ..sources import DaskSource, RowSource, as_source
 from ..spectrum import _resolve_from_source
 from ..streaming import _check_chunk
@@ -140,7 +147,7 @@ class KernelOperator:
 def kernel_operator(
     X,
     *,
-    kernel="rbf",
+    kernel=DEFAULT_KERNEL,
     weights=None,
     precision: str = "float32",
     device: str = "cpu",
@@ -160,7 +167,9 @@ def kernel_operator(
         Items; files are read into memory (each pass needs every row), a Dask array stays on
         its workers. With ``kernel="precomputed"`` X is K itself (an array or a ``numpy.memmap``,
         read tile by tile; a non-unit diagonal is rescaled, as everywhere in the core).
-    kernel : str or Kernel, default "rbf"
+    kernel : str or Kernel, default "cosine"
+        The default of every function that takes a kernel (:data:`~diversity_core.kernels.DEFAULT_KERNEL`),
+        so a bound or estimate is of the value the exact function gives without naming a kernel.
         Any kernel; data-dependent parameters (the median bandwidth) are fixed on X with the
         weights, as the exact path fixes them.
     weights : array-like of shape (n,), optional

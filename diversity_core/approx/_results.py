@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .._deprecation import warn_renamed
+from .._deprecation import UNSET, renamed_argument, warn_renamed
 from .._orders import check_q, q_key
 from .._stats import ConfidenceInterval
 from ..exceptions import DiversityInputError
@@ -103,18 +103,19 @@ class VendiBounds:
         j = _index(self.qs, q, "bounds")
         return ConfidenceInterval(float(self.low[j]), float(self.high[j]))
 
-    def bounds_at(self, qs) -> tuple[np.ndarray, np.ndarray]:
-        """``(low, high)`` at any orders, from the stored eigenvalues, tolerance and purity (O(k) each).
+    def bounds_at(self, q=None, *, qs=UNSET) -> tuple[np.ndarray, np.ndarray]:
+        """``(low, high)`` at any orders ``q``, from the stored eigenvalues, tolerance and purity (O(k) each).
 
         Equal to :attr:`low` / :attr:`high` at the computed orders (Nystrom bounds from several
         replicates: at least as wide, from the best sketch alone); moving to another order needs
-        no new Lanczos run or sketch.
+        no new Lanczos run or sketch. ``qs`` is the deprecated name of ``q``.
         """
+        q = renamed_argument(q, qs, new="q", old="qs")
         if self.settings.get("method") == "nystrom":
             # the stored values are lower bounds already lowered by the tolerance
-            return bounds_from_lower_eigenvalues(self.top_eigenvalues, self.n, qs, purity=self.purity,
+            return bounds_from_lower_eigenvalues(self.top_eigenvalues, self.n, q, purity=self.purity,
                                                  tolerance=0.0)
-        return bounds_from_eigenvalues(self.top_eigenvalues, self.n, qs, purity=self.purity,
+        return bounds_from_eigenvalues(self.top_eigenvalues, self.n, q, purity=self.purity,
                                        tolerance=self.tolerance)
 
     def eigenvector_ends(self, j: int, m: int) -> tuple[np.ndarray, np.ndarray]:

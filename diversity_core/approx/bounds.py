@@ -19,13 +19,14 @@ import numpy as np
 from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
 
 from .._config import check_memory, fits_memory, memory_budget
+from .._deprecation import UNSET, renamed_argument
 from .._orders import check_q
 from .._progress import ProgressCallback, report
 from .._validation import check_kernel_matrix, check_option, check_random_state, check_scalar, check_weights
 from ..blocked import vendi_2_exact
 from ..entropy import EPS64, default_q_grid
 from ..exceptions import DiversityInputError, NumericalError
-from ..kernels import PrecomputedKernel, _row_blocks, get_kernel, normalize_diagonal
+from ..kernels import DEFAULT_KERNEL, PrecomputedKernel, _row_blocks, get_kernel, normalize_diagonal
 from ..sources import RowSource, as_source
 from ..spectrum import compute_spectrum
 from ._band import _bounds, bounds_from_eigenvalues
@@ -131,15 +132,16 @@ def _ritz(op: _DensityOperator, k: int, v0, rng) -> tuple[np.ndarray, np.ndarray
 def iter_vendi_bounds(
     X,
     *,
-    kernel="rbf",
+    kernel=DEFAULT_KERNEL,
     ks: Sequence[int] = DEFAULT_KS,
-    qs=None,
+    q=None,
     weights=None,
     time_budget: Optional[float] = None,
     storage: str = "auto",
     n_eigenvectors: int = 0,
     rng=None,
     progress: Optional[ProgressCallback] = None,
+    qs=UNSET,
     **kernel_params,
 ) -> Iterator[VendiBounds]:
     """Progressive guaranteed bounds: yields a :class:`VendiBounds` for k = 0 and then each k of ``ks``.
@@ -148,12 +150,22 @@ def iter_vendi_bounds(
     top-k eigenvalues from Lanczos, started from the previous Ritz vectors. The progression
     stops before a step whose predicted time would overrun ``time_budget`` (seconds), or when k
     reaches n - 1; stop consuming the iterator to stop earlier. Parameters as for
-    :func:`vendi_bounds`.
+    :func:`vendi_bounds` (``qs`` is the deprecated name of ``q``).
     """
+    # a plain function around the generator: the deprecated name warns at the call, not at the first next()
+    q = renamed_argument(q, qs, new="q", old="qs")
+    return _iter_vendi_bounds(X, kernel=kernel, ks=ks, q=q, weights=weights, time_budget=time_budget,
+                              storage=storage, n_eigenvectors=n_eigenvectors, rng=rng, progress=progress,
+                              **kernel_params)
+
+
+def _iter_vendi_bounds(X, *, kernel, ks, q, weights, time_budget, storage, n_eigenvectors, rng, progress,
+                       **kernel_params) -> Iterator[VendiBounds]:
+    """The generator of :func:`iter_vendi_bounds`."""
     start = time.perf_counter()
     kern = get_kernel(kernel, **kernel_params)
     generator = check_random_state(rng)
-    qs = default_q_grid() if qs is None else np.sort(check_q(qs).ravel())
+    qs = default_q_grid() if q is None else np.sort(check_q(q).ravel())
     if storage not in ("auto", "float64", "float32", "matrix-free"):
         raise DiversityInputError(
             f"storage must be one of 'auto', 'float64', 'float32', 'matrix-free'; got {storage!r}."
@@ -253,9 +265,9 @@ def iter_vendi_bounds(
 def vendi_bounds(
     X,
     *,
-    kernel="rbf",
+    kernel=DEFAULT_KERNEL,
     k=200,
-    qs=None,
+    q=None,
     weights=None,
     time_budget: Optional[float] = None,
     storage: str = "auto",
@@ -265,6 +277,7 @@ def vendi_bounds(
     n_eigenvectors: int = 0,
     rng=None,
     progress: Optional[ProgressCallback] = None,
+    qs=UNSET,
     **kernel_params,
 ) -> VendiBounds:
     r"""Guaranteed bounds on VS_q for every order, from the top of the spectrum (Lanczos or Nystrom).
@@ -280,13 +293,15 @@ def vendi_bounds(
     ----------
     X : array-like of shape (n, d), RowSource, path, or (n, n) with ``kernel="precomputed"``
         Items (Lanczos reads them into memory: its operator needs them at every step).
-    kernel : str or Kernel, default "rbf"
+    kernel : str or Kernel, default "cosine"
+        The default of every function that takes a kernel (:data:`~diversity_core.kernels.DEFAULT_KERNEL`),
+        so a bound or estimate is of the value the exact function gives without naming a kernel.
         Any kernel; meant for those without a feature map (rbf, laplacian, tanimoto, precomputed).
     k : int or sequence of int, default 200
         Number of top eigenvalues. An int runs the progression of :data:`DEFAULT_KS` up to k
         (cheap steps first, so a time budget still leaves a result); a sequence gives the steps.
-    qs : sequence of orders, optional
-        Default :func:`~diversity_core.vendi.default_q_grid` (0 to 100, 1 and inf).
+    q : float, 'inf' or sequence of orders, optional
+        The orders to bound. Default :func:`~diversity_core.vendi.default_q_grid` (0 to 100, 1 and inf).
     weights : array-like of shape (n,), optional
     time_budget : float, optional
         Seconds; no step starts whose predicted time would overrun it. The result is the last
@@ -315,6 +330,8 @@ def vendi_bounds(
         Lanczos starting vector, or the Nystrom landmarks.
     progress : callable, optional
         ``progress(done, total, message)``, once per step.
+    qs : sequence of orders, optional
+        Deprecated name of ``q`` (a :class:`DeprecationWarning`).
     **kernel_params
         e.g. ``sigma=0.5``.
 
@@ -346,10 +363,11 @@ def vendi_bounds(
     Examples
     --------
     >>> import numpy as np
-    >>> b = vendi_bounds(np.eye(5), kernel="rbf", sigma=0.01, k=2, qs=[1.0])
+    >>> b = vendi_bounds(np.eye(5), kernel="rbf", sigma=0.01, k=2, q=[1.0])
     >>> [round(v, 6) for v in b.interval(1.0)]
     [5.0, 5.0]
     """
+    q = renamed_argument(q, qs, new="q", old="qs")
     check_option(method, BOUND_METHODS, "method")
     if method == "auto":
         method = bounds_method(X, kernel, storage=storage, **kernel_params)
@@ -357,11 +375,11 @@ def vendi_bounds(
         if storage != "auto":
             raise DiversityInputError(f"storage={storage!r} is a Lanczos setting; method='nystrom' stores no matrix.")
         n = _n_items(X)
-        return nystrom_bounds(X, kernel=kernel, m=m, qs=qs, weights=weights, rng=rng, progress=progress,
+        return nystrom_bounds(X, kernel=kernel, m=m, q=q, weights=weights, rng=rng, progress=progress,
                               exact_vs2=(n <= EXACT_VS2_MAX_N) if exact_vs2 is None else bool(exact_vs2),
                               **kernel_params)
     ks = _steps(k)
-    *_, last = iter_vendi_bounds(X, kernel=kernel, ks=ks, qs=qs, weights=weights, time_budget=time_budget,
+    *_, last = _iter_vendi_bounds(X, kernel=kernel, ks=ks, q=q, weights=weights, time_budget=time_budget,
                                  storage=storage, n_eigenvectors=n_eigenvectors, rng=rng, progress=progress,
                                  **kernel_params)
     return last
@@ -375,7 +393,7 @@ def _n_items(X) -> int:
     return int(np.shape(X)[0])
 
 
-def bounds_method(X, kernel="rbf", *, storage: str = "auto", **kernel_params) -> str:
+def bounds_method(X, kernel=DEFAULT_KERNEL, *, storage: str = "auto", **kernel_params) -> str:
     """How ``vendi_bounds(method="auto")`` sees the top of the spectrum for these items.
 
     ``"nystrom"`` where Lanczos would have to recompute K at every product (not even the
@@ -429,7 +447,7 @@ class _IndexKernel:
         return {"name": "precomputed"}
 
 
-def vs_inf_exact(X, *, kernel="rbf", weights=None, storage: str = "auto", rng=None,
+def vs_inf_exact(X, *, kernel=DEFAULT_KERNEL, weights=None, storage: str = "auto", rng=None,
                  progress: Optional[ProgressCallback] = None, **kernel_params) -> float:
     """Exact VS_inf = 1 / lambda_max for any kernel, by Lanczos on the kernel operator.
 
@@ -445,7 +463,7 @@ def vs_inf_exact(X, *, kernel="rbf", weights=None, storage: str = "auto", rng=No
     """
     # always Lanczos: method="auto" would take Nystrom lower bounds past the float32 matrix,
     # whose 1 / mu_1 only bounds VS_inf from above
-    b = vendi_bounds(X, kernel=kernel, k=[1], qs=[np.inf], weights=weights, storage=storage, method="lanczos",
+    b = vendi_bounds(X, kernel=kernel, k=[1], q=[np.inf], weights=weights, storage=storage, method="lanczos",
                      rng=rng, progress=progress, **kernel_params)
     if b.k < 1:
         # two items: Lanczos needs k < n - 1; the dense path is trivial here

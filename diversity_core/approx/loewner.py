@@ -37,13 +37,14 @@ from typing import Optional
 import numpy as np
 import scipy.sparse as sp
 
+from .._deprecation import UNSET, renamed_argument
 from .._orders import check_q
 from .._progress import ProgressCallback, report
 from .._validation import check_option, check_random_state, check_scalar, check_weights
 from ..blocked import vendi_2_exact
 from ..entropy import default_q_grid
 from ..exceptions import DiversityInputError
-from ..kernels import get_kernel
+from ..kernels import DEFAULT_KERNEL, get_kernel
 from ..sources import RowSource, as_source
 from ._band import _EIG_TOL, _lower_eigenvalue_bounds, bounds_from_lower_eigenvalues
 from ._results import VendiBounds
@@ -55,9 +56,9 @@ __all__ = ["nystrom_bounds", "bounds_from_lower_eigenvalues"]
 def nystrom_bounds(
     X,
     *,
-    kernel="rbf",
+    kernel=DEFAULT_KERNEL,
     m: int = 2000,
-    qs=None,
+    q=None,
     weights=None,
     landmarks: str = "rpcholesky",
     pool: Optional[int] = None,
@@ -65,6 +66,7 @@ def nystrom_bounds(
     exact_vs2: bool = False,
     rng=None,
     progress: Optional[ProgressCallback] = None,
+    qs=UNSET,
     **kernel_params,
 ) -> VendiBounds:
     r"""Guaranteed bounds on VS_q for every order from Nystrom sketches (Loewner order), at any n.
@@ -76,12 +78,14 @@ def nystrom_bounds(
     ----------
     X : array-like of shape (n, d), sparse matrix, RowSource or path
         Items (read into memory).
-    kernel : str or Kernel, default "rbf"
+    kernel : str or Kernel, default "cosine"
+        The default of every function that takes a kernel (:data:`~diversity_core.kernels.DEFAULT_KERNEL`),
+        so a bound or estimate is of the value the exact function gives without naming a kernel.
         Any unit-diagonal kernel with features to sketch (rbf, laplacian, tanimoto, cosine, ...).
     m : int, default 2000
         Landmarks per sketch (at most n). The band narrows as the missing trace r shrinks.
-    qs : sequence of orders, optional
-        Default :func:`~diversity_core.vendi.default_q_grid`.
+    q : float, 'inf' or sequence of orders, optional
+        The orders to bound. Default :func:`~diversity_core.vendi.default_q_grid`.
     weights : array-like of shape (n,), optional
     landmarks : {"rpcholesky", "greedy", "uniform"}, default "rpcholesky"
         How landmarks are chosen (any choice gives valid bounds; pivoted Cholesky captures
@@ -97,6 +101,8 @@ def nystrom_bounds(
     rng : int or Generator, optional
     progress : callable, optional
         ``progress(done, total, message)``.
+    qs : sequence of orders, optional
+        Deprecated name of ``q`` (a :class:`DeprecationWarning`).
     **kernel_params
         e.g. ``sigma=0.5``.
 
@@ -125,11 +131,12 @@ def nystrom_bounds(
     --------
     >>> import numpy as np
     >>> X = np.random.default_rng(0).normal(size=(300, 2))
-    >>> b = nystrom_bounds(X, kernel="rbf", sigma=1.0, m=100, qs=[1.0, 2.0], rng=0)
+    >>> b = nystrom_bounds(X, kernel="rbf", sigma=1.0, m=100, q=[1.0, 2.0], rng=0)
     >>> lo, hi = b.interval(1.0)
     >>> bool(1.0 <= lo <= hi <= 300)
     True
     """
+    q = renamed_argument(q, qs, new="q", old="qs")
     start = time.perf_counter()
     kern = get_kernel(kernel, **kernel_params)
     if kern.name == "precomputed":
@@ -139,7 +146,7 @@ def nystrom_bounds(
         )
     check_option(landmarks, LANDMARKS, "landmarks")
     replicates = check_scalar(replicates, "replicates", int, min_val=1)
-    qs = default_q_grid() if qs is None else np.sort(check_q(qs).ravel())
+    qs = default_q_grid() if q is None else np.sort(check_q(q).ravel())
     generator = check_random_state(rng)
     source = as_source(X)
     if isinstance(source, RowSource):

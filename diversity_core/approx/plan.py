@@ -31,11 +31,12 @@ from .._config import (
     memory_budget,
     parse_bytes,
 )
+from .._deprecation import UNSET, renamed_argument
 from .._orders import check_q, q_key
 from .._validation import check_option, check_scalar
 from ..blocked import _workers
 from ..exceptions import DiversityInputError, MemoryBudgetError
-from ..kernels import get_kernel
+from ..kernels import DEFAULT_KERNEL, get_kernel
 from ..spectrum import _choose_method, _dense_bytes
 from ._operators import _tile_rows
 from ._results import ExactPlan
@@ -43,18 +44,20 @@ from .bounds import _auto_storage, _steps
 from .sketches import DEFAULT_SIZE, _choose_estimator
 from .slq._api import HEAD_STEPS
 
-__all__ = ["exact_plan", "plan_scores", "ScorePlan", "SketchPlan", "BoundsPlan", "SLQPlan", "PATHS", "EXACT_PATHS",
+__all__ = ["exact_plan", "plan_scores", "binary_features", "ScorePlan", "SketchPlan", "BoundsPlan", "SLQPlan", "PATHS", "EXACT_PATHS",
            "APPROX", "MIN_SKETCH", "API_NAMES", "CLI_NAMES"]
 
 
-def exact_plan(n: int, d: int, *, kernel="rbf", n_eigenvectors: int = 0, **kernel_params) -> ExactPlan:
+def exact_plan(n: int, d: int, *, kernel=DEFAULT_KERNEL, n_eigenvectors: int = 0, **kernel_params) -> ExactPlan:
     """The exact path ``compute_spectrum(method="auto")`` would take for n items of dimension d.
 
     Parameters
     ----------
     n, d : int
         Number of items and feature dimension (for ``kernel="precomputed"``, d = n).
-    kernel : str or Kernel, default "rbf"
+    kernel : str or Kernel, default "cosine"
+        The default of every function that takes a kernel (:data:`~diversity_core.kernels.DEFAULT_KERNEL`),
+        so a bound or estimate is of the value the exact function gives without naming a kernel.
     n_eigenvectors : int, default 0
         Eigenvectors the caller will ask for (they raise the dense path's memory).
     **kernel_params
@@ -99,6 +102,12 @@ def exact_plan(n: int, d: int, *, kernel="rbf", n_eigenvectors: int = 0, **kerne
 #: The paths a plan names: four exact ones, then guaranteed bounds, sketch estimates and SLQ
 #: estimates of the full-sample value.
 PATHS = ("dense", "dual", "streamed", "blocked", "bounds", "sketch", "slq")
+
+#: From this many items an exact VS_2 alone is computed by blocks of K (O(n^2 d)) rather than from
+#: the dense spectrum (O(n^3)), even when the dense matrices fit. Measured with one BLAS thread,
+#: d = 384, rbf, on the busy 2-core machine (load 9): dense / blocked = 5.8 at n = 500, 2.6 at 1,000,
+#: 8.2 at 2,000 and 25 at 4,000 (30.4 s against 1.2 s); below 500 both take well under a second.
+BLOCKED_FROM = 500
 EXACT_PATHS = PATHS[:4]
 #: Values of ``approx``: None (exact only) or one of these.
 APPROX = ("auto", "bounds", "slq", "nystrom", "rff", "tanimoto_rf")
@@ -335,7 +344,7 @@ def plan_scores(
     d: int,
     *,
     kernel="cosine",
-    qs=None,
+    q=None,
     weighted: bool = False,
     method: str = "auto",
     approx: Optional[str] = None,
@@ -352,6 +361,7 @@ def plan_scores(
     binary: Optional[bool] = None,
     memory_budget=None,
     names: Optional[dict] = None,
+    qs=UNSET,
     **kernel_params,
 ) -> ScorePlan:
     r"""The one large-data policy: which path, which sketch and which sizes score n items in the budget.
@@ -365,8 +375,9 @@ def plan_scores(
     n, d : int
         Items and feature dimension (for ``kernel="precomputed"``, d = n).
     kernel : str or Kernel, default "cosine"
-    qs : orders, optional
+    q : float, 'inf' or sequence of orders, optional
         The orders asked for; default: every order (a spectrum, never the VS_2-only path).
+        ``qs`` is its deprecated name (a :class:`DeprecationWarning`).
     weighted : bool, default False
         Whether item weights are given (weighted chunks take one more copy).
     method : {"auto", "dense", "dual"}, default "auto"
@@ -404,7 +415,8 @@ def plan_scores(
     density : float, optional
         Share of stored entries of sparse features (fingerprints); None: dense rows.
     binary : bool, optional
-        Whether the features are 0/1 (tanimoto_rf needs it); None: assumed when the kernel is tanimoto.
+        Whether the features are 0/1 (tanimoto_rf needs it; :func:`binary_features` tells); None:
+        assumed when the kernel is tanimoto.
     memory_budget : int or str, optional
         Default: the current budget (:func:`~diversity_core.set_config`).
     names : dict, optional
@@ -432,8 +444,9 @@ def plan_scores(
     -----
     The order of the rule: the dual path when the kernel has a feature map, d < n and its
     :math:`3 d^2 \times 8` bytes fit; the dense path when :math:`2 n^2 \times 8` bytes fit
-    (:math:`5 n^2` with eigenvectors, plus :math:`n d` to read streamed rows); exact VS_2 by
-    blocks when only q = 2 is asked of a kernel without features; then, with ``approx``, the
+    (:math:`5 n^2` with eigenvectors, plus :math:`n d` to read streamed rows), except that exact
+    VS_2 by blocks is taken whenever only q = 2 is asked of at least :data:`BLOCKED_FROM` items
+    (cheaper as well as smaller), or of fewer when the dense path does not fit; then, with ``approx``, the
     bounds and sketches. A sketch of size s is modelled stage by stage: choosing Nystrom
     landmarks holds an (pool x s) pivoted-Cholesky factor, then :math:`W = k(Z, Z)` and its
     eigendecomposition (about :math:`5 s^2`); streaming holds the :math:`w \times w` dual sum,
@@ -456,7 +469,7 @@ def plan_scores(
     """
     n = check_scalar(n, "n", int, min_val=1)
     d = check_scalar(d, "d", int, min_val=1)
-    qs = _check_orders(qs)
+    qs = _check_orders(renamed_argument(q, qs, new="q", old="qs"))
     check_option(method, ("auto", "dense", "dual"), "method")
     if approx is not None:
         check_option(approx, APPROX, "approx")
@@ -479,14 +492,38 @@ def plan_scores(
                      knobs, budget, probes, steps)
 
 
-def _check_orders(qs) -> Optional[tuple]:
+def binary_features(X) -> bool:
+    """Whether every stored value of X is 0 or 1: the MinHash sketch (``tanimoto_rf``) needs bits.
+
+    X may be an array, a sparse matrix, a :class:`~diversity_core.sources.RowSource` (read chunk
+    by chunk, stopping at the first chunk with another value) or a Dask array. The one test the
+    plan's callers use (the CLI and the app), so that count fingerprints never get a plan whose
+    sketch then refuses them. O(nnz).
+    """
+    import scipy.sparse as sp
+
+    from ..sources import DaskSource, RowSource
+    from .sketches import _is_binary
+
+    if isinstance(X, DaskSource):
+        X = X.X
+    if isinstance(X, RowSource):
+        return all(_is_binary(block) for _, block in X.chunks())
+    if hasattr(X, "dask"):  # a dask array
+        import dask.array as da
+
+        return bool(da.isin(X, [0, 1]).all().compute())
+    return _is_binary(X if sp.issparse(X) else np.asarray(X))
+
+
+def _check_orders(q) -> Optional[tuple]:
     """The orders as an ascending tuple of floats (None: every order)."""
-    if qs is None:
+    if q is None:
         return None
-    values = np.unique(check_q(qs).ravel())
+    values = np.unique(check_q(q).ravel())
     if values.size == 0:
-        raise DiversityInputError("qs must name at least one order q (a number >= 0 or 'inf').")
-    return tuple(float(q) for q in values)
+        raise DiversityInputError("q must name at least one order q (a number >= 0 or 'inf').")
+    return tuple(float(v) for v in values)
 
 
 def _plan(n, d, kern, qs, weighted, method, approx, bounds_method, m, D, k, sketch_size, n_eig, streamed, nnz_row,
@@ -562,9 +599,14 @@ def _exact_path(kern, n, d, qs, method, n_eig, streamed, dense) -> Optional[tupl
             return ("streamed" if streamed else "dual", "dual",
                     f"the {kern.name} kernel has a feature map and d = {d} < n = {n}: the exact dual path, "
                     f"O(n d^2), {format_bytes(dual)}")
+    only_vs2 = qs is not None and all(q == 2.0 for q in qs) and n_eig == 0
+    if only_vs2 and n >= BLOCKED_FROM:
+        # cheaper, not only smaller: VS_2 needs ||K||_F, O(n^2 d), where the spectrum costs O(n^3)
+        return ("blocked", None, f"only q = 2 is asked: exact VS_2 by blocks of K, O(n^2 d), cheaper than the "
+                                 f"dense spectrum's O(n^3) from n = {BLOCKED_FROM}")
     if fits_memory(dense):
         return "dense", "dense", f"the dense n x n matrices ({format_bytes(dense)}) fit the memory budget"
-    if not kern.has_feature_map and qs is not None and all(q == 2.0 for q in qs):
+    if only_vs2:
         return ("blocked", None, f"only q = 2 is asked and the dense matrices ({format_bytes(dense)}) exceed the "
                                  "budget: exact VS_2 by blocks of K")
     return None

@@ -44,7 +44,7 @@ from .._stats import t_interval
 from .._validation import check_option, check_random_state, check_scalar, check_weights
 from ..entropy import support_tol, vendi_from_eigenvalues
 from ..exceptions import DiversityInputError, NumericalError
-from ..kernels import Kernel, LaplacianKernel, RBFKernel, TanimotoKernel, get_kernel
+from ..kernels import DEFAULT_KERNEL, Kernel, LaplacianKernel, RBFKernel, TanimotoKernel, get_kernel
 from ..sources import DaskSource, RowSource, as_source
 from ..spectrum import _resolve_from_source
 from ..streaming import _array_chunks, _dask_moments, _dual_moments
@@ -245,7 +245,7 @@ def _nystrom(kern, pool, m: int, rule: str, rng, *, rcond: Optional[float] = Non
 def vendi_estimate(
     X,
     *,
-    kernel="rbf",
+    kernel=DEFAULT_KERNEL,
     method: str = "auto",
     q=(1.0, 2.0, "inf"),
     m: Optional[int] = None,
@@ -271,7 +271,9 @@ def vendi_estimate(
     X : array-like of shape (n, d), sparse matrix, RowSource, dask.array.Array, or path
         Items. Files are streamed and Dask arrays reduced on the current scheduler (the
         sketch's features are formed chunk by chunk; Nystrom reads its landmark pool first).
-    kernel : str or Kernel, default "rbf"
+    kernel : str or Kernel, default "cosine"
+        The default of every function that takes a kernel (:data:`~diversity_core.kernels.DEFAULT_KERNEL`),
+        so a bound or estimate is of the value the exact function gives without naming a kernel.
         rbf or laplacian (rff, nystrom), tanimoto (tanimoto_rf, nystrom), or any other
         unit-diagonal kernel (nystrom).
     method : {"auto", "nystrom", "rff", "tanimoto_rf"}, default "auto"

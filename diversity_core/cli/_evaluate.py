@@ -3,8 +3,8 @@
 Loads the generated items (with an optional text, prompt and quality column), the reference
 (real items) and an optional training set, featurizes them alike, and prints one table of every
 metric of :func:`diversity_core.evaluation.evaluate` with its interval (``--format json``: the
-result's JSON). ``--json``, ``--csv``, ``--items`` (one row per generated item: its nearest
-training item, distance, radius and flag) and ``--out report.html`` write files, all in one
+result's JSON). ``--json``, ``--csv``, ``--items`` (one row per generated item, closest copies
+first: its nearest training item, distance, similarity, that item's radius, ratio and flag) and ``--out report.html`` write files, all in one
 :func:`~diversity_core._atomic.output_transaction` (all replaced together, or none). The output
 paths are checked before any work. Exit 2 with one line on bad input.
 """
@@ -57,6 +57,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--magnitude-n", type=int, default=1000, help="items per set for MagDiff (default 1000)")
     p.add_argument("--memorization-metric", choices=("euclidean", "cosine"), default="euclidean",
                    help="distance of the memorisation test (default euclidean)")
+    p.add_argument("--memorization-alpha", type=float, default=0.01, metavar="ALPHA",
+                   help="false-positive rate of the copy flag on fresh real items, at most: its threshold is "
+                        "calibrated on held-out training items (default 0.01)")
     p.add_argument("--confidence-level", type=float, default=0.95, help="level of every interval (default 0.95)")
     p.add_argument("--n-resamples", type=int, default=16, help="subsets per size for the intervals (default 16; 0: none)")
     p.add_argument("--interval-size", type=int, default=2048, help="largest subset of the intervals (default 2048)")
@@ -65,8 +68,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--json", default=None, metavar="PATH", help="save the result as JSON")
     p.add_argument("--csv", default=None, metavar="PATH", help="save the table of metrics as CSV")
     p.add_argument("--items", default=None, metavar="FILE.csv",
-                   help="with --train: save one row per generated item (id, nearest training item and its id, "
-                        "distance, that item's own nearest-neighbour radius, flagged) as CSV")
+                   help="with --train: save one row per generated item, closest copies first (id, nearest "
+                        "training item and its id, distance, similarity, that item's own nearest-neighbour "
+                        "radius, ratio, flagged) as CSV")
     p.add_argument("--out", default=None, metavar="REPORT.html", help="write a self-contained HTML page")
     return p
 
@@ -131,7 +135,8 @@ def run(args: argparse.Namespace) -> int:
             R, G, train=T, prompts=gen_ds.groups, quality=gen_ds.weights, k=args.k, k_improved=args.k_improved,
             kernel=args.kernel, q=args.q, nn_method=args.nn_method, kid_subsets=args.kid_subsets,
             kid_subset_size=args.kid_subset_size, magnitude=args.magnitude, magnitude_n=args.magnitude_n,
-            memorization_metric=args.memorization_metric, confidence_level=args.confidence_level,
+            memorization_metric=args.memorization_metric, memorization_alpha=args.memorization_alpha,
+            confidence_level=args.confidence_level,
             n_resamples=args.n_resamples, interval_size=args.interval_size, rng=args.rng, progress=progress,
             **kernel_params(args),
         )
@@ -168,6 +173,9 @@ def _print_table(ev) -> None:
           f"{s['nn_method']} search; kernel {s['kernel_description']}; {level:.0%} intervals; seed {s['seed']}")
     rows = [[r["metric"], _value(r), _cell(r["ci_low"]), _cell(r["ci_high"]), r["note"]] for r in ev.table_rows()]
     print(format_table(["metric", "value", "ci_low", "ci_high", "note"], rows))
+    if ev.memorization is not None:
+        print(f"# memorisation: {ev.memorization.headline()}")
+        print(f"# flag: {ev.memorization.rule()}")
     for note in s.get("notes", []):
         print(f"warning: {note}", file=sys.stderr)
 
@@ -188,6 +196,9 @@ def _write_outputs(args, ev, *, gen_ids=None, train_ids=None) -> list:
     return tx.written
 
 
+#: Most generated-training pairs on the HTML page (every flagged one up to this; the CSV of --items has all).
+PAGE_PAIRS = 200
+
 _TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Evaluation: {{ title }}</title>
 <style>
@@ -204,10 +215,15 @@ neighbours by {{ s.nn_method }} search; kernel {{ s.kernel_description }}; {{ (1
 {% for r in rows %}<tr><td>{{ r.metric }}</td><td class="num">{{ r.value }}</td><td class="num">{{ r.ci }}</td>
 <td>{{ r.interval }}</td><td>{{ r.note }}</td></tr>
 {% endfor %}</table>
-{% if copies %}<h2>Closest generated items to the training set</h2>
-<table><tr><th>generated</th><th>nearest training item</th><th>distance</th><th>its own NN distance</th><th>flagged</th></tr>
-{% for c in copies %}<tr><td class="num">{{ c.generated }}</td><td class="num">{{ c.train }}</td><td class="num">{{ c.distance }}</td>
-<td class="num">{{ c.train_radius }}</td><td>{{ "yes" if c.flagged else "no" }}</td></tr>
+{% if memo %}<h2>Memorisation: generated items closest to the training set</h2>
+<p class="headline">{{ memo.headline }}</p>
+<p class="note">Flag: {{ memo.rule }}.{% if memo.note %} {{ memo.note }}{% endif %} Rows: the closest {{ memo.shown }} of
+{{ ev.n_generated }} generated items, closest copy first: every flagged one (up to {{ page_pairs }}) and at least ten; --items writes them all.</p>
+<table><tr><th>generated</th><th>nearest training item</th><th>distance</th><th>similarity</th><th>its own NN distance</th>
+<th>ratio</th><th>flagged</th></tr>
+{% for c in memo.pairs %}<tr><td class="num">{{ c.generated }}</td><td class="num">{{ c.train }}</td><td class="num">{{ c.distance }}</td>
+<td class="num">{{ c.similarity }}</td><td class="num">{{ c.train_radius }}</td><td class="num">{{ c.ratio }}</td>
+<td>{{ "yes" if c.flagged else "no" }}</td></tr>
 {% endfor %}</table>{% endif %}
 {% if prompts %}<h2>Vendi score per prompt</h2>
 <table><tr><th>prompt</th><th>items</th><th>Vendi score</th></tr>
@@ -231,16 +247,20 @@ def render_html(ev) -> str:
         ci = "" if r["ci_low"] is None else f"[{_cell(r['ci_low'])}, {_cell(r['ci_high'])}]"
         rows.append({"metric": r["metric"], "value": _value(r), "ci": ci, "interval": r["interval"],
                      "note": r["note"]})
-    copies = []
+    memo = None
     if ev.memorization is not None:
-        copies = [{**c, "distance": _cell(c["distance"]), "train_radius": _cell(c["train_radius"])}
-                  for c in ev.memorization.top_items(10)]
+        m = ev.memorization
+        # the flagged items come first in this order: all of them (up to PAGE_PAIRS), at least ten rows
+        pairs = m.top_items(min(max(10, m.n_flagged), PAGE_PAIRS))
+        memo = {"headline": m.headline(), "rule": m.rule(), "note": m.note, "shown": len(pairs),
+                "pairs": [{**c, **{k: _cell(c[k]) for k in ("distance", "similarity", "train_radius", "ratio")}}
+                          for c in pairs]}
     prompts = []
     if ev.conditional is not None:
         prompts = [(name, {"n": p["n"], "vendi": _cell(p["vendi"])}) for name, p in ev.conditional.per_prompt.items()]
     keep = ("k", "k_improved", "q", "nn_method", "n_resamples", "interval_size", "kid_subsets", "kid_subset_size",
-            "magnitude_n", "memorization_rule", "timings", "sources")
+            "magnitude_n", "memorization_rule", "memorization_alpha", "timings", "sources")
     settings = [(k, ev.settings[k]) for k in keep if k in ev.settings]
     title = str(ev.settings.get("sources", {}).get("generated") or "generated items")
-    return env.from_string(_TEMPLATE).render(ev=ev, s=ev.settings, rows=rows, copies=copies, prompts=prompts,
+    return env.from_string(_TEMPLATE).render(ev=ev, s=ev.settings, rows=rows, memo=memo, page_pairs=PAGE_PAIRS, prompts=prompts,
                                              settings=settings, title=title)

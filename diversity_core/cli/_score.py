@@ -225,12 +225,12 @@ def dask_client(scheduler, n_local):
             client = distributed.Client(scheduler, timeout=require("dask").config.get(
                 "distributed.comm.timeouts.connect"))
         else:
-            from ..workers import thread_environment, threads_per_job
+            from ..workers import local_cluster, thread_environment, threads_per_job
 
-            # each worker's BLAS/OpenMP pools sized to its share of the cores (never oversubscribed)
-            cluster = distributed.LocalCluster(n_workers=n_local, threads_per_worker=1, processes=True,
-                                               dashboard_address=":0",  # a free port, no "8787 in use" warning
-                                               env=thread_environment(threads_per_job(n_local)))
+            # TLS on 127.0.0.1 with a key made for this run, no dashboard: no other local account can
+            # submit work to it while the run lasts; each worker's BLAS/OpenMP pools sized to its
+            # share of the cores (never oversubscribed)
+            cluster = local_cluster(n_local, env=thread_environment(threads_per_job(n_local)))
             client = distributed.Client(cluster)
     except (OSError, TimeoutError, ValueError) as exc:
         from ..workers import unreachable
@@ -356,13 +356,15 @@ def _plan(args: argparse.Namespace, X, n: int, d: int, qs: list, weights, *, str
     """The core's policy for these data and flags, its messages naming the flags."""
     import scipy.sparse as sp
 
-    from ..approx.plan import CLI_NAMES, plan_scores
+    from ..approx.plan import CLI_NAMES, binary_features, plan_scores
 
     density = X.nnz / max(1, n * d) if sp.issparse(X) else None
-    return plan_scores(n, d, kernel=args.kernel, qs=qs, weighted=weights is not None, method=args.method,
+    # MinHash features need 0/1 bits: count fingerprints take another sketch (as in the app)
+    binary = binary_features(X) if args.kernel == "tanimoto" and args.approx in ("auto", "tanimoto_rf") else None
+    return plan_scores(n, d, kernel=args.kernel, q=qs, weighted=weights is not None, method=args.method,
                        approx=args.approx, bounds_method=args.bounds_method, m=args.m, D=args.D, k=args.k,
-                       probes=args.probes, steps=args.steps, streamed=streamed, density=density, names=CLI_NAMES,
-                       **kernel_params(args))
+                       probes=args.probes, steps=args.steps, streamed=streamed, density=density, binary=binary,
+                       names=CLI_NAMES, **kernel_params(args))
 
 
 def _print_rows(args: argparse.Namespace, rows: list, n: int, weights, qs) -> int:
@@ -471,12 +473,12 @@ def _run_planned(args: argparse.Namespace, plan, X, weights, qs: list, n: int) -
         if plan.bounds is not None and any(q == 0 for q in qs):
             # auto: the guaranteed bounds give the order SLQ leaves out
             with plan.context("bounds"):
-                extra = vendi_bounds(X, kernel=args.kernel, qs=[q for q in qs if q == 0], weights=weights,
+                extra = vendi_bounds(X, kernel=args.kernel, q=[v for v in qs if v == 0], weights=weights,
                                      time_budget=args.time_budget, progress=TqdmProgress("bounds"),
                                      **plan.bounds.kwargs(), **params)
     elif plan.path == "bounds":
         with plan.context("bounds"):
-            res = vendi_bounds(X, kernel=args.kernel, qs=qs, weights=weights, time_budget=args.time_budget,
+            res = vendi_bounds(X, kernel=args.kernel, q=qs, weights=weights, time_budget=args.time_budget,
                                progress=TqdmProgress("score"), **plan.bounds.kwargs(), **params)
         rows = [(q, res.interval(q)) for q in qs]
         s = res.settings

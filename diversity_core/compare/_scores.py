@@ -25,7 +25,7 @@ import scipy.sparse as sp
 
 from .._stats import t_interval
 from ..baselines import _intdiv
-from ..entropy import EPS64, precision_eps
+from ..distances import _as_float64
 from ..exceptions import KernelDiagonalWarning
 from ..kernels import Kernel, get_kernel
 from ..magnitude._metric import _merge_duplicates
@@ -113,20 +113,21 @@ def _features_spectrum(P) -> Spectrum:
 
     When d < m the non-zero eigenvalues of K / m = P P^T / m equal those of the d x d matrix
     P^T P / m. :func:`~diversity_core.spectrum._kernel_spectrum` divides the matrix it is given
-    by its order, so it receives P^T P scaled by d / m. float32 rows are multiplied in float32
-    (as :func:`~diversity_core.spectrum.compute_spectrum` does) and the support threshold uses
-    float32's eps.
+    by its order, so it receives P^T P scaled by d / m. Every product is in float64 (float32 rows
+    are converted, exactly), and the support threshold is float64's, as
+    :func:`~diversity_core.spectrum.compute_spectrum` does.
     """
     m, d = P.shape
     if d >= m:
         return _kernel_spectrum(_LINEAR.gram(P, check_input=False), None)
+    P = _as_float64(P)
     if sp.issparse(P):
-        C, eps = (P.T @ P).toarray().astype(np.float64), EPS64
+        C = (P.T @ P).toarray()
     else:
         P = np.ascontiguousarray(P)
-        C, eps = (P.T @ P).astype(np.float64, copy=False), precision_eps(P.dtype)
+        C = P.T @ P  # one SYRK
     C *= d / m
-    return _kernel_spectrum(C, None, eps=float(eps))
+    return _kernel_spectrum(C, None)
 
 
 def spread_replicates(kern: Kernel, N: int, d: int, sizes, n_rep: int) -> Dict[int, int]:
@@ -175,7 +176,9 @@ class SpectralScores:
         self.dual = _uses_dual(kern, N, self.d)
         self.K = self.Phi = None
         if self.dual:
-            Phi = kern.features(X, check_input=False)
+            # float32 rows are exact float64 numbers: the feature map (x / ||x|| for cosine) in float64,
+            # so a replicate equals the spectrum of their float64 copy
+            Phi = kern.features(_as_float64(X), check_input=False)
             self.Phi = sp.csr_matrix(Phi) if sp.issparse(Phi) else Phi
         elif N > DENSE_MAX:
             self.X, self.kern = X, kern  # too large to hold: each subset's block is computed on demand

@@ -2,10 +2,12 @@
 
 Exact searches stream the kernel matrix in blocks of rows sized by the memory budget's chunk
 (``_config.chunk_rows``): pairs above a threshold cost O(n^2 d / 2), the k nearest neighbours
-of every item O(n^2 d), and neither holds more than one block. The approximate search builds
-a pynndescent index (Dong, Charikar & Li, "Efficient k-nearest neighbor graph construction
-for generic similarity measures", WWW 2011) under a metric that orders pairs like the kernel
-does, then recomputes the kernel exactly on the candidate pairs it returns.
+of every item O(n^2 d), and neither holds more than one block. The approximate search is the
+project's one NN-descent search (:func:`diversity_core._nn.approximate_candidates`: Dong,
+Charikar & Li, WWW 2011, through pynndescent) under the metric the kernel implies (Euclidean
+for rbf, L1 for laplacian, cosine, Jaccard for Tanimoto on bits), on rows centred in float64
+and scaled by a power of two where the metric allows; the kernel is then recomputed exactly on
+the candidate pairs it returns.
 """
 
 from __future__ import annotations
@@ -15,8 +17,7 @@ from typing import Callable, Optional
 import numpy as np
 import scipy.sparse as sp
 
-from .._nn import EXACT_MAX_N, choose_nn_method  # noqa: F401 - EXACT_MAX_N re-exported
-from .._optional import require
+from .._nn import EXACT_MAX_N, approximate_candidates, choose_nn_method  # noqa: F401 - EXACT_MAX_N re-exported
 from .._progress import ProgressCallback, report
 from ..distances import _row_norms
 from ..exceptions import DiversityInputError
@@ -123,25 +124,15 @@ def _nn_space(rows: KernelRows, metric_for_distance: bool):
 def knn_graph_approximate(
     rows: KernelRows, k: int, seed: int, progress: Optional[ProgressCallback], *, distance: bool = False
 ) -> np.ndarray:
-    """Candidate neighbours (n, <= k) of every item from an NN-descent index; -1 pads short rows."""
-    pynndescent = require("pynndescent", purpose="the approximate nearest-neighbour search")
+    """Candidate neighbours (n, >= k where the index holds them) of every item from an NN-descent index.
+
+    -1 pads short rows. The candidates are in the index's order (approximate); callers rank them
+    by the kernel's exact values.
+    """
     data, metric = _nn_space(rows, distance)
-    n = rows.n
     report(progress, 0, 2, "building the nearest-neighbour index")
-    if not sp.issparse(data):
-        data = np.ascontiguousarray(data, dtype=np.float32)
-    index = pynndescent.NNDescent(
-        data, metric=metric, n_neighbors=min(n - 1, k + 1), random_state=int(seed), low_memory=True,
-        verbose=False, compressed=True,
-    )
-    graph, _ = index.neighbor_graph
+    graph = approximate_candidates(data, None, k=k, metric=metric, seed=seed)
     report(progress, 1, 2, "checking the candidates exactly")
-    graph = np.asarray(graph, dtype=np.intp)
-    own = graph == np.arange(n)[:, None]
-    graph = np.where(own, -1, graph)
-    # move valid entries to the front of each row, keep k of them
-    order = np.argsort(graph < 0, axis=1, kind="stable")
-    graph = np.take_along_axis(graph, order, axis=1)[:, :k]
     return graph
 
 
@@ -150,23 +141,25 @@ def knn_approximate(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Approximate k most similar items (indices, exact similarities), sorted by decreasing similarity.
 
-    Rows the index could not fill are completed with the exact search of those rows.
+    Every candidate of the index (at least ``APPROX_MIN_NEIGHBOURS`` per item) is scored by the
+    kernel exactly and the k most similar kept (ties: smaller index). Rows the index could not
+    fill are completed with the exact search of those rows.
     """
     graph = knn_graph_approximate(rows, k, seed, progress)
     n = rows.n
+    if graph.shape[1] < k:  # the index holds fewer neighbours than asked for (tiny n)
+        graph = np.hstack([graph, np.full((n, k - graph.shape[1]), -1, dtype=graph.dtype)])
     valid = graph >= 0
     ii = np.repeat(np.arange(n), valid.sum(axis=1))
     sim = np.full(graph.shape, -np.inf)
     sim[valid] = rows.pair_values(ii, graph[valid])
-    short = np.flatnonzero(valid.sum(axis=1) < k)
-    if short.size:
-        for i in short:
-            S = rows.block(slice(i, i + 1))[0]
-            S[i] = -np.inf
-            top = np.argsort(-S, kind="stable")[:k]
-            graph[i], sim[i] = top, S[top]
-    order = np.lexsort((graph, -sim), axis=1)
+    order = np.lexsort((np.where(valid, graph, n), -sim), axis=1)[:, :k]
     graph = np.take_along_axis(graph, order, axis=1)
     sim = np.take_along_axis(sim, order, axis=1)
+    for i in np.flatnonzero((graph < 0).any(axis=1)):
+        S = rows.block(slice(i, i + 1))[0]
+        S[i] = -np.inf
+        top = np.lexsort((np.arange(n), -S))[:k]
+        graph[i], sim[i] = top, S[top]
     report(progress, 2, 2, "checking the candidates exactly")
     return graph, sim

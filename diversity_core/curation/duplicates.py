@@ -118,10 +118,12 @@ def find_duplicates(
         Item weights of the scores (the kept items' weights are renormalised).
     method : {"auto", "exact", "approximate"}, default "auto"
         ``"exact"``: every pair, streamed by blocks of rows (O(n^2 d / 2) time, one block of
-        memory). ``"approximate"``: the ``n_neighbors`` nearest candidates of each item from a
-        pynndescent index, checked exactly. ``"auto"``: exact up to 60,000 items.
+        memory). ``"approximate"``: the nearest candidates of each item from a pynndescent index
+        (the project's one approximate search, ``diversity_core._nn``), checked exactly.
+        ``"auto"``: exact up to 60,000 items.
     n_neighbors : int, default 15
-        Candidates per item of the approximate search.
+        Candidates per item of the approximate search (at least 30 are checked: the index's
+        graph never holds fewer).
     q : float or sequence, default (0.5, 1, 2, inf)
         Orders of the scores reported.
     scores : bool, default True

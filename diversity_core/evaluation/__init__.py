@@ -21,6 +21,7 @@ _api            :func:`evaluate` (all of the above, MagDiff included)
 _neighbours     blocked exact k-NN radii and radius tests (fast products, float64 decisions),
                 and the pynndescent fallback (rows it leaves short searched exactly)
 _intervals      paired subsets for the subsampling engine, sized on the smaller set when needed
+_limits         the counts' work bounds and the scale guards of FD and KD (no run without end, no NaN)
 _results        :class:`Estimate` and the result classes, :class:`EvaluationResult` (JSON, CSV),
                 the per-item memorisation table (:meth:`MemorizationResult.items_csv`)
 

@@ -16,9 +16,10 @@ from .._validation import check_features, check_option, check_random_state, chec
 from ..exceptions import DiversityError, DiversityInputError
 from ._common import check_interval_options, check_k, check_nn_method, check_quality, check_sets
 from ._conditional import conditional_vendi
-from ._frechet import frechet_from_data_small, frechet_parts, frechet_result, moments, warn_rank
+from ._frechet import frechet_from_data_small, frechet_parts_of, frechet_result, warn_rank
 from ._intervals import paired_interval
 from ._kid import kernel_distance
+from ._limits import check_evaluation_limits
 from ._memorization import METRICS, _memorization
 from ._neighbours import resolve_nn_method
 from ._prdc import BOUNDS, build_results, neighbour_items, prdc_values
@@ -45,6 +46,7 @@ def evaluate(
     magnitude: bool = True,
     magnitude_n: int = 1000,
     memorization_metric: str = "euclidean",
+    memorization_alpha: float = 0.01,
     confidence_level: float = 0.95,
     n_resamples: int = 16,
     interval_size: int = 2048,
@@ -98,6 +100,9 @@ def evaluate(
     magnitude : bool, default True
         Also compute MagDiff (on subsets of ``magnitude_n`` items of each set).
     memorization_metric : {"euclidean", "cosine"}, default "euclidean"
+    memorization_alpha : float in (0, 1), default 0.01
+        The copy flag's false-positive rate on fresh real items, at most: its threshold is
+        calibrated on held-out training items (:func:`memorization`).
     confidence_level, n_resamples, interval_size
         Intervals of the sample statistics (PRDC, FD, Vendi ratio), from one run of the
         subsampling engine on paired subsets (``n_resamples=0``: none).
@@ -144,15 +149,20 @@ def evaluate(
     k_improved = check_k(k_improved, "k_improved", n_r, n_g)
     check_nn_method(nn_method)
     check_option(memorization_metric, METRICS, "memorization_metric")
+    memorization_alpha = check_scalar(memorization_alpha, "memorization_alpha", float, min_val=0.0, max_val=1.0,
+                                      include_boundaries="neither")
     qv = parse_q(q)
     level, n_resamples, interval_size = check_interval_options(confidence_level, n_resamples, interval_size)
     kid_subsets = check_scalar(kid_subsets, "kid_subsets", int, min_val=0)
     kid_subset_size = check_scalar(kid_subset_size, "kid_subset_size", int, min_val=2)
     magnitude_n = check_scalar(magnitude_n, "magnitude_n", int, min_val=3)
     n_subsamples = check_scalar(n_subsamples, "n_subsamples", int, min_val=1)
+    # scales where FD or KD overflow, and counts asking for days of work, refused before any work (issue 40)
+    check_evaluation_limits(R, G, kid_subsets=kid_subsets, kid_subset_size=kid_subset_size, n_resamples=n_resamples,
+                            interval_size=interval_size, n_subsamples=n_subsamples, min_items=4 * max(k, k_improved))
     T = None
     if train is not None:
-        T = check_features(train, name="train", min_samples=2)
+        T = check_features(train, name="train", min_samples=3)
         if T.shape[1] != d:
             raise DiversityInputError(f"train and generated must have the same number of features; got {T.shape[1]} and {d}.")
     s = check_quality(quality, n_g)
@@ -174,7 +184,7 @@ def evaluate(
         items = neighbour_items(R, G, k, k_improved, method, seed=int(gen.integers(2**31 - 1)))
         full_prdc = prdc_values(items)
     with clock("frechet distance"):
-        parts = frechet_parts(moments(R), moments(G))
+        parts = frechet_parts_of(R, G)
         warn_rank(parts.rank_r, parts.rank_g, d, n_r, n_g, stacklevel=3)
     kd = None
     if kid_subsets:
@@ -199,7 +209,10 @@ def evaluate(
     mem = None
     if T is not None:
         with clock("memorisation"):
-            mem = _memorization(G, T, R, memorization_metric, nn_method, level, int(gen.integers(2**31 - 1)), None)
+            mem = _memorization(G, T, R, memorization_metric, nn_method, level, int(gen.integers(2**31 - 1)), None,
+                                alpha=memorization_alpha)
+            if mem.note:
+                notes.append(f"memorisation: {mem.note}")
     cond = None
     if prompts is not None:
         with clock("prompts"):
@@ -216,7 +229,8 @@ def evaluate(
         "q": qv, "nn_method": method, "nn_method_requested": nn_method, "confidence_level": level,
         "n_resamples": n_resamples, "interval_size": interval_size, "interval": info,
         "kid_subsets": kid_subsets, "kid_subset_size": kid_subset_size, "magnitude_n": magnitude_n if magnitude else None,
-        "memorization_rule": "authenticity (Alaa et al. 2022): d(g, t*) < d(t*, NN_train(t*))" if T is not None else None,
+        "memorization_rule": mem.rule() if mem is not None else None,
+        "memorization_alpha": memorization_alpha if T is not None else None,
         "memorization_metric": memorization_metric if T is not None else None,
         "n_train": None if T is None else int(T.shape[0]), "dtype": str(R.dtype),
         "seed": rng if isinstance(rng, (int, np.integer)) else None, "timings": timings, "cpu_timings": cpu_timings, "notes": notes,

@@ -28,6 +28,22 @@ products in the data's precision (float32 data: float32 GEMM, twice the speed of
 The result is the answer of an exact float64 computation, at the speed of the data's precision;
 for float64 data the band is about 1e-13 of the values and the recomputation is nearly empty.
 
+Every set lives in one :class:`~diversity_core._nn.Frame` (centred on one float64 mean, scaled
+by one power of two so that the largest centred entry lies in [0.5, 1)); the exact values are
+:func:`diversity_core.distances._framed_paired_squared_distances` of the rows, the one formula of
+every neighbour path (exact, blocked, approximate). Features of 1e160 or 1e-170 are searched like
+features near 1, and every decision is unchanged by translating or rescaling all sets together.
+
+**Ties** (one rule for every radius test, :func:`ball`): a pair is inside the ball of radius
+:math:`\mathrm{NND}_k` when :math:`D^2 \le \mathrm{NND}_k^2 (1 + \rho)`, with
+:math:`\rho = 2 (d + 2) \varepsilon_{64}` (:func:`tie_tolerance`), the closed ball with a
+tolerance of twice the round-off of both sides (the float64 squared distance of a d-term
+difference errs by at most about :math:`(d + 2) \varepsilon / 2` of its value). Pairs whose exact
+distance ties with the radius (integer grids; n-gram features, where documents that share no
+n-gram all lie :math:`\sqrt 2` apart up to the rounding of their normalisation) are inside,
+whichever way round-off broke the tie; only pairs between :math:`(1 + \rho)` and
+:math:`(1 + 2\rho)` times the radius could be decided either way.
+
 Memory: the centred copies of both sets (``n (d + 2)`` values each, the data's precision) and one
 block of ``rows x m`` values (the chunk size of :func:`diversity_core.set_config`) per thread of
 the search. Time: ``O(n m d)`` for the products plus ``O(n m)`` elementwise work, both spread
@@ -47,13 +63,25 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 
 from .._config import check_memory, chunk_rows
-from .._nn import NN_METHODS, block_threads, choose_nn_method, run_blocks
-from .._optional import require
+from .._nn import (
+    NN_METHODS,
+    ApproximateIndex,
+    Frame,
+    block_threads,
+    choose_nn_method,
+    frame_of,
+    run_blocks,
+)
 from .._progress import ProgressCallback, report
+from ..distances import _framed_paired_squared_distances, _squared_distances
 from ..exceptions import DiversityInputError
 
 __all__ = ["NN_METHODS", "Prepared", "prepare_pair", "resolve_nn_method", "kth_smallest", "radius_counts", "band",
-           "approx_knn", "brute_knn"]
+           "approx_knn", "approx_ball_pairs", "brute_knn", "tie_tolerance", "ball", "Threshold", "UNITS"]
+
+#: What :func:`kth_smallest` and :func:`approx_knn` return: squared distances or distances in the
+#: data's units, or squared distances in the search's frame (``2**-2e`` times the squared ones).
+UNITS = ("squared", "distance", "framed")
 
 
 #: Round-off allowance of one squared distance, in units of eps * (|a|^2 + |b|^2): ``C1 sqrt(d) + C2``.
@@ -61,24 +89,23 @@ __all__ = ["NN_METHODS", "Prepared", "prepare_pair", "resolve_nn_method", "kth_s
 #: C1 = 16 is its margin, C2 covers the rounding of the centred operands and of the sums.
 _C1, _C2 = 16.0, 8.0
 
-#: Values per temporary when pairs are recomputed from their differences (32 MB of float64).
-_PAIR_VALUES = 1 << 22
-
 
 @dataclass
 class Prepared:
     """Rows ready for blocked distances: the originals (exact recomputation) and centred copies.
 
-    ``B`` holds the centred rows ``c = X - centre`` in the products' precision, in the layout of
-    the right-hand side of a product, ``[-2 c, 1, |c|^2]`` (``d + 2`` columns; scaling by -2 is
-    exact); ``sq`` the squared row norms in float64 (of the rounded rows, so that
-    ``sq_i + sq_j - 2 c_i . c_j`` is consistent), ``eps`` the products' machine epsilon.
+    ``B`` holds the framed rows ``c = (X - centre) 2^-e`` (:class:`~diversity_core._nn.Frame`)
+    in the products' precision, in the layout of the right-hand side of a product,
+    ``[-2 c, 1, |c|^2]`` (``d + 2`` columns; scaling by -2 is exact); ``sq`` the squared row norms
+    in float64 (of the rounded rows, so that ``sq_i + sq_j - 2 c_i . c_j`` is consistent), ``eps``
+    the products' machine epsilon, ``exponent`` the frame's e (exact values: :meth:`pairs`).
     """
 
     X: np.ndarray
     B: np.ndarray
     sq: np.ndarray
     eps: float
+    exponent: int = 0
 
     @property
     def n(self) -> int:
@@ -91,6 +118,10 @@ class Prepared:
     @property
     def dtype(self) -> np.dtype:
         return self.B.dtype
+
+    def pairs(self, other: Prepared, ii: np.ndarray, jj: np.ndarray) -> np.ndarray:
+        """Exact framed squared distances of the rows ``ii`` of this set to the rows ``jj`` of ``other``."""
+        return exact_pairs(self.X, other.X, ii, jj, exponent=self.exponent)
 
     def left(self, rows) -> np.ndarray:
         """The rows ``rows`` in the layout of the left-hand side, ``[c, |c|^2, 1]`` (exact: -2 c times -1/2)."""
@@ -108,14 +139,14 @@ def _compute_dtype(*arrays) -> np.dtype:
     return np.dtype(np.float32) if all(a.dtype == np.float32 for a in arrays) else np.dtype(np.float64)
 
 
-def _centre_rows(X: np.ndarray, centre: np.ndarray, dtype) -> Tuple[np.ndarray, np.ndarray]:
-    """``[-2 (X - centre), 1, |X - centre|^2]`` in ``dtype`` and the squared row norms (float64), by row chunks."""
+def _centre_rows(X: np.ndarray, frame: Frame, dtype) -> Tuple[np.ndarray, np.ndarray]:
+    """``[-2 c, 1, |c|^2]`` of the framed rows c in ``dtype`` and their squared norms (float64), by row chunks."""
     n, d = X.shape
     B = np.empty((n, d + 2), dtype=dtype)
     sq = np.empty(n)
     step = chunk_rows(d, 8)
     for s in range(0, n, step):
-        block = (np.asarray(X[s:s + step], dtype=np.float64) - centre).astype(dtype)
+        block = frame.rows(X[s:s + step], dtype)
         rounded = block.astype(np.float64, copy=False)
         sq[s:s + step] = np.einsum("ij,ij->i", rounded, rounded)
         np.multiply(block, -2.0, out=B[s:s + step, :d])
@@ -124,39 +155,64 @@ def _centre_rows(X: np.ndarray, centre: np.ndarray, dtype) -> Tuple[np.ndarray, 
     return B, sq
 
 
-def _mean(X: np.ndarray) -> np.ndarray:
-    """Column means in float64, by row chunks."""
-    n, d = X.shape
-    total = np.zeros(d)
-    step = chunk_rows(d, 8)
-    for s in range(0, n, step):
-        total += np.asarray(X[s:s + step], dtype=np.float64).sum(axis=0)
-    return total / n
-
-
 def prepared_bytes(sizes: Sequence[int], d: int, itemsize: int) -> float:
     """Bytes of the centred copies of sets of these sizes (``d + 2`` columns each)."""
     return float(sum(sizes)) * (d + 2) * itemsize
 
 
 def prepare_pair(*sets: np.ndarray, centre_on: int = 0) -> Tuple[Prepared, ...]:
-    """Centred copies of validated sets (same number of columns), on the mean of ``sets[centre_on]``.
+    """Framed copies of validated sets (same number of columns), centred on the mean of ``sets[centre_on]``.
 
     The products run in float32 when every set is float32, else in float64. The copies are
-    checked against the memory budget.
+    checked against the memory budget. Every set shares one :class:`~diversity_core._nn.Frame`.
     """
     dtype = _compute_dtype(*sets)
     d = sets[0].shape[1]
     check_memory(prepared_bytes([s.shape[0] for s in sets], d, dtype.itemsize),
                  what="the centred copies of the feature sets for the neighbour search",
                  hint="Use nn_method='approximate' (pynndescent), or fewer or lower-dimensional features.")
-    centre = _mean(sets[centre_on])
+    frame = frame_of(*sets, centre_on=centre_on)
     eps = float(np.finfo(dtype).eps)
     out = []
     for S in sets:
-        B, sq = _centre_rows(S, centre, dtype)
-        out.append(Prepared(X=S, B=B, sq=sq, eps=eps))
+        B, sq = _centre_rows(S, frame, dtype)
+        out.append(Prepared(X=S, B=B, sq=sq, eps=eps, exponent=frame.exponent))
     return tuple(out)
+
+
+def tie_tolerance(d: int) -> float:
+    """Relative tolerance of the tie rule: ``2 (d + 2) eps`` of float64 (module docstring, **Ties**)."""
+    return 2.0 * (int(d) + 2) * float(np.finfo(np.float64).eps)
+
+
+def ball(radii_sq: np.ndarray, d: int) -> np.ndarray:
+    """Thresholds of the closed balls of squared radii ``radii_sq``: ``D^2 <= ball`` is inside (the tie rule)."""
+    return np.asarray(radii_sq, dtype=np.float64) * (1.0 + tie_tolerance(d))
+
+
+def to_units(values: np.ndarray, exponent: int, units: str) -> np.ndarray:
+    """Framed squared distances in ``units`` (:data:`UNITS`); refuses squared values the float64 range cannot hold.
+
+    Raises
+    ------
+    DiversityInputError
+        ``units="squared"`` and a nonzero squared distance overflows (features near 1e154 or
+        beyond) or underflows (near 1e-154): ask for ``"distance"`` or rescale the features.
+    """
+    if units == "framed" or exponent == 0:
+        return values if units != "distance" else np.sqrt(values)
+    if units == "distance":
+        return np.ldexp(np.sqrt(values), exponent)
+    with np.errstate(over="ignore", under="ignore"):
+        out = np.ldexp(values, 2 * exponent)
+    lost = (values > 0) & ~((out >= np.finfo(np.float64).tiny) & np.isfinite(out))
+    if lost.any():
+        raise DiversityInputError(
+            "squared distances of these features leave double precision (features near 1e154 or beyond, or "
+            "near 1e-154 or below); the neighbour metrics are scale-free: rescale the features by one factor "
+            "(c * X for every set)."
+        )
+    return out
 
 
 def band(a: Prepared) -> float:
@@ -192,14 +248,12 @@ def _approx_block(a: Prepared, b: Prepared, rows, cols: Optional[slice] = None) 
     return a.left(rows) @ Bb.T
 
 
-def exact_pairs(A: np.ndarray, B: np.ndarray, ii: np.ndarray, jj: np.ndarray) -> np.ndarray:
-    """``||A[ii[t]] - B[jj[t]]||^2`` in float64 from the exact differences, in chunks."""
-    out = np.empty(ii.size)
-    step = max(1, _PAIR_VALUES // max(A.shape[1], 1))
-    for s in range(0, ii.size, step):
-        diff = np.asarray(A[ii[s:s + step]], dtype=np.float64) - np.asarray(B[jj[s:s + step]], dtype=np.float64)
-        out[s:s + step] = np.einsum("ij,ij->i", diff, diff)
-    return out
+def exact_pairs(A: np.ndarray, B: np.ndarray, ii: np.ndarray, jj: np.ndarray, *, exponent: int = 0) -> np.ndarray:
+    """``||2^-exponent (A[ii[t]] - B[jj[t]])||^2`` in float64 from the exact differences (the project's one formula).
+
+    :func:`diversity_core.distances._framed_paired_squared_distances`.
+    """
+    return _framed_paired_squared_distances(A, B, ii, jj, exponent=exponent)
 
 
 #: Extra candidates per row the symmetric within-set search keeps beyond the k nearest.
@@ -218,7 +272,7 @@ def _finish(a: Prepared, b: Prepared, rows: np.ndarray, ii: np.ndarray, jj: np.n
     ``ii`` indexes ``rows`` (local), ``jj`` the rows of b; every row has at least max(ks)
     candidates, among them all of its exact k nearest.
     """
-    exact = exact_pairs(a.X, b.X, rows[ii], jj)
+    exact = a.pairs(b, rows[ii], jj)
     order = np.lexsort((jj, exact, ii))
     ii, jj, exact = ii[order], jj[order], exact[order]
     first = np.searchsorted(ii, np.arange(rows.size))
@@ -405,6 +459,7 @@ def kth_smallest(
     b: Optional[Prepared],
     ks: Sequence[int],
     *,
+    units: str = "squared",
     progress: Optional[ProgressCallback] = None,
     message: str = "nearest neighbours",
 ) -> Tuple[np.ndarray, np.ndarray]:
@@ -412,8 +467,14 @@ def kth_smallest(
 
     ``b=None`` searches a within itself, leaving each row out of its own neighbours (its exact
     duplicates stay in), over the upper triangle of blocks only. Returns ``(values, nearest)``:
-    ``values`` of shape (n, len(ks)), float64, and ``nearest`` of shape (n,), the index of the
-    nearest row (ties: smaller index).
+    ``values`` of shape (n, len(ks)), float64, in ``units`` (:data:`UNITS`: squared distances,
+    distances, or the frame's squared distances, which radius tests take), and ``nearest`` of
+    shape (n,), the index of the nearest row (ties: smaller index).
+
+    Raises
+    ------
+    DiversityInputError
+        ``units="squared"`` and the squared distances leave the float64 range (:func:`to_units`).
     """
     own = b is None
     b = a if own else b
@@ -425,25 +486,26 @@ def kth_smallest(
         )
     tol = band(a)
     if own and n > block_rows(m, a.dtype.itemsize):
-        return _kth_within(a, list(ks), tol, progress, message)
+        values, nearest = _kth_within(a, list(ks), tol, progress, message)
+        return to_units(values, a.exponent, units), nearest
     values = np.empty((n, len(ks)))
     nearest = np.empty(n, dtype=np.intp)
     sq_b_max = float(b.sq.max()) if m else 0.0
     _kth_blocks(a, b, own, list(ks), np.arange(n), tol, sq_b_max, values, nearest, progress, message)
-    return values, nearest
+    return to_units(values, a.exponent, units), nearest
 
 
 @dataclass(frozen=True)
 class Threshold:
-    """A radius test ``D2_ij < theta`` (``strict``) or ``<=``, theta per row (``axis=0``) or per column (``axis=1``).
+    """A radius test ``D2_ij <= theta`` (framed squared distances), theta per row or per column of the pairs.
 
-    ``counts`` says which counts the caller needs: ``"rows"`` (per row of a: how many columns
-    pass), ``"cols"`` (per column: how many rows pass), or both.
+    ``theta`` comes from :func:`ball` (the tie rule). ``counts`` says which counts the caller
+    needs: ``"rows"`` (per row of a: how many columns pass), ``"cols"`` (per column: how many
+    rows pass), or both.
     """
 
     theta: np.ndarray
     per: str  # "row" or "col"
-    strict: bool
     counts: Tuple[str, ...]
 
 
@@ -466,7 +528,7 @@ def radius_counts(
     progress: Optional[ProgressCallback] = None,
     message: str = "radius tests",
 ) -> list:
-    """Exact counts of the pairs passing each radius test, per row of a and/or per column of b.
+    """Exact counts of the pairs passing each radius test (``D2 <= theta``), per row of a and/or per column of b.
 
     For each threshold returns a dict with ``"rows"`` (shape (n,), int64) and/or ``"cols"``
     (shape (m,), int64). Decisions within the round-off band of their threshold are recomputed
@@ -517,9 +579,9 @@ def _radius_blocks(a, b, thresholds, out, bands, threads, progress, message) -> 
                 amb = maybe[flagged] & ~sure[flagged]
                 li, jj = np.nonzero(amb)
                 ii = flagged[li]
-                exact = exact_pairs(a.X, b.X, ii + start, jj)
+                exact = a.pairs(b, ii + start, jj)
                 th_pair = theta[ii] if t.per == "row" else theta[jj]
-                ok = exact < th_pair if t.strict else exact <= th_pair
+                ok = exact <= th_pair
                 if "rows" in acc:
                     np.add.at(acc["rows"], ii[ok] + start, 1)
                 if col_counts is not None:
@@ -538,80 +600,113 @@ def _radius_blocks(a, b, thresholds, out, bands, threads, progress, message) -> 
 
 
 # ---------------------------------------------------------------------------------------------
-# approximate search (pynndescent), for data whose centred copies exceed the memory budget
+# approximate search (pynndescent), for data whose framed copies exceed the memory budget
 # ---------------------------------------------------------------------------------------------
 #: Candidates per query the approximate radius tests look at.
 APPROX_CANDIDATES = 30
 
-#: Fewest neighbours an index query asks for (a query for one neighbour finds the true one far less often).
-APPROX_QUERY = 30
 
-
-def approx_knn(X: np.ndarray, Y: Optional[np.ndarray], k: int, seed: int) -> Tuple[np.ndarray, np.ndarray]:
+def approx_knn(X: np.ndarray, Y: Optional[np.ndarray], k: int, seed: int, *, units: str = "squared",
+               frame: Optional[Frame] = None, index: Optional[ApproximateIndex] = None) -> Tuple[np.ndarray, np.ndarray]:
     """Approximate k nearest rows of Y (or of X itself, leaving each row out) for every row of X.
 
-    Returns ``(indices, squared distances)``, shape (n, k), by increasing distance, the distances
-    recomputed exactly in float64. Built on an NN-descent index (Dong, Charikar & Li, WWW 2011).
+    Returns ``(indices, values)``, shape (n, k), by increasing distance (ties: smaller index),
+    ``values`` in ``units`` (:data:`UNITS`). The candidates come from the project's one
+    approximate search (:class:`diversity_core._nn.ApproximateIndex` of the base set, built here
+    unless ``index`` is given: an NN-descent index of the rows centred in float64 and scaled by a
+    power of two, then float32) and are ranked by their exact distances (:func:`exact_pairs`, in
+    ``frame``: by default the frame of the base set, or of Y and X together), so every returned
+    value is an exact distance of a true pair and the k-th is never below the exact k-th
+    nearest distance.
 
-    pynndescent marks a neighbour it did not find with index -1 (a sparse graph, an early stop of
-    its search); those entries are never used as rows. A row left with fewer than k neighbours is
-    searched exactly instead (:func:`brute_knn`: its distances to every row of the base, in
-    chunks), so every row gets k true rows.
+    pynndescent marks a neighbour it did not find with index -1; those entries are never used.
+    A row left with fewer than k neighbours is searched exactly instead (:func:`brute_knn`).
     """
-    pynndescent = require("pynndescent", purpose="the approximate nearest-neighbour search")
     own = Y is None
     base = X if own else Y
+    if frame is None:
+        frame = frame_of(X) if own else frame_of(Y, X)
+    if index is None:
+        index = ApproximateIndex(base, metric="euclidean", seed=seed, k=k, frame=frame)
+    cand = index.graph() if own else index.query(X, k)
+    idx, d2 = _ranked(X, base, cand, k, own, frame)
+    return idx, to_units(d2, frame.exponent, units)
+
+
+def _ranked(X, base, cand, k, own, frame) -> Tuple[np.ndarray, np.ndarray]:
+    """The k nearest of each row's candidates by exact framed distances; rows left short searched exactly."""
     n = X.shape[0]
-    data = np.ascontiguousarray(base, dtype=np.float32)
-    index = pynndescent.NNDescent(data, metric="euclidean", n_neighbors=min(base.shape[0] - 1, max(k + 1, 30)),
-                                  random_state=int(seed), low_memory=True, verbose=False)
-    if own:
-        idx, _ = index.neighbor_graph
-        idx = np.asarray(idx, dtype=np.intp)
-        # the row itself (wherever it sits) is not one of its neighbours
-        idx = np.where(idx == np.arange(n)[:, None], -1, idx)
-    else:
-        # a query for few neighbours explores too little of the graph: ask for at least
-        # APPROX_QUERY, keep the k nearest by exact distance
-        kq = min(base.shape[0], max(k, APPROX_QUERY))
-        idx, _ = index.query(np.ascontiguousarray(X, dtype=np.float32), k=kq, epsilon=0.2)
-        idx = np.asarray(idx, dtype=np.intp)
-    missing = (idx < 0) | (idx >= base.shape[0])  # -1: a neighbour pynndescent did not find
-    safe = np.where(missing, 0, idx)
-    ii = np.repeat(np.arange(n), idx.shape[1])
-    d2 = exact_pairs(X, base, ii, safe.ravel()).reshape(idx.shape)
+    missing = cand < 0
+    safe = np.where(missing, 0, cand)
+    ii = np.repeat(np.arange(n), cand.shape[1])
+    d2 = exact_pairs(X, base, ii, safe.ravel(), exponent=frame.exponent).reshape(cand.shape)
     d2[missing] = np.inf
-    if idx.shape[1] < k:  # the index holds fewer neighbours than asked for: every row exactly
-        return brute_knn(X, base, k, exclude=np.arange(n) if own else None)
+    if cand.shape[1] < k:  # the index holds fewer neighbours than asked for: every row exactly
+        return brute_knn(X, base, k, exclude=np.arange(n) if own else None, frame=frame)
     order = np.lexsort((safe, d2), axis=1)[:, :k]
     idx, d2 = np.take_along_axis(safe, order, axis=1), np.take_along_axis(d2, order, axis=1)
     short = np.flatnonzero(~np.isfinite(d2[:, -1]))  # fewer than k neighbours found
     if short.size:
-        idx[short], d2[short] = brute_knn(X[short], base, k, exclude=short if own else None)
+        idx[short], d2[short] = brute_knn(X[short], base, k, exclude=short if own else None, frame=frame)
     return idx, d2
 
 
+def approx_ball_pairs(centres: np.ndarray, others: np.ndarray, index: ApproximateIndex, radii: np.ndarray,
+                      frame: Frame, *, start: int = APPROX_CANDIDATES) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pairs (centre i, other j, framed D^2) with ``D^2 <= radii[i]`` among the candidates of an index of ``others``.
+
+    Each centre asks the index for its ``start`` nearest others; a centre whose candidates all
+    lie inside its ball (the ball may hold more) asks again for four times as many, up to all
+    of them. So a pair is missed only when the index misses it among the nearest others of its
+    centre, never because a ball holds more than ``start`` items. Distances are exact
+    (:func:`exact_pairs`); each pair appears once.
+    """
+    n_o = others.shape[0]
+    rows = np.arange(centres.shape[0])
+    c = start
+    found_i, found_j, found_v = [], [], []
+    while rows.size:
+        cand = index.query(centres[rows], c)
+        valid = cand >= 0
+        safe = np.where(valid, cand, 0)
+        ii = np.repeat(rows, cand.shape[1])
+        d2 = exact_pairs(centres, others, ii, safe.ravel(), exponent=frame.exponent).reshape(cand.shape)
+        inside = valid & (d2 <= radii[rows, None])
+        li, lj = np.nonzero(inside)
+        found_i.append(rows[li])
+        found_j.append(safe[li, lj])
+        found_v.append(d2[li, lj])
+        if cand.shape[1] >= n_o:
+            break
+        rows = rows[inside.sum(axis=1) == cand.shape[1]]  # every candidate inside: the ball may hold more
+        c *= 4
+    i, j, v = np.concatenate(found_i), np.concatenate(found_j), np.concatenate(found_v)
+    _, first = np.unique(i.astype(np.int64) * n_o + j, return_index=True)
+    return i[first], j[first], v[first]
+
+
 def brute_knn(A: np.ndarray, B: np.ndarray, k: int, *, exclude: Optional[np.ndarray] = None,
-              extra: int = 16) -> Tuple[np.ndarray, np.ndarray]:
-    """Exact k nearest rows of B for every row of A: ``(indices, squared distances)`` by increasing distance.
+              frame: Optional[Frame] = None, extra: int = 16) -> Tuple[np.ndarray, np.ndarray]:
+    """Exact k nearest rows of B for every row of A: ``(indices, framed squared distances)`` by increasing distance.
 
     For the few rows the approximate index leaves short. B is read in chunks (one ``len(A) x
-    rows`` block of float64 at a time, about ``chunk_bytes``), each row keeps its ``k + extra``
-    smallest expanded distances, and those candidates are recomputed from their exact float64
-    differences (ties: smaller index). ``exclude[i]`` is a row of B left out for row i (the row
-    itself when A is part of B).
+    rows`` block of float64 at a time, about ``chunk_bytes``) whose distances come from the
+    project's centred, cancellation-safe :func:`diversity_core.distances._squared_distances` on
+    the framed rows; each row keeps its ``k + extra`` smallest, and those candidates are
+    recomputed by :func:`exact_pairs` (ties: smaller index). ``exclude[i]`` is a row of B left
+    out for row i (the row itself when A is part of B).
     """
+    frame = frame_of(B, A) if frame is None else frame
     m, nb = A.shape[0], B.shape[0]
     L = min(nb, k + extra)
-    a = np.asarray(A, dtype=np.float64)
-    sq_a = np.einsum("ij,ij->i", a, a)
+    a = frame.rows(A)
+    zero = np.zeros(A.shape[1])
     cand_i = np.empty((m, 0), dtype=np.intp)
     cand_v = np.empty((m, 0))
     step = chunk_rows(max(m, B.shape[1]), 8, minimum=16)
     for s in range(0, nb, step):
-        b = np.asarray(B[s:s + step], dtype=np.float64)
-        D = sq_a[:, None] + np.einsum("ij,ij->i", b, b)[None, :] - 2.0 * (a @ b.T)
-        cols = np.arange(s, s + b.shape[0])
+        D = _squared_distances(a, frame.rows(B[s:s + step]), centre=zero)
+        cols = np.arange(s, s + D.shape[1])
         if exclude is not None:
             D[cols[None, :] == np.asarray(exclude)[:, None]] = np.inf
         vals = np.concatenate([cand_v, D], axis=1)
@@ -621,7 +716,7 @@ def brute_knn(A: np.ndarray, B: np.ndarray, k: int, *, exclude: Optional[np.ndar
             vals, inds = np.take_along_axis(vals, keep, axis=1), np.take_along_axis(inds, keep, axis=1)
         cand_v, cand_i = vals, inds
     ii = np.repeat(np.arange(m), cand_i.shape[1])
-    exact = exact_pairs(A, B, ii, cand_i.ravel()).reshape(cand_i.shape)
+    exact = exact_pairs(A, B, ii, cand_i.ravel(), exponent=frame.exponent).reshape(cand_i.shape)
     exact[~np.isfinite(cand_v)] = np.inf  # the excluded rows
     order = np.lexsort((cand_i, exact), axis=1)[:, :k]
     return np.take_along_axis(cand_i, order, axis=1), np.take_along_axis(exact, order, axis=1)

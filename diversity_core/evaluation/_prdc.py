@@ -15,9 +15,15 @@ With :math:`\mathrm{NND}_k(x)` the distance from x to its k-th nearest other ite
     \mathrm{density} = \frac{1}{kM}\sum_j \sum_i 1\big[g_j \in B(r_i, \mathrm{NND}_k(r_i))\big],\quad
     \mathrm{coverage} = \frac{1}{N}\sum_i 1\big[\exists j: g_j \in B(r_i, \mathrm{NND}_k(r_i))\big]
 
-(Eqs. (1)-(4) of Naeem et al., with open balls, distance < radius, as their ``prdc`` package
-does). The improved precision and recall of Kynkaanniemi et al. (their Eqs. (1)-(2)) are the first
-two with k = 3 and closed balls (distance <= radius).
+(Eqs. (1)-(4) of Naeem et al.). The improved precision and recall of Kynkaanniemi et al. (their
+Eqs. (1)-(2)) are the first two with k = 3.
+
+Ties: every ball is closed, with the tolerance of the project's one tie rule
+(:func:`~diversity_core.evaluation._neighbours.ball`): a pair is inside when
+:math:`D^2 \le \mathrm{NND}_k^2 (1 + 2 (d + 2) \varepsilon)`, so a distance that ties with a
+radius (integer grids, n-gram features) counts whichever way round-off broke the tie. Naeem et
+al.'s ``prdc`` package compares with ``<`` on sklearn's expanded distances; away from ties (any
+continuous data) both rules give the same decisions.
 """
 
 from __future__ import annotations
@@ -26,14 +32,16 @@ from typing import Dict, Optional
 
 import numpy as np
 
+from .._nn import ApproximateIndex, frame_of
 from .._progress import ProgressCallback
 from .._validation import check_random_state
 from ._common import check_interval_options, check_k, check_nn_method, check_sets
 from ._intervals import paired_interval
 from ._neighbours import (
-    APPROX_CANDIDATES,
     Threshold,
+    approx_ball_pairs,
     approx_knn,
+    ball,
     kth_smallest,
     prepare_pair,
     radius_counts,
@@ -60,14 +68,16 @@ def neighbour_items(R: np.ndarray, G: np.ndarray, k: int, k_improved: int, metho
     ck, ci = ks.index(k), ks.index(k_improved)
     if method == "approximate":
         return _approximate_items(R, G, k, k_improved, seed)
+    d = R.shape[1]
     r, g = prepare_pair(R, G)
-    rad_r, _ = kth_smallest(r, None, ks, progress=progress, message="reference k-NN radii")
-    rad_g, _ = kth_smallest(g, None, ks, progress=progress, message="generated k-NN radii")
+    rad_r, _ = kth_smallest(r, None, ks, units="framed", progress=progress, message="reference k-NN radii")
+    rad_g, _ = kth_smallest(g, None, ks, units="framed", progress=progress, message="generated k-NN radii")
+    rad_r, rad_g = ball(rad_r, d), ball(rad_g, d)
     c = radius_counts(r, g, [
-        Threshold(rad_r[:, ck], "row", True, ("rows", "cols")),
-        Threshold(rad_g[:, ck], "col", True, ("rows",)),
-        Threshold(rad_r[:, ci], "row", False, ("cols",)),
-        Threshold(rad_g[:, ci], "col", False, ("rows",)),
+        Threshold(rad_r[:, ck], "row", ("rows", "cols")),
+        Threshold(rad_g[:, ck], "col", ("rows",)),
+        Threshold(rad_r[:, ci], "row", ("cols",)),
+        Threshold(rad_g[:, ci], "col", ("rows",)),
     ], progress=progress, message="reference against generated")
     return {
         "precision": c[0]["cols"] > 0,
@@ -80,29 +90,38 @@ def neighbour_items(R: np.ndarray, G: np.ndarray, k: int, k_improved: int, metho
 
 
 def _approximate_items(R, G, k, k_improved, seed) -> Dict[str, np.ndarray]:
-    """The decisions from an NN-descent index (counts are lower bounds).
+    """The decisions from NN-descent indexes (one per set): neither bound of the exact ones.
 
-    Radii from approximate k-NN; balls tested on each item's ``APPROX_CANDIDATES`` nearest items
-    of the other set.
+    Radii from approximate k-NN (exact distances of the candidates found, so never below the exact
+    radii: balls can only grow). Each ball is tested on its centre's nearest items of the other
+    set, as many as it holds (:func:`~diversity_core.evaluation._neighbours.approx_ball_pairs`):
+    a pair is missed only when the index misses it. Every distance is exact, and the tie rule
+    and the frame (one centre, one power of two) are the exact search's.
     """
+    d = R.shape[1]
+    n_r, n_g = R.shape[0], G.shape[0]
+    frame = frame_of(R, G)
     kmax = max(k, k_improved)
-    _, dr = approx_knn(R, None, kmax, seed)
-    _, dg = approx_knn(G, None, kmax, seed)
-    rad_r, rad_r3 = dr[:, k - 1], dr[:, k_improved - 1]
-    rad_g, rad_g3 = dg[:, k - 1], dg[:, k_improved - 1]
-    c = min(APPROX_CANDIDATES, R.shape[0])
-    ir, d_gr = approx_knn(G, R, c, seed)  # for each generated item, its nearest reference items
-    inside = d_gr < rad_r[ir]
-    c2 = min(APPROX_CANDIDATES, G.shape[0])
-    ig, d_rg = approx_knn(R, G, c2, seed)  # for each reference item, its nearest generated items
-    return {
-        "precision": inside.any(axis=1),
-        "density": inside.sum(axis=1) / float(k),
-        "improved_precision": (d_gr <= rad_r3[ir]).any(axis=1),
-        "coverage": d_rg[:, 0] < rad_r,
-        "recall": (d_rg < rad_g[ig]).any(axis=1),
-        "improved_recall": (d_rg <= rad_g3[ig]).any(axis=1),
-    }
+    index_r = ApproximateIndex(R, metric="euclidean", seed=seed, k=kmax, frame=frame)
+    index_g = ApproximateIndex(G, metric="euclidean", seed=seed, k=kmax, frame=frame)
+    _, dr = approx_knn(R, None, kmax, seed, units="framed", frame=frame, index=index_r)
+    _, dg = approx_knn(G, None, kmax, seed, units="framed", frame=frame, index=index_g)
+    dr, dg = ball(dr, d), ball(dg, d)
+    widest_r, widest_g = dr.max(axis=1), dg.max(axis=1)
+    # pairs (reference i, generated j) inside a reference ball, and inside a generated ball
+    ri, rj, rv = approx_ball_pairs(R, G, index_g, widest_r, frame)
+    gj, gi, gv = approx_ball_pairs(G, R, index_r, widest_g, frame)
+    out = {}
+    for kk, tag in ((k, ""), (k_improved, "improved_")):
+        in_r = rv <= dr[ri, kk - 1]  # g_j in the ball of r_i
+        in_g = gv <= dg[gj, kk - 1]  # r_i in the ball of g_j
+        per_g = np.bincount(rj[in_r], minlength=n_g)
+        out[tag + "precision"] = per_g > 0
+        out[tag + "recall"] = np.bincount(gi[in_g], minlength=n_r) > 0
+        if not tag:
+            out["density"] = per_g / float(k)
+            out["coverage"] = np.bincount(ri[in_r], minlength=n_r) > 0
+    return out
 
 
 def prdc_values(items: Dict[str, np.ndarray]) -> np.ndarray:
@@ -171,16 +190,16 @@ def prdc(
 
     .. math::
 
-        \mathrm{precision} = \tfrac{1}{M}\textstyle\sum_j 1[\exists i: \lVert g_j - r_i\rVert < \mathrm{NND}_k(r_i)],\qquad
-        \mathrm{density} = \tfrac{1}{kM}\textstyle\sum_j \sum_i 1[\lVert g_j - r_i\rVert < \mathrm{NND}_k(r_i)]
+        \mathrm{precision} = \tfrac{1}{M}\textstyle\sum_j 1[\exists i: \lVert g_j - r_i\rVert \le \mathrm{NND}_k(r_i)],\qquad
+        \mathrm{density} = \tfrac{1}{kM}\textstyle\sum_j \sum_i 1[\lVert g_j - r_i\rVert \le \mathrm{NND}_k(r_i)]
 
-        \mathrm{recall} = \tfrac{1}{N}\textstyle\sum_i 1[\exists j: \lVert r_i - g_j\rVert < \mathrm{NND}_k(g_j)],\qquad
-        \mathrm{coverage} = \tfrac{1}{N}\textstyle\sum_i 1[\min_j \lVert r_i - g_j\rVert < \mathrm{NND}_k(r_i)]
+        \mathrm{recall} = \tfrac{1}{N}\textstyle\sum_i 1[\exists j: \lVert r_i - g_j\rVert \le \mathrm{NND}_k(g_j)],\qquad
+        \mathrm{coverage} = \tfrac{1}{N}\textstyle\sum_i 1[\min_j \lVert r_i - g_j\rVert \le \mathrm{NND}_k(r_i)]
 
     (Eqs. (1)-(4) of [1]_; :math:`\mathrm{NND}_k(x)` is the distance to the k-th nearest other
-    item of x's own set, R has N items, G has M.) Precision and density measure fidelity (are
-    generated items where the reference is?), recall and coverage diversity (is the reference
-    covered?).
+    item of x's own set, R has N items, G has M; balls are closed, with the tie tolerance of the
+    Notes.) Precision and density measure fidelity (are generated items where the reference is?),
+    recall and coverage diversity (is the reference covered?).
 
     Parameters
     ----------
@@ -189,12 +208,15 @@ def prdc(
     generated : array-like of shape (M, d)
         Generated items' features, same d.
     k : int, default 5
-        Neighbours of the radii (the paper's default).
+        Neighbours of the radii (the paper's default); a whole number.
     nn_method : {"auto", "exact", "approximate"}, default "auto"
         ``"exact"``: blocked exact search (float64 decisions, see Notes). ``"approximate"``: an
-        NN-descent index (pynndescent): radii from approximate neighbours, balls tested on each
-        item's 30 nearest candidates. ``"auto"``: exact when the centred copies of both sets fit
-        the memory budget.
+        NN-descent index (pynndescent): radii from approximate neighbours (never below the exact
+        radii), each ball tested on its centre's nearest candidates of the other set (30, more
+        while all of them lie inside); the values are neither bounds of the exact ones
+        (``docs/evaluation.md`` states the errors measured on real features).
+        ``"auto"``: exact while the largest set has at most 60,000 items and the centred copies
+        of both sets fit the memory budget.
     confidence_level : float, default 0.95
     n_resamples : int, default 16
         Subsets per size for the interval (0: no interval).
@@ -225,6 +247,11 @@ def prdc(
     the data's precision; every decision within round-off of its radius, and every candidate of
     a k-th neighbour, is recomputed from exact float64 differences, so the result equals an
     exact float64 computation (and the ``prdc`` package to 1e-12 away from exact ties).
+    Ties: a pair is inside a ball when :math:`D^2 \le \mathrm{NND}_k^2 (1 + 2 (d + 2) \varepsilon)`
+    (closed balls with a tolerance of twice the round-off of both sides), so distances that tie
+    with a radius in exact arithmetic count whichever way round-off broke them. Both sets are
+    centred on one float64 mean and scaled by one power of two, so translating or rescaling all
+    the features together (by 1e160 or 1e-170 too) changes nothing.
     The interval: the engine of :mod:`diversity_core.compare` on paired subsets of up to
     ``interval_size`` items, its spread extrapolated to (N, M) (``evaluation._intervals``).
     The radii depend on N and M (they shrink as sets grow): compare models at equal sizes.

@@ -17,8 +17,6 @@ memorisation test of every generated item as a table (``diversity evaluate --ite
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -26,6 +24,7 @@ from typing import Any, Dict, List, Optional, Union
 
 import numpy as np
 
+from .._csv import csv_text
 from .._json import dumps, to_jsonable
 from ..exceptions import DiversityInputError
 
@@ -347,35 +346,62 @@ class ConditionalVendiResult:
 
 @dataclass(frozen=True)
 class MemorizationResult:
-    """Nearest training item of every generated item, and the authenticity rule (Alaa et al. 2022).
+    """Nearest training item of every generated item, and the calibrated copy flag.
 
-    A generated item g is *flagged* (a likely copy) when it is closer to its nearest training item
-    t than t is to its own nearest other training item: :math:`d(g, t) < d(t, NN_{train}(t))`.
+    Each generated item g with nearest training item t has the ratio ``d(g, t) / max(r(t), m)``,
+    r(t) being t's distance to its own nearest other training item and m the median of r (Alaa
+    et al. 2022's authenticity ratio, its radius floored at the median). g is *flagged* (a likely
+    copy) when its ratio is below ``threshold``, calibrated on held-out training items so that at
+    most a share ``alpha`` of fresh real items is flagged.
 
     Attributes
     ----------
     fraction_flagged : Estimate
-        Share of generated items flagged, with a binomial (Wilson) interval.
+        Share of generated items flagged, with a binomial (Wilson) interval: the set-level figure,
+        to read against ``baseline_fraction`` (:meth:`headline`).
     authenticity : float
         ``1 - fraction_flagged.value``.
     baseline_fraction : Estimate or None
         The same share for the reference items (held-out real data) against the training set:
-        what an exact sampler of the data distribution scores (far from zero: 0.1 to 0.6 for
-        Gaussian data, falling with dimension). None without a reference.
+        what an exact sampler of the data distribution scores (about ``alpha``). None without a
+        reference.
     excess : float or None
         ``fraction_flagged - baseline_fraction``: the memorisation beyond the baseline.
     n_flagged, n_generated, n_train : int
     metric : {"euclidean", "cosine"}
     nn_method : {"exact", "approximate"}
+    alpha : float
+        The false-positive rate asked for.
+    threshold : float
+        The flag is ``ratio < threshold`` (at most 1).
+    median_radius : float
+        m, the median of the training items' radii.
+    fpr_bound : float
+        ``k / (n_calibration + 1)``: the flag's false-positive rate on fresh real items is at
+        most this (<= alpha unless the calibration part is too small: see ``note``).
+    heldout_fpr : Estimate
+        Measured: the share of the check part's training items flagged, each scored against the
+        training set without it (a held-out item), with its Wilson interval.
+    n_calibration, n_check : int
+        Training items that set the threshold, and those that measured ``heldout_fpr``.
+    note : str
+        Why ``fpr_bound`` exceeds ``alpha`` (too few calibration items), or why nothing can be
+        flagged (``threshold`` 0: exact duplicates among held-out items); empty otherwise.
     nearest : ndarray of int, shape (n_generated,)
         Index of each generated item's nearest training item.
     distance : ndarray, shape (n_generated,)
         Its distance.
+    similarity : ndarray, shape (n_generated,)
+        The cosine similarity of the two items' features (NaN for an all-zero row).
     train_radius : ndarray, shape (n_generated,)
         The nearest training item's distance to its own nearest other training item.
+    ratio : ndarray, shape (n_generated,)
+        ``distance / max(train_radius, median_radius)`` (0 for 0 / 0, inf for d / 0): the closer
+        to 0, the closer a copy.
     flagged : ndarray of bool, shape (n_generated,)
 
-    The arrays as one row per generated item: :meth:`item_rows`, :meth:`items_csv`.
+    The arrays as one row per generated item, closest copies first: :meth:`item_rows`,
+    :meth:`items_csv`; the flagged ones: :meth:`flagged_items`.
     """
 
     fraction_flagged: Estimate
@@ -387,9 +413,19 @@ class MemorizationResult:
     n_train: int
     metric: str
     nn_method: str
+    alpha: float
+    threshold: float
+    median_radius: float
+    fpr_bound: float
+    heldout_fpr: Estimate
+    n_calibration: int
+    n_check: int
+    note: str
     nearest: np.ndarray = field(repr=False)
     distance: np.ndarray = field(repr=False)
+    similarity: np.ndarray = field(repr=False)
     train_radius: np.ndarray = field(repr=False)
+    ratio: np.ndarray = field(repr=False)
     flagged: np.ndarray = field(repr=False)
 
     def __post_init__(self):
@@ -399,73 +435,110 @@ class MemorizationResult:
         """Scalars and estimates (per-item arrays left out)."""
         return _scalar_dict(self)
 
+    def rule(self) -> str:
+        """The flag in words: the threshold, how it was set and what it costs on real items."""
+        return (f"distance to the nearest training item < {_fmt(self.threshold)} x that item's own "
+                f"nearest-neighbour distance (at least the median one, {_fmt(self.median_radius)}); the factor "
+                f"calibrated on {self.n_calibration} held-out training items for a false-positive rate on real "
+                f"items of at most {_pct(self.fpr_bound)} (alpha = {_pct(self.alpha)})")
+
+    def headline(self) -> str:
+        """The set-level figure against its baseline, then the held-out false-positive rate."""
+        f = self.fraction_flagged
+        text = (f"{_pct(f.value)} [{_pct(f.ci_low)}, {_pct(f.ci_high)}] of {self.n_generated} generated items "
+                f"flagged as likely copies")
+        if self.baseline_fraction is not None:
+            b = self.baseline_fraction
+            text += (f", against a baseline of {_pct(b.value)} [{_pct(b.ci_low)}, {_pct(b.ci_high)}] of the "
+                     f"reference items: excess {100 * self.excess:+.1f} points")
+        h = self.heldout_fpr
+        text += f"; held-out training items flagged: {_pct(h.value)} [{_pct(h.ci_low)}, {_pct(h.ci_high)}] of {self.n_check}"
+        return text + "."
+
+    def order(self) -> np.ndarray:
+        """Generated items from the closest copy: by ratio, then distance, then position."""
+        return np.lexsort((np.arange(self.n_generated), self.distance, self.ratio))
+
+    def _pair(self, i: int) -> Dict[str, Any]:
+        s = float(self.similarity[i])
+        return {"generated": int(i), "train": int(self.nearest[i]), "distance": float(self.distance[i]),
+                "similarity": s if math.isfinite(s) else None, "train_radius": float(self.train_radius[i]),
+                "ratio": float(self.ratio[i]), "flagged": bool(self.flagged[i])}
+
     def top_items(self, m: int = 10) -> List[Dict[str, Any]]:
-        """The ``m`` generated items closest to a training item, relative to its radius."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(self.train_radius > 0, self.distance / self.train_radius,
-                             np.where(self.distance > 0, np.inf, 0.0))
-        order = np.lexsort((np.arange(ratio.size), ratio))[:m]
-        return [{"generated": int(i), "train": int(self.nearest[i]), "distance": float(self.distance[i]),
-                 "train_radius": float(self.train_radius[i]), "ratio": float(ratio[i]),
-                 "flagged": bool(self.flagged[i])} for i in order]
+        """The ``m`` generated items closest to a training item relative to its radius, closest first.
+
+        Keys ``generated``, ``train`` (positions), ``distance``, ``similarity``, ``train_radius``,
+        ``ratio`` and ``flagged``.
+        """
+        return [self._pair(int(i)) for i in self.order()[:m]]
+
+    def flagged_items(self) -> List[Dict[str, Any]]:
+        """Every flagged generated item, closest copy first (keys as :meth:`top_items`)."""
+        return [self._pair(int(i)) for i in self.order() if self.flagged[i]]
 
     #: Columns of :meth:`items_csv`, in order.
     ITEM_COLUMNS = ("generated", "generated_id", "nearest_train", "nearest_train_id", "distance", "similarity",
                     "train_radius", "ratio", "flagged")
 
-    def item_rows(self, generated_ids=None, train_ids=None) -> List[Dict[str, Any]]:
-        """One row per generated item, in input order: its nearest training item and the test.
+    def item_rows(self, generated_ids=None, train_ids=None, *, order: str = "closest") -> List[Dict[str, Any]]:
+        """One row per generated item: its nearest training item and the test, closest copies first.
 
         Parameters
         ----------
         generated_ids, train_ids : sequence of str, optional
             The items' ids (e.g. ``Dataset.ids``); default: their positions.
+        order : {"closest", "input"}, default "closest"
+            By ratio (then distance): the flagged items first, closest copy first; or input order.
 
         Returns
         -------
         list of dict
             Keys :attr:`ITEM_COLUMNS`: ``generated`` and ``nearest_train`` (0-based positions),
-            their ids, ``distance`` (in ``metric``), ``similarity`` (the cosine similarity
-            ``1 - distance^2 / 2`` for ``metric="cosine"``, else None), ``train_radius`` (the
-            nearest training item's distance to its own nearest other training item),
-            ``ratio`` (distance / radius; below 1 is flagged) and ``flagged``.
+            their ids, ``distance`` (in ``metric``), ``similarity`` (the cosine similarity of the
+            two items' features; None for an all-zero row), ``train_radius`` (the nearest
+            training item's distance to its own nearest other training item), ``ratio``
+            (distance / max(radius, median radius); flagged below :attr:`threshold`) and
+            ``flagged``.
         """
+        if order not in ("closest", "input"):
+            raise DiversityInputError(f"order must be 'closest' or 'input'; got {order!r}.")
         for name, ids, n in (("generated_ids", generated_ids, self.n_generated), ("train_ids", train_ids, self.n_train)):
             if ids is not None and len(ids) != n:
                 raise DiversityInputError(f"{name} must have one id per item: expected {n}, got {len(ids)}.")
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(self.train_radius > 0, self.distance / self.train_radius,
-                             np.where(self.distance > 0, np.inf, 0.0))
         rows = []
-        for i in range(self.n_generated):
-            t = int(self.nearest[i])
-            d = float(self.distance[i])
+        for i in (self.order() if order == "closest" else range(self.n_generated)):
+            p = self._pair(int(i))
+            t = p["train"]
             rows.append({
-                "generated": i, "generated_id": str(generated_ids[i]) if generated_ids is not None else str(i),
+                "generated": p["generated"], "generated_id": str(generated_ids[i]) if generated_ids is not None else str(i),
                 "nearest_train": t, "nearest_train_id": str(train_ids[t]) if train_ids is not None else str(t),
-                "distance": d, "similarity": 1.0 - d * d / 2.0 if self.metric == "cosine" else None,
-                "train_radius": float(self.train_radius[i]), "ratio": float(ratio[i]), "flagged": bool(self.flagged[i]),
+                "distance": p["distance"], "similarity": p["similarity"], "train_radius": p["train_radius"],
+                "ratio": p["ratio"], "flagged": p["flagged"],
             })
         return rows
 
-    def items_csv(self, path: Union[str, Path, None] = None, *, generated_ids=None, train_ids=None) -> str:
+    def items_csv(self, path: Union[str, Path, None] = None, *, generated_ids=None, train_ids=None,
+                  order: str = "closest") -> str:
         """The rows of :meth:`item_rows` as CSV (floats with ``repr``); also written atomically to ``path``.
 
         Inside :func:`~diversity_core._atomic.output_transaction` the file joins the transaction.
         """
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(self.ITEM_COLUMNS)
-        for r in self.item_rows(generated_ids, train_ids):
-            writer.writerow(["" if r[k] is None else (repr(r[k]) if isinstance(r[k], float) else
-                                                      r[k])
-                             for k in self.ITEM_COLUMNS])
-        text = buf.getvalue()
+        rows = self.item_rows(generated_ids, train_ids, order=order)  # ids neutralised against spreadsheet formulas
+        text = csv_text(self.ITEM_COLUMNS, ([r[k] for k in self.ITEM_COLUMNS] for r in rows))
         if path is not None:
             from .._atomic import atomic_write
 
             atomic_write(path, text)
         return text
+
+
+def _pct(v) -> str:
+    """A share as a percentage for the memorisation texts (2 significant digits below 10 %)."""
+    if v is None:
+        return "n/a"
+    v = 100.0 * float(v)
+    return f"{v:.2g}%" if abs(v) < 10 else f"{v:.1f}%"
 
 
 @dataclass(frozen=True)
@@ -557,11 +630,13 @@ class EvaluationResult:
             add("magdiff_relative", self.magdiff["relative"], "/ MagArea(R)")
         if self.memorization is not None:
             m = self.memorization
-            add("memorized_fraction", m.fraction_flagged, f"{m.n_flagged} of {m.n_generated} flagged, Alaa et al. 2022")
+            add("memorized_fraction", m.fraction_flagged,
+                f"{m.n_flagged} of {m.n_generated} flagged: ratio < {m.threshold:.3g}, calibrated at alpha = {m.alpha:g}")
             add("authenticity", m.authenticity)
             if m.baseline_fraction is not None:
-                add("memorized_baseline", m.baseline_fraction, "reference items against train")
+                add("memorized_baseline", m.baseline_fraction, "reference items against train, same rule")
                 add("memorized_excess", m.excess, "flagged - baseline")
+            add("memorized_heldout_fpr", m.heldout_fpr, f"held-out training items flagged, of {m.n_check}")
         if self.conditional is not None:
             c = self.conditional
             add("within_prompt_vendi", c.within_prompt, f"VS_{c.q:g} mean over {c.n_prompts} prompts")
@@ -574,13 +649,7 @@ class EvaluationResult:
     def to_csv(self, path: Union[str, Path, None] = None) -> str:
         """The table of :meth:`table_rows` as CSV (floats with ``repr``, empty cells for missing)."""
         names = ["metric", "value", "se", "sd", "ci_low", "ci_high", "interval", "note"]
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(names)
-        for r in self.table_rows():
-            writer.writerow(["" if r[k] is None else (repr(float(r[k])) if isinstance(r[k], (float, np.floating))
-                                                      else r[k]) for k in names])
-        text = buf.getvalue()
+        text = csv_text(names, ([r[k] for k in names] for r in self.table_rows()))
         if path is not None:
             from .._atomic import atomic_write
 

@@ -18,12 +18,12 @@ from typing import Optional
 
 import numpy as np
 
-from .._config import chunk_rows
 from .._orders import parse_q
 from .._validation import check_random_state, check_scalar
-from ..entropy import precision_eps
+from ..distances import _as_float64
 from ..kernels import Kernel, get_kernel
 from ..spectrum import _kernel_spectrum, compute_spectrum
+from ..streaming import _array_chunks, _dual_moments
 from ._common import check_interval_options, check_quality, check_sets
 from ._frechet import _one_thread
 from ._intervals import paired_interval
@@ -50,34 +50,35 @@ def resolve_kernel(kernel, kernel_params: dict, *sets: np.ndarray, rng: Optional
 def vendi_of(X: np.ndarray, kern: Kernel, q: float) -> float:
     """VS_q of validated X under a resolved kernel.
 
-    With a feature map Phi of dimension d < n the d x d dual matrix ``Phi^T Phi`` (products in the
-    features' precision over row chunks, summed in float64), else the n x n kernel matrix; the
+    With a feature map Phi of dimension d < n the d x d dual matrix ``Phi^T Phi`` (the dual path's
+    chunked sums, :func:`~diversity_core.streaming._dual_moments`), else the n x n kernel matrix;
+    every product is in float64 (float32 rows are converted chunk by chunk, exactly), the
     eigenvalue problem runs with one LAPACK thread (several times faster on a busy machine) and the
-    spectrum's support rule decides which eigenvalues count.
+    spectrum's support rule (float64's) decides which eigenvalues count.
     """
     n = X.shape[0]
     if n == 1:
         return 1.0
-    if kern.has_feature_map:
-        P = kern.features(X, check_input=False)
-        P = P.toarray() if hasattr(P, "toarray") else np.asarray(P)
-        d = P.shape[1]
-        eps = precision_eps(P.dtype)
-        if d < n:
-            C = np.zeros((d, d))
-            step = max(256, chunk_rows(d, P.dtype.itemsize))
-            for s in range(0, n, step):
-                B = P[s:s + step]
-                C += B.T @ B
-            C *= d / n  # _kernel_spectrum divides by the order of the matrix it is given
-            M = C
-        else:
-            M = np.asarray(P @ P.T, dtype=np.float64)
+    d = _feature_dimension(X, kern)
+    if d is not None and d < n:
+        M = _dual_moments(_array_chunks(X), kern, None, n=n, d=X.shape[1], validate=False).gram
+        M *= d  # _kernel_spectrum divides by the order of the matrix it is given
+    elif d is not None:
+        P = kern.features(_as_float64(X), check_input=False)
+        P = np.ascontiguousarray(P.toarray() if hasattr(P, "toarray") else P, dtype=np.float64)
+        M = P @ P.T
     else:
-        M, eps = kern.gram(X, check_input=False), precision_eps(X.dtype)
+        M = kern.gram(X, check_input=False)
     with _one_thread():
-        spec = _kernel_spectrum(0.5 * (M + M.T), None, kernel=kern.to_dict(), eps=float(eps))
+        spec = _kernel_spectrum(0.5 * (M + M.T), None, kernel=kern.to_dict())
     return float(spec.vendi(q))
+
+
+def _feature_dimension(X, kern: Kernel):
+    """The dimension of the kernel's feature map on X (from two rows), or None without one."""
+    if not kern.has_feature_map:
+        return None
+    return int(kern.features(_as_float64(X[:2]), check_input=False).shape[1])
 
 
 def equal_n_scores(R, G, kern: Kernel, q: float, n_subsamples: int, gen: np.random.Generator) -> tuple:

@@ -32,6 +32,8 @@ _free         the matrix-free path (``method="matrix-free"``, or "auto" over the
               path a given n takes)
 _scales       the grid solve, the t_conv search, and the private computes on validated input
               (``_magnitude_values``, ``_convergence_scale_of``, ``_area``)
+_curvature    point clouds on unit disks of constant curvature (the paper's Table 1; used by
+              ``benchmarks/bench_magnitude_curvature.py`` and its test)
 
 How it is computed
 ------------------

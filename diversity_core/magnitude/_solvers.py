@@ -15,12 +15,16 @@ whose error is :math:`r^\\top Z^{-1} r`. Solvers, cheapest first (see :meth:`_En
    metric of the complete bipartite graph :math:`K_{3,2}`, which does not embed in a Euclidean
    space). :math:`Z_t` is called singular only when this fails too.
 
-Threads: the factorisations use every BLAS thread; the matrix-vector products and triangular
+Threads: the factorisations use every BLAS thread (see below); the matrix-vector products and triangular
 solves of the (preconditioned) CG iterations run on one (:func:`_serial_blas`). They are
 memory-bound, so a second thread gains little on a quiet machine, while on a loaded one each
 of the hundreds of small multi-threaded calls waits for a descheduled partner thread: on a
 2-core machine at load 9 the n = 2000 pipeline took 32 s of wall time with two threads and
-2.4 s with serial products.
+2.4 s with serial products. On a machine of at most :data:`_SERIAL_FACTOR_CORES` cores the
+factorisations run on one thread too (:func:`_factor_blas`): NumPy and SciPy each bundle an
+OpenBLAS with its own thread pool, and with two threads per pool on two shared cores the
+n = 2000, d = 10 pipeline (t_conv, 30 scales, MagArea) took 25.8 s of wall time and 7.0 s of
+CPU time at load 13, against 3.7 s and 1.0 s with every call serial (issue 39).
 
 Matrices above ``_LAPACK_MAX_BYTES`` (1 GiB; n > ~16000 in float32) are factorised by a blocked
 Cholesky built on LAPACK blocks and matrix products: the OpenBLAS ``potrf`` bundled with
@@ -54,6 +58,9 @@ _F32_FLUSH = 1e-30
 _STALE_MIN_N = 4000
 _EPS = float(np.finfo(np.float64).eps)
 
+#: Machines with at most this many usable cores factorise on one BLAS thread (see the module notes).
+_SERIAL_FACTOR_CORES = 2
+
 _THREADPOOLS = None
 
 
@@ -70,6 +77,13 @@ def _serial_blas():
     if _THREADPOOLS is False:
         return contextlib.nullcontext()
     return _THREADPOOLS.limit(limits=1, user_api="blas")
+
+
+def _factor_blas():
+    """Context of the factorisations: every BLAS thread, or one on a machine of few cores."""
+    from ..workers import available_cores
+
+    return _serial_blas() if available_cores() <= _SERIAL_FACTOR_CORES else contextlib.nullcontext()
 
 
 @dataclass
@@ -260,7 +274,8 @@ class _Engine:
             # and moves the others by at most ulp(f): harmless in a preconditioner
             np.add(blk, flush, out=blk)
             np.subtract(blk, flush, out=blk)
-        factor = _cholesky(F, overwrite=True)
+        with _factor_blas():
+            factor = _cholesky(F, overwrite=True)
         if factor is None:
             return False
         self._factor = (factor, np.float32)
@@ -271,7 +286,8 @@ class _Engine:
         """Float64 Cholesky factor of the current Z (frees the float32 buffer). False if not PD."""
         self._factor = None
         self._f32 = None
-        factor = _cholesky(self.Z, overwrite=False)
+        with _factor_blas():
+            factor = _cholesky(self.Z, overwrite=False)
         if factor is None:
             return False
         self._factor = (factor, np.float64)
@@ -455,7 +471,8 @@ class _Engine:
             return _Solve(math.nan, None, math.inf, "singular", 0, converged=False, singular=True)
         getrf, getrs, gecon = sla.get_lapack_funcs(("getrf", "getrs", "gecon"), (Z,))
         # Z is symmetric: its transpose is the Fortran-ordered view LAPACK wants (a plain copy)
-        lu, piv, info = getrf(Z.T)
+        with _factor_blas():
+            lu, piv, info = getrf(Z.T)
         if info > 0:  # U[info - 1, info - 1] is exactly zero
             return _Solve(math.nan, None, math.inf, "singular", 0, converged=False, singular=True, rcond=0.0)
         anorm = float(np.max(np.sum(Z, axis=1)))  # 1-norm (= inf-norm) of the non-negative symmetric Z

@@ -8,6 +8,7 @@ import torch
 from torchmetrics import Metric
 from torchmetrics.utilities import dim_zero_cat
 
+from .._validation import check_scalar
 from ..evaluation import memorization, prdc
 from ..exceptions import DiversityInputError
 from ._vendi import _METRIC_OPTIONS, as_features
@@ -38,7 +39,7 @@ class PRDC(Metric):
     Parameters
     ----------
     k : int, default 5
-        Neighbours of the k-NN radii.
+        Neighbours of the k-NN radii: a whole number (``k=2.7`` is refused, not rounded).
     max_samples : int, default 50000
         Items kept per set; more raise an error (the k-NN search needs them all).
     nn_method : {"exact", "approximate", "auto"}, default "exact"
@@ -64,7 +65,9 @@ class PRDC(Metric):
         unknown = sorted(set(kwargs) - set(_METRIC_OPTIONS))
         if unknown:
             raise DiversityInputError(f"unknown option(s) {', '.join(unknown)} for PRDC.")
-        self.k, self.max_samples, self.nn_method = int(k), int(max_samples), nn_method
+        self.k = check_scalar(k, "k", int, min_val=1)
+        self.max_samples = check_scalar(max_samples, "max_samples", int, min_val=1)
+        self.nn_method = nn_method
         self.add_state("real_features", default=[], dist_reduce_fx="cat")
         self.add_state("fake_features", default=[], dist_reduce_fx="cat")
 
@@ -94,7 +97,7 @@ class PRDC(Metric):
 
 
 class Memorization(Metric):
-    """Share of generated items that copy a training item (the authenticity rule of Alaa et al. 2022).
+    """Share of generated items flagged as copies of training items (Alaa et al.'s ratio, a calibrated threshold).
 
     ``update(generated, train=..., reference=...)``: any of the three sets per call;
     ``compute`` returns the values of :func:`~diversity_core.evaluation.memorization` on all
@@ -106,6 +109,9 @@ class Memorization(Metric):
     max_samples : int, default 50000
         Items kept per set; more raise an error.
     nn_method : {"exact", "approximate", "auto"}, default "exact"
+    alpha : float in (0, 1), default 0.01
+        The copy flag's false-positive rate on fresh real items, at most (its threshold is
+        calibrated on held-out training items; :func:`~diversity_core.evaluation.memorization`).
     **kwargs
         torchmetrics' own options.
 
@@ -124,13 +130,16 @@ class Memorization(Metric):
     full_state_update = False
 
     def __init__(
-        self, metric: str = "euclidean", *, max_samples: int = 50_000, nn_method: str = "exact", **kwargs
+        self, metric: str = "euclidean", *, max_samples: int = 50_000, nn_method: str = "exact",
+        alpha: float = 0.01, **kwargs
     ):
         super().__init__(**{k: v for k, v in kwargs.items() if k in _METRIC_OPTIONS})
         unknown = sorted(set(kwargs) - set(_METRIC_OPTIONS))
         if unknown:
             raise DiversityInputError(f"unknown option(s) {', '.join(unknown)} for Memorization.")
-        self.metric, self.max_samples, self.nn_method = metric, int(max_samples), nn_method
+        self.metric, self.nn_method = metric, nn_method
+        self.alpha = check_scalar(alpha, "alpha", float, min_val=0.0, max_val=1.0, include_boundaries="neither")
+        self.max_samples = check_scalar(max_samples, "max_samples", int, min_val=1)
         for state in ("generated_features", "train_features", "reference_features"):
             self.add_state(state, default=[], dist_reduce_fx="cat")
 
@@ -146,7 +155,8 @@ class Memorization(Metric):
         if G is None or T is None:
             raise DiversityInputError("Memorization needs generated and training features; update with both.")
         res = memorization(
-            G, T, reference=_numpy(self.reference_features), metric=self.metric, nn_method=self.nn_method
+            G, T, reference=_numpy(self.reference_features), metric=self.metric, nn_method=self.nn_method,
+            alpha=self.alpha,
         )
         out = {"fraction_flagged": res.fraction_flagged.value, "authenticity": res.authenticity}
         if res.baseline_fraction is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 import numpy as np
@@ -11,12 +12,11 @@ from torchmetrics.utilities import dim_zero_cat
 from torchmetrics.utilities.distributed import gather_all_tensors
 
 from .._orders import check_q
-from ..entropy import EPS64, precision_eps
+from ..entropy import computation_eps
 from ..exceptions import DiversityInputError
 from ..kernels import get_kernel
-from ..spectrum import _eigh, _finish
+from ..spectrum import _check_scale, _eigh, _finish
 
-_EPS32 = precision_eps(np.float32)
 #: Kernels whose state is the d x d second-moment matrix (memory independent of n).
 FEATURE_KERNELS = ("linear", "cosine")
 
@@ -35,6 +35,19 @@ def as_features(x, name: str = "features") -> torch.Tensor:
     if not t.is_floating_point():
         t = t.to(torch.float64)
     return t
+
+
+def _unit_rows(x: torch.Tensor) -> torch.Tensor:
+    """``x / ||x||`` row by row at any finite scale (float64; an all-zero row gives NaN, reported by ``compute``).
+
+    Each row is first multiplied by the power of two that brings its largest entry into
+    [0.5, 1) (exact), so rows of 1e160 or 1e-300 neither overflow nor underflow their squared
+    norm: the same directions as :func:`~diversity_core.kernels.get_kernel`'s cosine feature map.
+    """
+    _, e = torch.frexp(x.abs().amax(dim=1, keepdim=True))
+    half = torch.div(e, 2, rounding_mode="floor")
+    x = torch.ldexp(torch.ldexp(x, -half), half - e)  # two steps: 2^-e alone overflows for subnormal rows
+    return x / torch.linalg.vector_norm(x, dim=1, keepdim=True)
 
 
 class VendiScore(Metric):
@@ -68,10 +81,15 @@ class VendiScore(Metric):
 
     Notes
     -----
-    ``update`` costs one d x d product per batch (O(b d^2), in the features' precision, on their
-    device), ``compute`` one d x d eigendecomposition. Batched updates give the one-shot
-    :func:`~diversity_core.vendi_score` to float64 round-off for float64 features (float32
-    features: to float32 round-off, as the one-shot's own chunking does).
+    ``update`` costs one d x d product per batch (O(b d^2), on the features' device, in float64
+    whatever their dtype: a float32 value is an exact float64 number, and a float32 product's
+    round-off would hide most of the spectrum of an embedding), ``compute`` one d x d
+    eigendecomposition with the float64 support threshold. Batched updates give the one-shot
+    :func:`~diversity_core.vendi_score` to float64 round-off, for float32 and float64 features
+    alike. The cosine kernel takes rows at any finite scale (1e160, 1e-300); the linear kernel's
+    products must stay within float64 (values between about 1e-146 and 1e154), else ``compute``
+    says so (rescaling X does not change its score). Weights are any finite non-negative numbers
+    whose running total stays below 1.8e308.
 
     Without ``num_features`` the d x d state is empty (0 x 0) until the first batch tells d. An
     empty state counts as zeros of the other side's size wherever states are summed: in
@@ -125,7 +143,9 @@ class VendiScore(Metric):
                 "second_moment", default=torch.zeros((d, d), dtype=torch.float64), dist_reduce_fx="sum"
             )
             self.add_state("weight_total", default=torch.zeros((), dtype=torch.float64), dist_reduce_fx="sum")
-            self.add_state("eps", default=torch.tensor(EPS64, dtype=torch.float64), dist_reduce_fx="max")
+            # the largest |value| seen (NaN or inf when such values arrived): tells compute why a state
+            # is not finite, without a per-batch scan and sync
+            self.add_state("max_abs", default=torch.zeros((), dtype=torch.float64), dist_reduce_fx="max")
         else:
             self.add_state("features", default=[], dist_reduce_fx="cat")
             self.add_state("weights", default=[], dist_reduce_fx="cat")
@@ -143,6 +163,11 @@ class VendiScore(Metric):
                     f"weights must be {x.shape[0]} finite non-negative numbers, one per row of the batch."
                 )
         if not self.constant_memory:
+            if self.features and self.features[0].shape[1] != x.shape[1]:
+                raise DiversityInputError(
+                    f"features have {x.shape[1]} columns but earlier batches had {self.features[0].shape[1]}; "
+                    "every batch must have the same feature dimension (reset the metric to change it)."
+                )
             if int(self.n_items) + x.shape[0] > self.max_samples:
                 raise DiversityInputError(
                     f"VendiScore with the {self.kernel.name} kernel keeps every feature vector, and more than "
@@ -155,11 +180,16 @@ class VendiScore(Metric):
             )
             self._count(x, w)
             return
+        # float32 values are exact float64 numbers: every product in float64 (issue 38)
+        x = x.to(torch.float64)
+        if x.shape[0]:
+            # in place, NaN propagating (compute reports it); no copy when the state is on x's device
+            self.max_abs.copy_(torch.maximum(self.max_abs, x.abs().amax().to(self.max_abs.device)))
         if self.kernel.name == "cosine":
             # an all-zero row gives NaN here, which compute reports (no per-batch scan or sync)
-            x = x / torch.linalg.vector_norm(x, dim=1, keepdim=True)
+            x = _unit_rows(x)
         if w is not None:
-            x = x * w.sqrt().to(x.dtype)[:, None]
+            x = x * w.sqrt()[:, None]
         d = x.shape[1]
         if self.second_moment.numel() == 0:
             self.second_moment = torch.zeros((d, d), dtype=torch.float64, device=x.device)
@@ -168,12 +198,9 @@ class VendiScore(Metric):
                 f"features have {d} columns but earlier batches had {self.second_moment.shape[0]}."
             )
         self._count(x, w)
-        # one product in the batch's precision, added into the float64 state (as the dual path's chunks)
-        self.second_moment.add_(x.T @ x)  # float32 products are added into the float64 sums
+        self.second_moment.add_(x.T @ x)  # one float64 product, as the dual path's chunks
         if w is not None:  # unweighted: the total is the item count
             self.weight_total.add_(w.sum())
-        if x.dtype == torch.float32:  # float32 products: the support threshold of float32
-            self.eps.fill_(_EPS32)
 
     def _matched_second_moment(self, other: torch.Tensor) -> torch.Tensor:
         """``other`` and this metric's d x d state at one size: an empty (0 x 0) side becomes zeros.
@@ -240,19 +267,24 @@ class VendiScore(Metric):
         weighted = self._weights_used()
         if self.constant_memory:
             total = float(self.weight_total) if weighted else float(n)
+            if not math.isfinite(total):
+                raise DiversityInputError(
+                    f"the weights of the items seen sum to {total} (beyond double precision, 1.8e308); only "
+                    "their ratios matter: divide them all by one constant (e.g. their largest) and reset the metric."
+                )
             if not total > 0:
                 raise DiversityInputError("the weights of the items seen are all zero.")
-            C = self.second_moment.detach().cpu().numpy() * (1.0 / total)
-            if not np.isfinite(C).all():
+            if not math.isfinite(float(self.max_abs)):
                 raise DiversityInputError(
-                    "the features seen held NaN or infinite values"
-                    + (
-                        ", or all-zero rows (cosine similarity is undefined for them)"
-                        if self.kernel.name == "cosine"
-                        else ""
-                    )
-                    + "; fix or drop those rows and reset the metric."
+                    "the features seen held NaN or infinite values; fix or drop those rows and reset the metric."
                 )
+            C = self.second_moment.detach().cpu().numpy() * (1.0 / total)
+            if self.kernel.name == "cosine" and not np.isfinite(C).all():
+                raise DiversityInputError(
+                    "the features seen held NaN or infinite values, or all-zero rows (cosine similarity is "
+                    "undefined for them); fix or drop those rows and reset the metric."
+                )
+            _check_scale(C)  # the products of finite features overflowed or underflowed: a clear error
             lam, _ = _eigh(C, 0, "cpu")
             spec = _finish(
                 lam,
@@ -261,7 +293,7 @@ class VendiScore(Metric):
                 method="dual",
                 kernel=self.kernel.to_dict(),
                 p=np.ones(1) if weighted else None,
-                eps=float(self.eps),
+                eps=computation_eps("float64"),
                 device="cpu",
             )
             values = spec.vendi(self._qs.ravel())

@@ -8,6 +8,7 @@ says so; the HTML report's PNG/SVG buttons, which render in the reader's browser
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional, Union
 
@@ -39,6 +40,23 @@ def _prepare_kaleido() -> None:
     configure_browser()
 
 
+#: Tries of one figure's rendering. On a busy machine kaleido's page can be asked to draw before
+#: its script has loaded ("ReferenceError: kaleido_scopes is not defined"); a new session a
+#: moment later draws it. Errors that a retry cannot mend (no browser) are raised at once.
+RENDER_ATTEMPTS = 3
+
+#: Error types (by name: they come from kaleido's and choreographer's private modules) and
+#: message fragments of kaleido's page not being ready yet.
+_TRANSIENT_TYPES = ("JavascriptError", "KaleidoError", "DevtoolsProtocolError", "TimeoutError")
+_TRANSIENT_TEXT = ("is not defined", "Target closed", "timed out")
+
+
+def _transient(exc: BaseException) -> bool:
+    """Whether a rendering error is kaleido's page not being ready, which a new session mends."""
+    text = str(exc)
+    return type(exc).__name__ in _TRANSIENT_TYPES or any(t in text for t in _TRANSIENT_TEXT)
+
+
 def figure_bytes(fig, *, format: str = "png", width: Optional[int] = None, height: Optional[int] = None,
                  scale: float = 2.0) -> bytes:
     """A figure as PNG or SVG bytes, rendered by kaleido (Chromium, offline).
@@ -68,15 +86,22 @@ def figure_bytes(fig, *, format: str = "png", width: Optional[int] = None, heigh
     """
     fmt = _check_format(format)
     _prepare_kaleido()
-    try:
-        return fig.to_image(format=fmt, width=width or fig.layout.width or 1000,
-                            height=height or fig.layout.height or 500, scale=scale if fmt == "png" else 1)
-    except Exception as exc:  # kaleido raises several unrelated types when no browser starts
-        raise DiversityError(
-            f"could not render the figure as {fmt.upper()} with kaleido ({type(exc).__name__}: {exc}). It needs "
-            "Chrome or Chromium: install one (Debian: apt-get install chromium) or set BROWSER_PATH; the HTML "
-            "report's PNG/SVG buttons export figures in the browser instead."
-        ) from None
+    size = dict(width=width or fig.layout.width or 1000, height=height or fig.layout.height or 500,
+                scale=scale if fmt == "png" else 1)
+    attempt = 1
+    while True:
+        try:
+            return fig.to_image(format=fmt, **size)
+        except Exception as exc:  # kaleido raises several unrelated types when no browser starts
+            if attempt < RENDER_ATTEMPTS and _transient(exc):
+                time.sleep(0.5 * attempt)  # a new kaleido session: the page gets time to load its script
+                attempt += 1
+                continue
+            raise DiversityError(
+                f"could not render the figure as {fmt.upper()} with kaleido ({type(exc).__name__}: {exc}). It "
+                "needs Chrome or Chromium: install one (Debian: apt-get install chromium) or set BROWSER_PATH; the "
+                "HTML report's PNG/SVG buttons export figures in the browser instead."
+            ) from None
 
 
 def export_figure(fig, path: Union[str, Path], *, format: Optional[str] = None, width: Optional[int] = None,

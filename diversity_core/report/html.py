@@ -280,13 +280,16 @@ def _evaluation_section(evaluations: Optional[Mapping[str, Any]], reference: Opt
     for g in groups:
         mem = evaluations[g].memorization
         if mem is not None:
-            closest = [{**t, "generated_item": None, "train_item": None} for t in mem.top_items(10)]
+            # every flagged pair (they come first), up to 50, and at least the ten closest
+            closest = [{**t, "generated_item": None, "train_item": None}
+                       for t in mem.top_items(min(max(10, mem.n_flagged), 50))]
             if items and g in items:
                 ds, gen_rows, train_rows = items[g]
                 for t in closest:
                     t["generated_item"] = _item_cell(ds, int(gen_rows[t["generated"]]))
                     t["train_item"] = _item_cell(ds, int(train_rows[t["train"]]))
-            pairs.append({"group": g, "rule": "authenticity test (Alaa et al. 2022)", "closest": closest})
+            pairs.append({"group": g, "rule": mem.rule(), "headline": mem.headline(), "note": mem.note,
+                          "closest": closest, "n_generated": mem.n_generated})
     prompts = []
     for g in groups:
         cond = evaluations[g].conditional

@@ -59,6 +59,10 @@ def test_reference_role_judges_each_group_with_intervals_and_shows_the_closest_t
     assert len(charts) >= 2
     assert "error_x" in charts[0].proto.spec and "arrayminus" in charts[0].proto.spec
     assert any("closest generated-training pairs" in h.value.lower() for h in at.subheader)
+    # the set-level figure against its baseline heads each group's pairs, the calibrated rule under it
+    shown = [m.value.replace("\\", "") for m in [*at.markdown, *at.caption]]  # Markdown escapes removed
+    assert any("flagged as likely copies, against a baseline of" in v for v in shown), shown
+    assert any(v.startswith("Flag: distance to the nearest training item <") for v in shown), shown
 
 
 def test_other_groups_as_prompts_give_per_prompt_diversity():
@@ -183,7 +187,7 @@ def test_a_one_item_training_set_is_refused_before_any_work(monkeypatch):
     at.selectbox(key="eval_train").set_value("train")
     at.button(key="FormSubmitter:eval_form-Evaluate against the reference").click().run()
     assert_clean(at)
-    assert any("training set" in e.value and "at least 2" in e.value for e in at.error), [e.value for e in at.error]
+    assert any("training set" in e.value and "at least 3" in e.value for e in at.error), [e.value for e in at.error]
     assert not started
 
 

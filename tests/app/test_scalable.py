@@ -106,7 +106,7 @@ def test_core_plan_matches_the_exact_paths_decision():
 
 def test_bounds_keep_ritz_vectors_and_evaluate_any_order():
     X = np.random.default_rng(0).normal(size=(300, 4))
-    *_, b = iter_vendi_bounds(X, kernel="rbf", sigma=1.0, ks=[10], qs=[0.5, 1.0, 2.0], n_eigenvectors=3, rng=0)
+    *_, b = iter_vendi_bounds(X, kernel="rbf", sigma=1.0, ks=[10], q=[0.5, 1.0, 2.0], n_eigenvectors=3, rng=0)
     spec = dc.compute_spectrum(X, kernel="rbf", sigma=1.0, n_eigenvectors=3)
     assert b.eigenvectors.shape == (300, 3) and not b.eigenvectors.flags.writeable
     np.testing.assert_allclose(np.abs(np.sum(b.eigenvectors * spec.eigenvectors, axis=0)), 1.0, atol=1e-6)

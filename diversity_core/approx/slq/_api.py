@@ -32,6 +32,7 @@ from ..._stats import t_interval
 from ..._validation import check_random_state, check_scalar
 from ...entropy import support_tol
 from ...exceptions import DiversityInputError
+from ...kernels import DEFAULT_KERNEL
 from .._operators import KernelOperator, kernel_operator
 from ._quadrature import (
     BlockKrylov,
@@ -73,7 +74,7 @@ _QUAD_SHARE = 0.3
 def iter_vendi_slq(
     X,
     *,
-    kernel="rbf",
+    kernel=DEFAULT_KERNEL,
     q=DEFAULT_QS,
     weights=None,
     probes: int = 64,
@@ -135,7 +136,7 @@ def iter_vendi_slq(
 def vendi_slq(
     X,
     *,
-    kernel="rbf",
+    kernel=DEFAULT_KERNEL,
     q=DEFAULT_QS,
     weights=None,
     probes: int = 64,
@@ -169,7 +170,9 @@ def vendi_slq(
     X : array-like (n, d), sparse matrix, RowSource, path, dask.array.Array, or (n, n) K
         Items (see :func:`~diversity_core.approx.kernel_operator`: files are read into memory,
         Dask arrays stay on the workers, a precomputed K may be a ``numpy.memmap``).
-    kernel : str or Kernel, default "rbf"
+    kernel : str or Kernel, default "cosine"
+        The default of every function that takes a kernel (:data:`~diversity_core.kernels.DEFAULT_KERNEL`),
+        so a bound or estimate is of the value the exact function gives without naming a kernel.
         Any kernel (the one of the exact path; bandwidths fixed on X with the weights).
     q : float, "inf" or sequence, default (0.5, 1, 2, inf)
         Orders in (0, inf]. q = 0 (the rank of rho) is refused: use
