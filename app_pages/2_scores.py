@@ -21,6 +21,31 @@ ctx = header(
     "(small q: every kind counts; large q: only the dominant ones).",
 )
 s, view = ctx.settings, ctx.view
+
+
+def draw_baselines() -> None:
+    """IntDiv, average similarity, GMStds (and n-gram diversity): the core's baseline scores, which
+    need no spectrum, so they show past the dense limit too."""
+    base = attempt(lambda: compute.baselines(*ctx.kernel_args), "Computing the baselines")
+    if not base:
+        return
+    constant = base.pop("gmstds_constant", 0)
+    nonconstant = base.pop("gmstds_nonconstant", None)
+    dims = compute.features(view, ctx.featurizer, show_progress=False).shape[1]
+    gm_help = "Geometric mean of the per-feature standard deviations; 0 when a feature is constant."
+    labels = {"intdiv": ("IntDiv", "1 − mean similarity over all pairs (MOSES); 0 when all items are identical."),
+              "average_similarity": ("Average similarity", "Mean k(x, y) over pairs of distinct items."),
+              "gmstds": ("GMStds", gm_help),
+              "ngram_diversity": ("n-gram diversity", "Distinct / total n-grams, averaged over n = 1..4.")}
+    cols = st.columns(len(base))
+    for col, (key, value) in zip(cols, base.items()):
+        name, help_text = labels.get(key, (key, ""))
+        col.metric(name, f"{value:.4f}", help=help_text)
+        if key == "gmstds" and constant:
+            col.caption(f"0: {constant} constant feature{'s' if constant != 1 else ''} of {dims} (one alone "
+                        f"makes it 0); over the {dims - constant} others it is {nonconstant:.4f}")
+
+
 if view.data.modality == "images" and ctx.featurizer == "pixels" and robustness_ui.background(view).dominated:
     # pixel scores ruled by a shared background: say so, with the network features one click away
     robustness_ui.background_panel(view, ctx.featurizer)
@@ -31,7 +56,8 @@ if scalable.active(ctx, plan):
     first = scalable.first_look(*ctx.kernel_args)
     scalable.scores_panel(ctx, scalable.ensure_job(ctx), first)
     scalable.force_exact_control(ctx, plan, first)
-    st.caption("Baselines, per-group scores and the kernel sweep need the exact spectrum: compute it exactly "
+    draw_baselines()
+    st.caption("Per-group scores and the kernel sweep need the exact spectrum: compute it exactly "
                "above, or take a subsample in the sidebar.")
     first_paint.stop()
 spec = scalable.exact_spectrum(ctx, plan)
@@ -44,39 +70,19 @@ def headline() -> None:
     q, label = current_q(), current_q_label()
     vs_q = spec.vendi(q)
     c1, c2, c3, c4 = st.columns([1.4, 1, 1, 1])
-    c1.metric(f"Vendi score (q = {label})", f"{vs_q:.2f}",
-              help=f"Effective number of distinct items at order q = {label}, out of n = {view.n}.")
-    c1.caption(f"effective number of distinct items, out of **n = {view.n}** ({vs_q / view.n:.1%})")
+    with c1:
+        # the headline (label, value, caption) is the component's own: the browser redraws it as q moves
+        live_q.live_headline(q_options(q), spec.vendi, view.n, q)
     c2.metric("VS₁ (Shannon, q = 1)", f"{spec.vendi(1.0):.2f}", help="The Vendi score of Friedman & Dieng.")
     c3.metric("VS∞ (q = ∞)", f"{spec.vendi(math.inf):.2f}", help="1 / the largest eigenvalue: the dominant mode's share.")
     c4.metric("Rank (q = 0)", f"{spec.rank}", help="Number of eigenvalues in the support (VS₀).")
     st.markdown(compute.reading(vs_q, view.n, {g: gs.vendi(q) for g, gs in groups.items()}, label,
                                 sizes={g: gs.n for g, gs in groups.items()}))
-    # the next q's headline is drawn by the browser as the slider moves (ui.live_q)
-    live_q.live_headline(q_options(q), spec.vendi, view.n, q)
 
 
 headline()
 
-base = attempt(lambda: compute.baselines(*ctx.kernel_args), "Computing the baselines")
-if base:
-    constant = base.pop("gmstds_constant", 0)
-    dims = compute.features(view, ctx.featurizer, show_progress=False).shape[1]
-    gm_help = "Geometric mean of the per-feature standard deviations."
-    if constant:
-        gm_help += (f" Taken over the {dims - constant} non-constant features: {constant} are constant, and one "
-                    "constant feature alone would make it 0.")
-    labels = {"intdiv": ("IntDiv", "1 − mean similarity over all pairs (MOSES); 0 when all items are identical."),
-              "average_similarity": ("Average similarity", "Mean k(x, y) over pairs of distinct items."),
-              "gmstds": ("GMStds", gm_help),
-              "ngram_diversity": ("n-gram diversity", "Distinct / total n-grams, averaged over n = 1..4.")}
-    cols = st.columns(len(base))
-    for col, (key, value) in zip(cols, base.items()):
-        name, help_text = labels.get(key, (key, ""))
-        col.metric(name, f"{value:.4f}", help=help_text)
-        if key == "gmstds" and constant:
-            col.caption(f"over {dims - constant} of {dims} features ({constant} constant feature"
-                        f"{'s' if constant != 1 else ''} left out)")
+draw_baselines()
 
 if first_paint.holding():
     # a session's first run stops here: the headline shows before the charts' and widgets' code has loaded

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
 ARGS = list(CHROMIUM_ARGS)
 HEADLINE_CHANGED = """(before) => {
-  const m = [...document.querySelectorAll('[data-testid=stMetricLabel]')]
+  const m = [...document.querySelectorAll('.dx-headline-label-text')]  // the headline's own (ui.live_q)
     .find(e => e.innerText.includes('Vendi score (q ='));
   return m && m.innerText !== before;
 }"""
@@ -69,9 +69,8 @@ def main() -> None:
             page.wait_for_function(RUN_FINISHED, timeout=120_000)
             page.wait_for_timeout(15_000)  # the worker pool starts after the first page: not measured here
             slider = page.locator('[data-testid="stSidebar"] [data-testid="stSlider"] input[type="range"]').first
-            label = page.locator('[data-testid="stMetric"]', has_text="Vendi score (q =").first.locator(
-                '[data-testid="stMetricLabel"]')
-            metric = page.locator('[data-testid="stMetric"]', has_text="Vendi score (q =").first
+            label = page.locator(".dx-headline-label-text").first  # the headline's own markup (ui.live_q)
+            metric = page.locator(".dx-headline").first
             headline, finished, to_send, replies, mismatches = [], [], [], [], []
             for i in range(PRESSES):
                 before = label.inner_text()

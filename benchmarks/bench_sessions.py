@@ -55,7 +55,7 @@ CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 # the launch flags of tests/e2e/conftest.py
 ARGS = list(CHROMIUM_ARGS)
 HEADLINE = """(want) => {
-  const m = [...document.querySelectorAll('[data-testid=stMetricLabel]')]
+  const m = [...document.querySelectorAll('.dx-headline-label-text, [data-testid=stMetricLabel]')]
     .find(e => e.innerText.includes('Vendi score (q ='));
   return !!m && m.innerText.includes(want) && !document.querySelector('[data-testid="stStatusWidget"]');
 }"""
@@ -63,7 +63,7 @@ HEADLINE = """(want) => {
 
 #: The headline names another q than 1 and the run has finished.
 Q_MOVED = """() => {
-  const m = [...document.querySelectorAll('[data-testid=stMetricLabel]')]
+  const m = [...document.querySelectorAll('.dx-headline-label-text, [data-testid=stMetricLabel]')]
     .find(e => e.innerText.includes('Vendi score (q ='));
   return !!m && !m.innerText.includes('q = 1)') && !document.querySelector('[data-testid="stStatusWidget"]');
 }"""

@@ -15,9 +15,11 @@ from typing import Optional
 import numpy as np
 import scipy.sparse as sp
 
+from ._config import chunk_rows, fits_memory
 from ._validation import check_features, check_weights
-from .distances import _row_norms
+from .distances import _as_float64, _row_norms
 from .kernels import PrecomputedKernel, get_kernel
+from .sources import chunk_bounds
 
 __all__ = ["intdiv", "average_similarity", "gmstds", "constant_features", "baseline_scores"]
 
@@ -35,17 +37,39 @@ def _weighted_sums(X, kernel, weights, kernel_params):
 def _kernel_sums(kern, X, p: np.ndarray) -> tuple[float, float, float]:
     """(p^T K p, sum_i p_i^2 K_ii, sum_i p_i^2) for a resolved kernel, validated X and weights p."""
     if kern.has_feature_map:
-        # p^T K p = ||Phi^T p||^2: O(n d) instead of O(n^2 d)
-        Phi = kern.features(X, check_input=False)
-        v = Phi.T @ p
-        v = np.asarray(v, dtype=np.float64).ravel()
+        # p^T K p = ||Phi^T p||^2: O(n d) instead of O(n^2 d); the features of float64 rows (float32
+        # rows converted exactly, chunk by chunk), so float32 data give their float64 copy's value
+        v, diag = None, np.empty(X.shape[0])
+        step = chunk_rows(X.shape[1], 8)
+        for start in range(0, X.shape[0], step):
+            Phi = kern.features(_as_float64(X[start:start + step]), check_input=False)
+            part = np.asarray(Phi.T @ p[start:start + step], dtype=np.float64).ravel()
+            v = part if v is None else v + part
+            diag[start:start + step] = _row_norms(Phi, squared=True)  # K_ii = ||phi_i||^2
         quad = float(v @ v)
-        diag = _row_norms(Phi, squared=True)  # K_ii = ||phi_i||^2
+    elif not isinstance(kern, PrecomputedKernel) and not fits_memory(8.0 * X.shape[0] ** 2):
+        return _blocked_kernel_sums(kern, X, p)
     else:
         K = X if isinstance(kern, PrecomputedKernel) else kern.gram(X, check_input=False)
         quad = float(p @ K @ p)
         diag = np.diagonal(K)
     return quad, float(np.dot(p * p, diag)), float(np.dot(p, p))
+
+
+def _blocked_kernel_sums(kern, X, p: np.ndarray) -> tuple[float, float, float]:
+    """:func:`_kernel_sums` by blocks of K, for an n x n matrix over the memory budget.
+
+    The blocks of :func:`~diversity_core.blocked.vendi_2_exact`: the baselines never need the dense K.
+    """
+    from .blocked import _blocked_sums, _budget_block_rows, _pair_kernel, _workers
+
+    workers = _workers()
+    rows = _budget_block_rows(workers)
+    block = _pair_kernel(kern, X)
+    quad = _blocked_sums(block, X.shape[0], p, rows, None, workers)[0]
+    diag = sum(float(np.dot(p[a:b] * p[a:b], np.diagonal(block((a, b), (a, b), True))))
+               for a, b in chunk_bounds(X.shape[0], rows))
+    return quad, diag, float(np.dot(p, p))
 
 
 def _intdiv(kern, X, p: Optional[np.ndarray] = None) -> float:
@@ -62,7 +86,8 @@ def intdiv(X, *, kernel="cosine", weights=None, **kernel_params) -> float:
 
     Notes
     -----
-    O(n d) with a feature-map kernel (:math:`\|\Phi^T p\|^2`), O(n^2 d) otherwise.
+    O(n d) with a feature-map kernel (:math:`\|\Phi^T p\|^2`), O(n^2 d) otherwise, by blocks of K
+    when the n x n matrix is over the memory budget (it is never needed whole).
 
     Examples
     --------
@@ -135,7 +160,13 @@ def gmstds(X, *, weights: Optional[np.ndarray] = None, skip_constant: bool = Fal
 
 
 def baseline_scores(X, *, kernel="cosine", weights=None, **kernel_params) -> dict[str, float]:
-    """IntDiv, average similarity and GMStds in one dict (GMStds only for dense features)."""
+    """IntDiv, average similarity and GMStds in one dict (GMStds only for dense features).
+
+    The kernel's data-dependent defaults (the median bandwidth) are fixed on X as
+    :func:`~diversity_core.spectrum.compute_spectrum` fixes them; the n x n kernel matrix is
+    never needed whole (blocks of it past the memory budget). GMStds is :func:`gmstds`'s
+    definition: 0 when a feature is constant.
+    """
     quad, diag_term, pp = _weighted_sums(X, kernel, weights, kernel_params)
     out = {"intdiv": 1.0 - quad, "average_similarity": (quad - diag_term) / (1.0 - pp)}
     if not sp.issparse(X) and get_kernel(kernel, **kernel_params).name != "precomputed":

@@ -168,9 +168,7 @@ def vendi_2_exact(
     check_option(method, METHODS, "method")
     workers = _workers()
     if block_rows is None:
-        # a block and its temporaries (distances, masks) take about four block-sized arrays,
-        # and each worker thread holds one block
-        rows = max(2, min(BLOCK_ROWS, math.isqrt(int(memory_budget() // (32 * workers)))))
+        rows = _budget_block_rows(workers)
     else:
         rows = check_scalar(block_rows, "block_rows", int, min_val=2)
     if isinstance(kern, PrecomputedKernel):
@@ -227,6 +225,15 @@ def vendi_2_exact(
 # ---------------------------------------------------------------------------------------
 # private computation
 # ---------------------------------------------------------------------------------------
+def _budget_block_rows(workers: int) -> int:
+    """Rows per block of K within the memory budget.
+
+    A block and its temporaries (distances, masks) take about four block-sized arrays, and each
+    worker thread holds one block.
+    """
+    return max(2, min(BLOCK_ROWS, math.isqrt(int(memory_budget() // (32 * workers)))))
+
+
 def _probabilities(p: Optional[np.ndarray], n: int) -> np.ndarray:
     """Checked weights, or uniform 1/n."""
     return np.full(n, 1.0 / n) if p is None else p

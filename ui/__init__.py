@@ -17,8 +17,8 @@ tasks        the one pattern of long tasks (magnitude, RND, UMAP, kernel sweeps,
              start -> ``st.status`` with progress from the core's callback -> stored by inputs -> shown.
 fragments    O(n) controls redraw their ``st.fragment`` only; the sidebar's q reruns a page's q views
              (:func:`fragments.q_view`) when the page reads q nowhere else (:func:`fragments.q_local`).
-live_q       the Scores headline redrawn by the browser as the q slider moves, from a table of every
-             q's text the page computed (:func:`live_q.live_headline`); the server's rerun follows.
+live_q       the Scores headline, a component that draws its own markup and redraws it as the q slider
+             moves, from a table of every q's text the page computed (:func:`live_q.live_headline`).
 feedback     progress bars fed by the core's callbacks; errors as ``st.error`` without traceback.
 page         the header every page starts with, returning its :class:`page.Context`.
 gallery      items on screen: image thumbnails, text snippets, molecule drawings.

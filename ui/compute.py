@@ -240,17 +240,24 @@ def group_spectra(view: View, featurizer: str, kernel: str, kernel_params: tuple
 
 @shared_cache("results", spinner="Computing the baseline scores…", hash_funcs=HASH)
 def baselines(view: View, featurizer: str, kernel: str, kernel_params: tuple) -> dict:
-    """IntDiv, average similarity, GMStds (dense features) and n-gram diversity (text)."""
+    """IntDiv, average similarity, GMStds (dense features) and n-gram diversity (text).
+
+    :func:`diversity_core.baseline_scores`, as the API: the core fixes the kernel's bandwidth (no
+    spectrum is computed here, so the baselines show past the dense limit too) and GMStds is the
+    core's (0 when a feature is constant). With constant features, ``gmstds_constant`` counts them
+    and ``gmstds_nonconstant`` is the core's mean over the others, for the page's caption.
+    """
     X = features(view, featurizer, show_progress=False)
-    params = resolved_kernel_params(spectrum(view, featurizer, kernel, kernel_params))
+    weights = view.data.weights
     with _cores(view.n):
-        out = dict(dc.baseline_scores(X, kernel=kernel, weights=view.data.weights, **params))
+        out = dict(dc.baseline_scores(X, kernel=kernel, weights=weights, **dict(kernel_params)))
     if "gmstds" in out:
-        # one constant feature (a border pixel) makes GMStds 0: the app takes it over the others
         from diversity_core.baselines import constant_features, gmstds
 
-        out["gmstds"] = gmstds(X, weights=view.data.weights, skip_constant=True)
-        out["gmstds_constant"] = constant_features(X, weights=view.data.weights)
+        constant = constant_features(X, weights=weights)
+        if constant:
+            out["gmstds_constant"] = constant
+            out["gmstds_nonconstant"] = gmstds(X, weights=weights, skip_constant=True)
     if view.data.modality == "text":
         from diversity_core.featurizers.text import ngram_diversity
 

@@ -1,4 +1,4 @@
-"""The q headline redrawn in the browser the moment q moves, before the server's rerun arrives.
+"""The Scores q headline, drawn by its own component so that it changes the moment q moves.
 
 Moving q reruns the page's q views (:mod:`ui.fragments`), but the browser shows their result late:
 on the Scores page (2-core machine, headless Chromium) a q change took 230 ms median from the
@@ -10,12 +10,13 @@ wait behind them.
 So the headline does not wait for them. The server sends, with the headline, its text for
 **every** q of the slider, computed by the same Python as the headline itself
 (:meth:`~diversity_core.spectrum.Spectrum.vendi` per option: O(n) each, a few ms for all). A
-small ``st.components.v2`` script watches the sidebar's q slider and, when its value changes,
-writes that q's texts into the headline metric and its caption at once. The server's rerun
-follows with the same texts (and the charts); nothing is computed in the browser, only looked up.
+small ``st.components.v2`` component draws the headline (label, value, help, caption) in its own
+element from that table and, when the sidebar's q slider changes, draws that q's row at once. The
+server's rerun follows with the same table; nothing is computed in the browser, only looked up.
 
-The script changes the text of the nodes React drew, never the nodes themselves, so React's own
-update of the same nodes (same text) lands cleanly.
+The component writes only its own markup (classes ``dx-headline*``, styled by its own CSS); of the
+page it reads only the q slider's ARIA attributes (``aria-label``, ``aria-valuetext``: the
+slider's accessible name and value), never Streamlit's internal test ids.
 """
 
 from __future__ import annotations
@@ -26,6 +27,28 @@ from diversity_core._orders import format_q
 
 #: The headline's label up to the order (``Vendi score (q = 1)``).
 LABEL_PREFIX = "Vendi score (q = "
+#: The help on the headline's label; ``{q}`` is the order the headline shows.
+HELP = "Effective number of distinct items at order q = {q}, out of n = {n}."
+#: The caption under the value: plain text, then a bold part, then the share of n.
+CAPTION = ("effective number of distinct items, out of ", "n = {n}")
+
+# the type sizes of Streamlit's own metric and caption (rem: they follow the page's base size)
+_CSS = r"""
+.dx-headline { position: relative; }
+.dx-headline-label { display: flex; align-items: center; gap: 0.25rem; min-height: 1.5rem;
+  font-size: 0.875rem; line-height: 1.5; }
+.dx-headline-help { display: inline-flex; align-items: center; justify-content: center; width: 1rem;
+  height: 1rem; border: 1px solid currentColor; border-radius: 50%; font-size: 0.7rem; opacity: 0.6;
+  cursor: help; position: relative; }
+.dx-headline-help:hover, .dx-headline-help:focus-visible { opacity: 1; }
+.dx-headline-help:hover::after, .dx-headline-help:focus-visible::after { content: attr(aria-label);
+  position: absolute; left: 0; top: 1.4rem; z-index: 10; width: max-content; max-width: 18rem;
+  padding: 0.4rem 0.6rem; border-radius: 0.4rem; font-size: 0.8rem; line-height: 1.4;
+  background: var(--st-secondary-background-color, #f0f2f6); color: var(--st-text-color, inherit);
+  box-shadow: 0 1px 4px rgba(0, 0, 0, 0.2); }
+.dx-headline-value { font-size: 2.25rem; line-height: normal; padding-bottom: 0.25rem; overflow-wrap: normal; }
+.dx-headline-caption { margin-top: 0.5rem; font-size: 0.875rem; opacity: 0.6; }
+"""
 
 _JS = r"""
 export default function (component) {
@@ -33,51 +56,44 @@ export default function (component) {
   const live = (window.__dxLiveQ = window.__dxLiveQ || {});
   live.data = data;  // the newest table: a rerun with other data replaces it
   live.current = data && data.current;  // the q the server drew: a slider set to it again changes nothing
-  live.anchor = parentElement;  // where this page's headline is: another page's metrics are never written
-  if (live.observer) return;
-  const scope = () => {
-    // the nearest block around this element that holds a metric (the headline's fragment)
-    let el = live.anchor;
-    if (!el || !el.isConnected) return null;
-    while (el && el !== document.body) {
-      if (el.querySelector && el.querySelector('[data-testid="stMetric"]')) return el;
-      el = el.parentElement;
-    }
-    return null;
-  };
-  const textNode = (el) => {
-    if (!el) return null;
-    const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
-    let node, last = null;
-    while ((node = walk.nextNode())) if (node.nodeValue.trim()) last = node;
-    return last;
-  };
-  const apply = (label) => {
+  // the component's own element: built once per mount, then only its texts change
+  let box = parentElement.querySelector(".dx-headline");
+  if (!box) {
+    box = document.createElement("div");
+    box.className = "dx-headline";
+    box.setAttribute("role", "group");
+    box.innerHTML = '<div class="dx-headline-label"><span class="dx-headline-label-text"></span>'
+      + '<span class="dx-headline-help" tabindex="0" role="img">?</span></div>'
+      + '<div class="dx-headline-value"></div><div class="dx-headline-caption"></div>';
+    parentElement.appendChild(box);
+  }
+  live.box = box;
+  const draw = (label) => {
     const d = live.data;
     const row = d && d.texts && d.texts[label];
-    const root = scope();
-    if (!row || !root) return;
-    for (const metric of root.querySelectorAll('[data-testid="stMetric"]')) {
-      const labelNode = textNode(metric.querySelector('[data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"]'));
-      if (!labelNode || !labelNode.nodeValue.startsWith(d.prefix)) continue;
-      labelNode.nodeValue = d.prefix + label + ")";
-      const valueNode = textNode(metric.querySelector('[data-testid="stMetricValue"]'));
-      if (valueNode) valueNode.nodeValue = row[0];
-      // the caption under the metric: its last text is the share of n
-      const column = metric.closest('[data-testid="stColumn"]') || metric.parentElement;
-      const caption = textNode(column && column.querySelector('[data-testid="stCaptionContainer"]'));
-      if (caption && row[1] && /\(.*%\)/.test(caption.nodeValue)) caption.nodeValue = caption.nodeValue.replace(/\(.*%\)/, row[1]);
-      window.__dxLiveQShown = label;  // what the tests and the benchmark read
-    }
+    const el = live.box;
+    if (!row || !el || !el.isConnected) return false;
+    const text = d.prefix + label + ")";
+    el.querySelector(".dx-headline-label-text").textContent = text;
+    el.setAttribute("aria-label", text);
+    el.querySelector(".dx-headline-help").setAttribute("aria-label", d.help.replace("{q}", label));
+    el.querySelector(".dx-headline-value").textContent = row[0];
+    const caption = el.querySelector(".dx-headline-caption");
+    const bold = document.createElement("strong");
+    bold.textContent = d.caption[1];
+    caption.replaceChildren(d.caption[0], bold, row[1] ? " " + row[1] : "");
+    window.__dxLiveQShown = label;  // what the tests and the benchmark read
+    return true;
   };
+  draw(live.current);
+  if (live.observer) return;
   live.observer = new MutationObserver((records) => {
     for (const r of records) {
       const el = r.target;
       if (el.matches && el.matches('input[type="range"]') && el.getAttribute("aria-label") === (live.data && live.data.slider)) {
         const label = el.getAttribute("aria-valuetext");
         if (label === live.current) continue;  // redrawn at the q shown (a new run, new data): the server's text stands
-        live.current = label;
-        apply(label);
+        if (draw(label)) live.current = label;
       }
     }
   });
@@ -91,7 +107,7 @@ _COMPONENT = None
 
 def live_headline(options: Sequence[float], value: Callable[[float], float], n: int, current: float, *,
                   slider: str = "Order q", key: str = "live_q") -> None:
-    """Mount the script that redraws the q headline in the browser when the q slider moves.
+    """Draw the q headline, which the browser redraws from a table of every q as the q slider moves.
 
     Parameters
     ----------
@@ -102,22 +118,30 @@ def live_headline(options: Sequence[float], value: Callable[[float], float], n: 
     n : int
         The number of items the share in the caption is of.
     current : float
-        The q the page drew: the script writes nothing until the slider leaves it.
+        The q the page drew: the headline shows it until the slider leaves it.
     slider : str
         The q slider's label.
     key : str
         The element's key.
 
-    The headline must be an ``st.metric`` labelled ``Vendi score (q = <q>)`` with the value
-    written ``f"{value:.2f}"``, and a caption in its column ending in ``(<share of n>)``.
+    The headline reads ``Vendi score (q = <q>)`` over the value written ``f"{value:.2f}"`` and the
+    caption ``effective number of distinct items, out of n = <n> (<share of n>)``
+    (:func:`headline_data`).
     """
     global _COMPONENT
     if _COMPONENT is None:
         from streamlit.components.v2 import component
 
-        _COMPONENT = component("diversity_live_q", js=_JS, isolate_styles=False)
-    _COMPONENT(data={"prefix": LABEL_PREFIX, "slider": slider, "texts": headline_texts(options, value, n),
-                     "current": format_q(float(current))}, key=key)
+        _COMPONENT = component("diversity_live_q", css=_CSS, js=_JS, isolate_styles=False)
+    _COMPONENT(data=headline_data(options, value, n, current, slider=slider), key=key)
+
+
+def headline_data(options: Sequence[float], value: Callable[[float], float], n: int, current: float, *,
+                  slider: str = "Order q") -> dict:
+    """What the headline component draws from: its texts for every q, and the q shown now."""
+    return {"prefix": LABEL_PREFIX, "slider": slider, "current": format_q(float(current)),
+            "texts": headline_texts([*options, current], value, n), "help": HELP.replace("{n}", str(n)),
+            "caption": [CAPTION[0], CAPTION[1].format(n=n)]}
 
 
 def headline_texts(options: Sequence[float], value: Callable[[float], float], n: Optional[int]) -> dict:

@@ -7,6 +7,7 @@ import functools
 import io
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -46,9 +47,30 @@ def assert_clean(at: AppTest) -> None:
 
 
 def headline(at: AppTest):
+    """The page's q headline: the exact Scores page's own component (``ui.live_q``), or a metric
+    (the estimates of ``ui.scalable``); ``.label``, ``.value`` and, for the component, ``.caption``."""
     found = [m for m in at.metric if m.label.startswith(HEADLINE)]
-    assert len(found) == 1, [m.label for m in at.metric]
+    found += [_live_headline(data) for data in live_data(at)]
+    assert len(found) == 1, ([m.label for m in at.metric], len(live_data(at)))
     return found[0]
+
+
+def _live_headline(data: dict) -> SimpleNamespace:
+    """The texts the headline component draws for the q the server drew, as ``st.metric`` would
+    give them (the caption in markdown: ``**`` around its bold part)."""
+    value, share = data["texts"][data["current"]]
+    lead, bold = data["caption"]
+    return SimpleNamespace(label=f"{data['prefix']}{data['current']})", value=value,
+                           help=data["help"].replace("{q}", data["current"]),
+                           caption=f"{lead}**{bold}**" + (f" {share}" if share else ""))
+
+
+def live_data(at: AppTest) -> list:
+    """The data of every headline component (``ui.live_q``) on the page."""
+    import json
+
+    return [json.loads(el.proto.json) for el in at.get("bidi_component")
+            if el.proto.component_name == "diversity_live_q"]
 
 
 def metric(at: AppTest, label: str):
@@ -87,9 +109,22 @@ def test_headline_numbers_equal_the_core():
     assert metric(at, "VS₁ (Shannon, q = 1)").value == f"{spec.vendi(1.0):.2f}"
     assert metric(at, "VS∞ (q = ∞)").value == f"{spec.vendi(np.inf):.2f}"
     assert metric(at, "Rank (q = 0)").value == f"{spec.rank}"
-    assert any(f"out of **n = {n}**" in c.value for c in at.caption)
+    assert f"out of **n = {n}**" in headline(at).caption
     X = featurize(load_demo("digits"))
     assert metric(at, "IntDiv").value == f"{dc.intdiv(X, kernel='cosine'):.4f}"
+
+
+def test_the_headline_is_the_components_own():
+    """Issue 39 item 10: the exact Scores headline is drawn by its own component (``ui.live_q``), not
+    by an ``st.metric`` whose DOM a script rewrites; its script and styles name no Streamlit test id."""
+    from ui import live_q
+
+    at = start()
+    assert not [m.label for m in at.metric if m.label.startswith(HEADLINE)]
+    assert len(live_data(at)) == 1
+    n = load_demo("digits").n
+    assert headline(at).label == "Vendi score (q = 1)" and headline(at).help.endswith(f"out of n = {n}.")
+    assert "data-testid" not in live_q._JS + live_q._CSS and "stMetric" not in live_q._JS
 
 
 @pytest.mark.parametrize("q, label", [(2.0, "2"), (0.5, "0.5"), (math.inf, "∞"), (0.0, "0")])
@@ -111,17 +146,14 @@ def test_changing_q_changes_the_headline(q, label):
 
 def live_texts(at: AppTest) -> dict:
     """The live headline's table on the page: ``{q label: [value, share]}``."""
-    import json
-
-    found = [json.loads(el.proto.json) for el in at.get("bidi_component")
-             if el.proto.component_name == "diversity_live_q"]
+    found = live_data(at)
     assert len(found) == 1
     return found[0]["texts"]
 
 
 def _share(at: AppTest) -> str:
     """The ``(x%)`` at the end of the headline's caption."""
-    caption = next(c.value for c in at.caption if "effective number of distinct items" in c.value)
+    caption = headline(at).caption
     return caption[caption.rindex("("):]
 
 

@@ -100,7 +100,9 @@ def test_click_opens_the_item_with_its_neighbours_numbers_and_keep_only_these():
     keep.click().run()
     assert_clean(at)
     at.switch_page("app_pages/2_scores.py").run()
-    assert any("out of **n = 9**" in c.value for c in at.caption)
+    from test_app import headline
+
+    assert "out of **n = 9**" in headline(at).caption
 
 
 def test_3d_view_and_search_highlighting():

@@ -28,7 +28,7 @@ def test_a_substring_filters_the_items_every_page_measures():
     sub = text.subset(contains_mask(text, "dog"))
     assert sub.n == 98
     assert headline(at).value == f"{_vs(sub, kernel):.2f}"
-    assert f"out of **n = {sub.n}**" in " ".join(c.value for c in at.caption)
+    assert f"out of **n = {sub.n}**" in headline(at).caption
     assert any(f"{sub.n} of {text.n} items match" in c.value for c in at.sidebar.caption)
     at.switch_page("app_pages/1_dataset.py").run()
     assert_clean(at)

@@ -20,7 +20,6 @@ from ui.state import LINK_MAX_ROWS, format_rows, parse_rows, parse_selection
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 N, SEED = 120, 1
-HEADLINE = "Vendi score (q = "
 
 
 def assert_clean(at: AppTest) -> None:
@@ -53,11 +52,11 @@ def scores_headline(at: AppTest) -> tuple[float, int]:
     """(VS, n) the Scores page shows."""
     at.switch_page("app_pages/2_scores.py").run()
     assert_clean(at)
-    metric = [m for m in at.metric if m.label.startswith(HEADLINE)]
-    assert len(metric) == 1
-    caption = [c.value for c in at.caption if "out of **n = " in c.value]
-    n = int(caption[0].split("**n = ")[1].split("**")[0])
-    return float(metric[0].value), n
+    from test_app import headline
+
+    found = headline(at)  # the headline component's texts (ui.live_q)
+    n = int(found.caption.split("**n = ")[1].split("**")[0])
+    return float(found.value), n
 
 
 def button(at: AppTest, key: str):

@@ -47,11 +47,16 @@ def open_page(page, url: str, timeout: float = 120_000) -> None:
 
 
 def headline(page) -> tuple[str, str]:
-    """(label, value) of the Scores page's headline metric."""
-    metric = page.locator('[data-testid="stMetric"]', has_text="Vendi score (q =").first
-    metric.wait_for()
-    label = metric.locator('[data-testid="stMetricLabel"]').inner_text()
-    value = metric.locator('[data-testid="stMetricValue"]').inner_text()
+    """(label, value) of the Scores page's q headline: its own component's (``ui.live_q``), or the
+    metric the scalable path draws beyond the dense limit (``ui.scalable``)."""
+    live = page.locator(".dx-headline")
+    metric = page.locator('[data-testid="stMetric"]', has_text="Vendi score (q =")
+    live.or_(metric).first.wait_for()
+    if live.count():
+        return (live.first.locator(".dx-headline-label-text").inner_text(),
+                live.first.locator(".dx-headline-value").inner_text())
+    label = metric.first.locator('[data-testid="stMetricLabel"]').inner_text()
+    value = metric.first.locator('[data-testid="stMetricValue"]').inner_text()
     return label, value
 
 
@@ -108,7 +113,7 @@ let batch = 0;
 new MutationObserver(() => {
   batch += 1;
   const now = {
-    headline: [...document.querySelectorAll('[data-testid=stMetricLabel]')].some(e => e.innerText.includes('Vendi score (q =')),
+    headline: [...document.querySelectorAll('.dx-headline-label-text')].some(e => e.textContent.includes('Vendi score (q =')),
     widget: !!document.querySelector('[data-testid=stSidebar] [data-testid=stSelectbox]'),
     chart: !!document.querySelector('[data-testid=stPlotlyChart] .js-plotly-plot'),
   };
