@@ -16,7 +16,7 @@ answers, compares them with a reference, and records the largest relative differ
   sets, coverage), both at the origin and translated by 1e4 with a spread of 1e-3.
 - ``ties``: density and coverage on n-gram features (many pairs exactly sqrt(2) apart) under
   two row orders, against a recount with the closed-ball rule in exact arithmetic
-  (``fractions.Fraction`` on the float64 values).
+  (every float64 value as an exact integer multiple of 2**-1074).
 - ``frechet``: FD against ``torchmetrics``' ``_compute_fid`` and a 40-digit mpmath reference on
   full-rank and n < d cases, and the known answer |c|^2 for G = R + c.
 - ``kid``: KID with one subset of all items against ``torchmetrics``' ``poly_mmd``.
@@ -148,7 +148,14 @@ def part_prdc() -> dict:
     R, G = F[labels == groups[0]], F[labels == groups[1]]
     ours = _prdc_values(prdc(R, G, k=5, nn_method="exact", n_resamples=0))
     theirs = ref.compute_prdc(R, G, nearest_k=5)
-    res["digits exact vs prdc package"] = max(rel(ours[k], theirs[k]) for k in ours)
+    # digits pixels are integers: many distances tie with radii, where the closed ball (ours) and
+    # the package's open ball (<) differ by design; on continuous features they must agree
+    res["digits (integer pixels, ties) exact vs prdc package"] = {k: rel(ours[k], theirs[k]) for k in ours}
+    g0 = np.random.default_rng(2)
+    Rc, Gc = g0.normal(size=(1500, 64)), g0.normal(size=(1500, 64)) + 0.2
+    ours = _prdc_values(prdc(Rc, Gc, k=5, nn_method="exact", n_resamples=0))
+    theirs = ref.compute_prdc(Rc, Gc, nearest_k=5)
+    res["gaussians 1500x64 (no ties) exact vs prdc package"] = max(rel(ours[k], theirs[k]) for k in ours)
     g = np.random.default_rng(3)
     A, B = g.normal(size=(4000, 32)), g.normal(size=(4000, 32)) + 0.1
     for offset, spread in ((0.0, 1.0), (1e4, 1e-3)):
@@ -168,36 +175,89 @@ def part_prdc() -> dict:
     return res
 
 
-def _exact_sq(a: np.ndarray, b: np.ndarray) -> Fraction:
-    return sum((Fraction(float(x)) - Fraction(float(y))) ** 2 for x, y in zip(a, b))
+#: Every float64 is an integer multiple of 2**-1074: scaled by 2**1074 it is an exact Python int.
+_SCALE = 1074
+
+
+def _exact_rows(X: np.ndarray) -> list:
+    """Each row as {column: exact integer value x 2**1074} over its non-zero entries."""
+    rows = []
+    for r in X:
+        nz = np.flatnonzero(r)
+        rows.append({int(j): (Fraction(float(r[j])) * (1 << _SCALE)).numerator for j in nz})
+    return rows
+
+
+def _exact_sq(a: dict, b: dict) -> int:
+    """||a - b||^2 x 2**2148, exactly (integers over the union of the non-zero columns)."""
+    total = 0
+    for j in a.keys() | b.keys():
+        diff = a.get(j, 0) - b.get(j, 0)
+        total += diff * diff
+    return total
 
 
 def part_ties() -> dict:
-    """Density/coverage on n-gram features: the closed-ball rule recounted in exact arithmetic."""
+    """Density/coverage on n-gram features against a recount of the closed-ball rule on the true geometry.
+
+    The n-gram rows' true squared norms are multiples of 1/4 (each n's block L2-normalised and
+    scaled by 1/2; 1 for a text with 4-grams), so the true squared distance is
+    |x|^2 + |y|^2 - 2 <x, y> with those norms, and documents sharing no n-gram are exactly
+    sqrt(2) apart (their float dot product is exactly 0). The recount compares those true
+    values (ties resolved exactly), where the stored rows' norms carry round-off that decides the
+    ties at random. A second recount uses the stored float64 values as exact numbers (integer
+    arithmetic), which is what round-off alone would give.
+    """
     from diversity_core.evaluation import prdc
 
     texts = dc.load_demo("text")
     F = dc.featurize(texts, "ngram")
     F = F.toarray() if hasattr(F, "toarray") else np.asarray(F)
-    # a small slice keeps the exact recount affordable; keep only the columns used
-    R, G = F[:120], F[120:220]
-    used = np.flatnonzero((np.abs(R).sum(0) + np.abs(G).sum(0)) > 0)
-    R, G = R[:, used].astype(np.float64), G[:, used].astype(np.float64)
+    R, G = F[:300].astype(np.float64), F[300:600].astype(np.float64)
     k = 5
-    # exact squared distances as fractions (every float64 value is a rational number)
-    RR = [[_exact_sq(R[i], R[j]) for j in range(len(R))] for i in range(len(R))]
-    GR = [[_exact_sq(G[i], R[j]) for j in range(len(R))] for i in range(len(G))]
-    radius = [sorted(RR[i][:i] + RR[i][i + 1:])[k - 1] for i in range(len(R))]
-    inside = [[GR[i][j] <= radius[j] for j in range(len(R))] for i in range(len(G))]
-    density = sum(sum(row) for row in inside) / (k * len(G))
-    coverage = sum(any(inside[i][j] for i in range(len(G))) for j in range(len(R))) / len(R)
-    ties = sum(GR[i][j] == radius[j] for i in range(len(G)) for j in range(len(R)))
-    out = {"pairs exactly at a radius": ties, "exact density": density, "exact coverage": coverage}
+
+    def closed_ball(D2_rr, D2_gr):
+        D2_rr = D2_rr.copy()
+        np.fill_diagonal(D2_rr, np.inf)
+        radius = np.sort(D2_rr, axis=1)[:, k - 1]
+        inside = D2_gr <= radius[None, :]
+        return inside.sum() / (k * len(D2_gr)), inside.any(axis=0).mean(), int((D2_gr == radius[None, :]).sum())
+
+    # true squared norms: a quarter per n whose block is non-empty (1 for texts with 4-grams)
+    nr, ng = np.round(4 * (R * R).sum(1)) / 4, np.round(4 * (G * G).sum(1)) / 4
+    true_density, true_coverage, ties = closed_ball(nr[:, None] + nr[None, :] - 2.0 * (R @ R.T),
+                                                    ng[:, None] + nr[None, :] - 2.0 * (G @ R.T))
+    out = {"items": [len(R), len(G)], "pairs tied with a radius (true geometry)": ties,
+           "true density": true_density, "true coverage": true_coverage}
+    used = np.flatnonzero((np.abs(R[:120]).sum(0) + np.abs(G[:100]).sum(0)) > 0)
+    Re, Ge = _exact_rows(R[:120, used]), _exact_rows(G[:100, used])
+    RR = np.array([[_exact_sq(a, b) for b in Re] for a in Re], dtype=object)
+    GR = np.array([[_exact_sq(a, b) for b in Re] for a in Ge], dtype=object)
+    np.fill_diagonal(RR, 1 << 4000)
+    radius = [sorted(row)[k - 1] for row in RR]
+    inside = np.array([[GR[i, j] <= radius[j] for j in range(len(Re))] for i in range(len(Ge))])
+    stored = {"density": inside.sum() / (k * len(Ge)), "coverage": float(inside.any(axis=0).mean())}
     perm = np.random.default_rng(0).permutation(len(G))
     for label, (Rx, Gx) in {"order 1": (R, G), "order 2": (R[::-1], G[perm])}.items():
         v = _prdc_values(prdc(Rx, Gx, k=k, nn_method="exact", n_resamples=0))
         out[label] = {"density": v["density"], "coverage": v["coverage"],
-                      "density error": rel(v["density"], density), "coverage error": rel(v["coverage"], coverage)}
+                      "density error vs true": rel(v["density"], true_density),
+                      "coverage error vs true": rel(v["coverage"], true_coverage)}
+    # digits pixels are k / 255 for integer k: the true geometry is the integers' (exact squared
+    # distances in int64, ties everywhere); the stored values carry the rounding of k / 255
+    P = np.asarray(dc.featurize(dc.load_demo("digits"), "pixels"))
+    Pi = np.round(P * 255).astype(np.int64)
+    assert np.array_equal(Pi / 255.0, P), "digits pixels are k / 255"
+    Ri, Gi = Pi[::2], Pi[1::2]
+    sq = lambda A, B: ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1)  # noqa: E731
+    dens, cov, tied = closed_ball(sq(Ri, Ri).astype(np.float64), sq(Gi, Ri).astype(np.float64))
+    v = _prdc_values(prdc(P[::2], P[1::2], k=k, nn_method="exact", n_resamples=0))
+    out["digits pixels k/255"] = {"pairs tied with a radius": tied, "exact density": dens, "exact coverage": cov,
+                                    "project density": v["density"], "project coverage": v["coverage"],
+                                    "density error": rel(v["density"], dens), "coverage error": rel(v["coverage"], cov)}
+    sub = _prdc_values(prdc(R[:120], G[:100], k=k, nn_method="exact", n_resamples=0))
+    out["120 x 100 subset: stored values recounted exactly"] = stored
+    out["120 x 100 subset: project"] = {"density": sub["density"], "coverage": sub["coverage"]}
     print(f"  {out}", flush=True)
     return out
 
@@ -283,33 +343,30 @@ def part_bandwidth() -> dict:
 
 
 def part_memorization() -> dict:
+    """The per-item flag on fresh samples of the training distribution, and on injected near-copies."""
+    from scipy.spatial import cKDTree
+
     from diversity_core.evaluation import memorization
 
     res = {}
     g = np.random.default_rng(11)
-    sets = {"gaussians d=128": g.normal(size=(3000, 128))}
-    try:
-        sets["digits pixels"] = np.asarray(dc.featurize(dc.load_demo("digits"), "pixels"))
-    except Exception:  # noqa: BLE001
-        pass
+    sets = {"gaussians d=128": g.normal(size=(3000, 128)),
+            "digits pixels (5.8% exact duplicates)": np.asarray(dc.featurize(dc.load_demo("digits"), "pixels"))}
     for name, X in sets.items():
         idx = g.permutation(len(X))
         half = len(X) // 2
         train, fresh = X[idx[:half]], X[idx[half:]]
-        r = memorization(fresh, train, rng=0)
-        flags = np.asarray(getattr(r, "flagged", getattr(r, "copies", [])), dtype=bool)
-        entry = {"held-out false-positive rate": float(flags.mean()) if flags.size else None}
-        # injected near-copies: training items plus noise of half the median training NN distance
-        from scipy.spatial import cKDTree
-
+        # injected near-copies: training items plus noise up to half the median training NN distance
         dist, _ = cKDTree(train).query(train, k=2)
         radius = 0.5 * float(np.median(dist[:, 1]))
         noise = g.normal(size=train[:300].shape)
         noise *= radius * g.uniform(0, 1, size=(300, 1)) / np.linalg.norm(noise, axis=1, keepdims=True)
-        rc = memorization(train[:300] + noise, train, rng=0)
-        cflags = np.asarray(getattr(rc, "flagged", getattr(rc, "copies", [])), dtype=bool)
-        entry["recall of near-copies (<= half the median NN distance)"] = float(cflags.mean()) if cflags.size else None
-        res[name] = entry
+        for alpha in (0.01, 0.05):
+            r = memorization(fresh, train, alpha=alpha, rng=0)
+            rc = memorization(train[:300] + noise, train, alpha=alpha, rng=0)
+            res[f"{name}, alpha {alpha:g}"] = {
+                "fresh items flagged": float(np.mean(r.flagged)), "held-out FPR": r.heldout_fpr.value,
+                "threshold": r.threshold, "recall of near-copies": float(np.mean(rc.flagged)), "note": r.note}
     print(f"  {res}", flush=True)
     return res
 
