@@ -145,6 +145,15 @@ class TestCounts:
                                                       r"allowed here is [\d,]+\."):
             frechet_distance(*sets, n_resamples=10**9)
 
+    @pytest.mark.parametrize("func, option", [("prdc", "n_resamples"), ("improved_precision_recall", "n_resamples"),
+                                              ("vendi_ratio", "n_resamples"), ("vendi_ratio", "n_subsamples")])
+    def test_every_interval_count(self, sets, func, option):
+        import diversity_core.evaluation as ev
+
+        with pytest.raises(DiversityInputError, match=rf"{option} = 1,000,000,000 would take .* largest {option} "
+                                                      r"allowed here is [\d,]+\."):
+            getattr(ev, func)(*sets, **{option: 10**9})
+
     @pytest.mark.parametrize("option, name", [("kid_subsets", "kid_subsets"), ("n_resamples", "n_resamples"),
                                               ("n_subsamples", "n_subsamples")])
     def test_evaluate_counts(self, sets, option, name):

@@ -98,6 +98,16 @@ def vendi_cost(n: int, d: int) -> float:
     return min(2.0 * n * n * d + 4.0 * n**3, 2.0 * n * d * d + 4.0 * d**3) + CALL_OVERHEAD
 
 
+def neighbour_cost(m_r: int, m_g: int, d: int) -> float:
+    """Flops of the exact neighbour radii and counts of PRDC and improved P/R on one pair of subsets."""
+    return 2.0 * d * (m_r * m_r + m_g * m_g + 2.0 * m_r * m_g) + CALL_OVERHEAD
+
+
+def vendi_ratio_cost(m_r: int, m_g: int, d: int) -> float:
+    """Flops of the Vendi ratio on one pair of subsets: two Vendi scores at the smaller size."""
+    return 2.0 * vendi_cost(min(m_r, m_g), d)
+
+
 def evaluation_cost(m_r: int, m_g: int, d: int) -> float:
     """Flops of ``evaluate``'s interval score on one pair of subsets: neighbours, FD, the Vendi ratio."""
     neighbours = 2.0 * d * (m_r * m_r + m_g * m_g + 2.0 * m_r * m_g)

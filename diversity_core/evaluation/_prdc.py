@@ -37,6 +37,7 @@ from .._progress import ProgressCallback
 from .._validation import check_random_state
 from ._common import check_interval_options, check_k, check_nn_method, check_sets
 from ._intervals import paired_interval
+from ._limits import check_work, interval_work, neighbour_cost
 from ._neighbours import (
     Threshold,
     approx_ball_pairs,
@@ -159,6 +160,10 @@ def _run(reference, generated, k, k_improved, nn_method, confidence_level, n_res
     k_improved = check_k(k_improved, "k", R.shape[0], G.shape[0])
     check_nn_method(nn_method)
     level, n_resamples, interval_size = check_interval_options(confidence_level, n_resamples, interval_size)
+    # a count whose work would run for days is refused with the largest that fits (issue 40 item 13)
+    check_work("n_resamples", n_resamples,
+               interval_work(R.shape[0], G.shape[0], R.shape[1], interval_size, 4 * max(k, k_improved), neighbour_cost),
+               what=f"neighbour radii of subsets of at most {interval_size:,} items in d = {R.shape[1]}")
     gen = check_random_state(rng)
     method = resolve_nn_method(nn_method, (R.shape[0], G.shape[0]), R.shape[1], R.dtype.itemsize)
     items = neighbour_items(R, G, k, k_improved, method, seed=int(gen.integers(2**31 - 1)), progress=progress)

@@ -27,6 +27,7 @@ from ..streaming import _array_chunks, _dual_moments
 from ._common import check_interval_options, check_quality, check_sets
 from ._frechet import _one_thread
 from ._intervals import paired_interval
+from ._limits import check_work, interval_work, vendi_ratio_cost
 from ._results import Estimate, QualityVendiResult, VendiRatioResult
 
 __all__ = ["vendi_ratio", "quality_weighted_vendi"]
@@ -164,6 +165,11 @@ def vendi_ratio(
     qv = parse_q(q)
     n_subsamples = check_scalar(n_subsamples, "n_subsamples", int, min_val=1)
     level, n_resamples, interval_size = check_interval_options(confidence_level, n_resamples, interval_size)
+    check_work("n_resamples", n_resamples,
+               interval_work(R.shape[0], G.shape[0], R.shape[1], interval_size, 8, vendi_ratio_cost),
+               what=f"Vendi ratios of subsets of at most {interval_size:,} items in d = {R.shape[1]}")
+    check_work("n_subsamples", n_subsamples, vendi_ratio_cost(R.shape[0], G.shape[0], R.shape[1]),
+               what=f"pairs of Vendi scores of {min(R.shape[0], G.shape[0]):,} items in d = {R.shape[1]}")
     gen = check_random_state(rng)
     kern = resolve_kernel(kernel, kernel_params, R, G, rng=gen)
     vs_g, vs_r, n = equal_n_scores(R, G, kern, qv, n_subsamples, gen)
