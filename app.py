@@ -10,7 +10,7 @@ mathematics in ``diversity_core``.
 
 from pathlib import Path
 
-from diversity_core._config import configure_environment
+from diversity_core import configure_environment
 
 # Offline model loading and torch's OpenMP wait policy must be set before anything imports torch.
 configure_environment()

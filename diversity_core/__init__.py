@@ -19,7 +19,10 @@ report        the self-contained HTML report (Jinja2), the plotly figures, PNG/S
               extra [report], imported only when used
 featurizers   features for each modality (pixels, EfficientNet-Lite0, n-grams, MiniLM, Morgan) and a registry
 exceptions    DiversityInputError, NumericalError, MemoryBudgetError and the named warnings
-set_config    the memory budget (also DIVERSITY_MEMORY_BUDGET); get_config, config_context
+set_config    every setting in one place: the memory budget (also DIVERSITY_MEMORY_BUDGET), the result
+              store (folder, bound, use, key file) and model downloads; get_config, config_context
+helpers       parse_q / format_q / q_key (orders q), frame_csv, format_bytes, format_duration,
+              memory_budget, compute_once: shared by the app and the CLI (their modules stay private)
 approx        guaranteed bounds on every VS_q (Lanczos; Nystrom at any n), full-sample SLQ estimates (vendi_slq)
               and sketch estimates (Nystrom, RFF, MinHash)
 curation      per-item contributions, near-duplicates, rarity, most-diverse subsets
@@ -69,7 +72,15 @@ from .exceptions import (
 
 #: Module (relative to this package) -> the public names it provides, imported on first use.
 _LAZY_MODULES: dict[str, tuple[str, ...]] = {
-    "_config": ("set_config", "get_config", "config_context"),
+    "_settings": ("set_config", "get_config", "config_context"),
+    "_config": ("memory_budget", "format_bytes", "configure_environment"),
+    # general-purpose helpers the app, the CLI and the core share (the modules stay private)
+    "_orders": ("parse_q", "format_q", "q_key"),
+    "_csv": ("frame_csv",),
+    "_progress": ("DETAIL_SEPARATOR", "split_message"),
+    "_validation": ("check_weights",),
+    "_inflight": ("compute_once", "MISSING"),
+    "featurizers._runtime": ("format_duration",),
     "kernels": ("KERNELS", "Kernel", "get_kernel", "kernel_matrix", "median_distance",
                 "combine_kernel_matrices"),
     "spectrum": ("Spectrum", "compute_spectrum", "spectrum_from_kernel", "spectrum_from_eigenvalues"),
@@ -138,6 +149,20 @@ __all__ = [
     "set_config",
     "get_config",
     "config_context",
+    "memory_budget",
+    "format_bytes",
+    "configure_environment",
+    # helpers shared by the app and the CLI: orders q, CSV export, progress messages, weights, caches
+    "parse_q",
+    "format_q",
+    "q_key",
+    "frame_csv",
+    "DETAIL_SEPARATOR",
+    "split_message",
+    "format_duration",
+    "check_weights",
+    "compute_once",
+    "MISSING",
     # kernels
     "KERNELS",
     "Kernel",

@@ -20,6 +20,7 @@ kaleido (figure export) at Debian's chromium when no Chrome is on the PATH.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import os
 import re
@@ -34,6 +35,8 @@ __all__ = [
     "get_config",
     "set_config",
     "config_context",
+    "downloads_permitted",
+    "set_downloads",
     "memory_budget",
     "memory_limits",
     "budget_source",
@@ -55,8 +58,11 @@ _FALLBACK_BUDGET = 4 << 30
 _DEFAULT_CHUNK_BYTES = 64 << 20
 
 _lock = threading.Lock()
-_global: dict = {"memory_budget": None, "chunk_bytes": _DEFAULT_CHUNK_BYTES}
+_global: dict = {"memory_budget": None, "chunk_bytes": _DEFAULT_CHUNK_BYTES, "allow_downloads": False}
 _local = threading.local()
+#: Whether ``hf:`` featurizers may download a model, in a ``downloads_allowed`` / ``config_context``
+#: block (None outside any: then ``_global["allow_downloads"]``). Read by :func:`downloads_permitted`.
+_downloads: contextvars.ContextVar = contextvars.ContextVar("diversity_featurizer_downloads", default=None)
 
 
 def parse_bytes(value) -> int:
@@ -288,9 +294,24 @@ def budget_source() -> str:
     return _derived_budget()[1]
 
 
+def downloads_permitted() -> bool:
+    """Whether ``hf:`` featurizers may download a model now: the innermost block, else the process."""
+    allowed = _downloads.get()
+    return bool(_global["allow_downloads"] if allowed is None else allowed)
+
+
+def set_downloads(allowed: bool) -> None:
+    """Set the process-wide download permission (``diversity_core.set_config(allow_downloads=...)``)."""
+    with _lock:
+        _global["allow_downloads"] = bool(allowed)
+
+
 def get_config() -> dict:
-    """The current settings: ``memory_budget`` (bytes) and ``chunk_bytes`` (bytes per streamed chunk)."""
-    cfg = dict(_global)
+    """The current settings: ``memory_budget`` (bytes) and ``chunk_bytes`` (bytes per streamed chunk).
+
+    :func:`diversity_core.get_config` adds the download permission and the result store's settings.
+    """
+    cfg = {"memory_budget": _global["memory_budget"], "chunk_bytes": _global["chunk_bytes"]}
     cfg.update(getattr(_local, "overrides", {}))
     if cfg["memory_budget"] is None:
         cfg["memory_budget"] = _default_budget()
@@ -298,7 +319,7 @@ def get_config() -> dict:
 
 
 def set_config(*, memory_budget=None, chunk_bytes=None) -> None:
-    """Set the process-wide settings.
+    """Set the process-wide memory settings (:func:`diversity_core.set_config` sets everything).
 
     Parameters
     ----------
@@ -309,16 +330,18 @@ def set_config(*, memory_budget=None, chunk_bytes=None) -> None:
     chunk_bytes : int or str, optional
         Bytes of features read and multiplied per streamed chunk.
     """
+    numbers = {}
+    if memory_budget is not None:
+        numbers["memory_budget"] = parse_bytes(memory_budget)
+    if chunk_bytes is not None:
+        numbers["chunk_bytes"] = parse_bytes(chunk_bytes)
     with _lock:
-        if memory_budget is not None:
-            _global["memory_budget"] = parse_bytes(memory_budget)
-        if chunk_bytes is not None:
-            _global["chunk_bytes"] = parse_bytes(chunk_bytes)
+        _global.update(numbers)
 
 
 @contextlib.contextmanager
 def config_context(*, memory_budget=None, chunk_bytes=None) -> Iterator[None]:
-    """Temporarily change the settings in this thread (``with config_context(memory_budget="1G"): ...``)."""
+    """Temporarily change the memory settings in this thread (``with config_context(memory_budget="1G"): ...``)."""
     old = dict(getattr(_local, "overrides", {}))
     new = dict(old)
     if memory_budget is not None:

@@ -9,6 +9,7 @@ a bare NaN or infinity that escaped the conversion.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any, Mapping
 
@@ -52,6 +53,4 @@ def from_json_float(v: Any) -> float:
 
 def dumps(obj: Any, **kwargs) -> str:
     """``json.dumps`` of :func:`to_jsonable` output, refusing bare NaN/inf."""
-    import json
-
     return json.dumps(to_jsonable(obj), allow_nan=False, **kwargs)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import abc
 import math
+import warnings
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Optional, Sequence
 
@@ -220,7 +221,6 @@ def normalize_diagonal(K: np.ndarray, *, rtol: float = 1e-10, warn: bool = True)
     if np.all(off <= rtol):
         return K
     if warn:
-        import warnings
 
         warnings.warn(
             f"the kernel's diagonal is not 1 (k(x, x) ranges over [{d.min():.6g}, {d.max():.6g}]); "

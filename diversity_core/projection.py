@@ -16,6 +16,8 @@ Public names: :func:`project`, :class:`Projection`, :data:`METHODS`, :func:`dens
 
 from __future__ import annotations
 
+import re
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
@@ -126,8 +128,6 @@ class _EpochReport:
         self.progress, self.start, self.span, self.total = progress, start, span, total
 
     def write(self, text: str) -> None:
-        import re
-
         found = re.findall(r"(\d+)/(\d+)", str(text))
         if found:
             done, epochs = (int(v) for v in found[-1])
@@ -144,8 +144,6 @@ class _EpochReport:
 
 
 def _umap(X, n_components: int, seed: int, n_neighbors: int, min_dist: float, metric: str, epochs=None):
-    import warnings
-
     umap = require("umap", purpose="UMAP projections")  # the first import compiles numba code (~30 s)
 
     with warnings.catch_warnings():

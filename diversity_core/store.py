@@ -95,6 +95,7 @@ import numpy as np
 from ._atomic import _alive
 from ._config import format_bytes, memory_budget, parse_bytes
 from ._json import to_jsonable
+from ._version import __version__
 from .exceptions import CacheWarning, DiversityInputError, MemoryBudgetError
 
 try:  # POSIX
@@ -177,8 +178,6 @@ def _euid() -> Optional[int]:
 # ------------------------------------------------------------------------------------------
 def _code_version() -> str:
     """The package's version (from :mod:`diversity_core._version`, below every module that records it)."""
-    from ._version import __version__
-
     return __version__
 
 

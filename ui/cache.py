@@ -69,8 +69,7 @@ import numpy as np
 import scipy.sparse as sp
 import streamlit as st
 
-from diversity_core._config import memory_budget
-from diversity_core._inflight import MISSING, compute_once
+from diversity_core import MISSING, compute_once, memory_budget
 
 #: Share of the memory budget each pool may hold (see the module docstring).
 POOL_SHARES = {"data": 0.20, "features": 0.10, "results": 0.05, "drawings": 0.01, "tasks": 0.05}

@@ -15,11 +15,10 @@ from typing import Callable, Optional
 import pandas as pd
 import streamlit as st
 
-from diversity_core._orders import format_q
+from diversity_core import format_q
 from diversity_core.compare import Comparison, compare
 from diversity_core.report import FIGURE_TITLES, comparison_figures, presentation_style, report_html
-from diversity_core.rnd import rnd_regime_warning
-from diversity_core.rnd._api import MIN_VALIDATION
+from diversity_core.rnd import MIN_VALIDATION, rnd_regime_warning
 
 from . import compute, robustness_ui
 from .cache import shared_cache
@@ -250,7 +249,7 @@ def _table(df: pd.DataFrame, presentation: bool, *, hide_index: bool) -> None:
 def score_label(name: str) -> str:
     """The app's one notation for a score: ``VS_inf`` -> ``VS (q = ∞)``, ``VS_1`` -> ``VS (q = 1)``."""
     if name.startswith("VS_"):
-        from diversity_core._orders import parse_q
+        from diversity_core import parse_q
 
         return f"VS (q = {format_q(parse_q(name[3:]))})"
     return {"MagDiff_rel": "MagDiff / reference area"}.get(name, name)

@@ -25,8 +25,7 @@ import scipy.sparse as sp
 import streamlit as st
 
 import diversity_core as dc
-from diversity_core import store
-from diversity_core._orders import format_q
+from diversity_core import format_q, store
 from diversity_core.featurizers import (
     cached_features,
     featurize,

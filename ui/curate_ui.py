@@ -11,8 +11,7 @@ from typing import Callable
 import pandas as pd
 import streamlit as st
 
-from diversity_core._csv import frame_csv
-from diversity_core._orders import format_q, q_key
+from diversity_core import format_q, frame_csv, q_key
 from diversity_core.curation import (
     SelectionComparison,
     find_duplicates,

@@ -427,7 +427,7 @@ def table_source() -> Optional[tuple]:
     demo, several uploads, a folder, a file that is not a table, or a dataset kept from before a
     failed load (its table is not the one asked for).
     """
-    from diversity_core.data._tables import TABLE_EXTENSIONS
+    from diversity_core.data import TABLE_EXTENSIONS
 
     from . import data as uidata
 

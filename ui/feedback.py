@@ -16,9 +16,7 @@ from typing import Callable, Iterator, Optional, TypeVar
 
 import streamlit as st
 
-from diversity_core import DiversityError
-from diversity_core._progress import split_message
-from diversity_core.featurizers._runtime import format_duration
+from diversity_core import DiversityError, format_duration, split_message
 
 from . import first_paint
 

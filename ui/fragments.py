@@ -20,7 +20,7 @@ from typing import Callable
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from diversity_core._orders import format_q
+from diversity_core import format_q
 
 from . import runlog
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Sequence
 
-from diversity_core._orders import format_q
+from diversity_core import format_q
 
 #: The headline's label up to the order (``Vendi score (q = 1)``).
 LABEL_PREFIX = "Vendi score (q = "

@@ -33,7 +33,7 @@ from typing import Optional
 import numpy as np
 import streamlit as st
 
-from diversity_core._orders import format_q, q_key
+from diversity_core import format_q, q_key
 from diversity_core.curation import default_threshold, nearest_items
 from diversity_core.data.search import contains_any_mask
 from diversity_core.projection import density_grid, points_in_regions, project

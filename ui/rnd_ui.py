@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from diversity_core._progress import DETAIL_SEPARATOR
+from diversity_core import DETAIL_SEPARATOR
 from diversity_core.report.figures import bar_figure, rnd_figure
 from diversity_core.rnd import (
     MIN_ITEMS,

@@ -15,8 +15,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from diversity_core._orders import format_q
-from diversity_core._progress import DETAIL_SEPARATOR
+from diversity_core import DETAIL_SEPARATOR, format_q
 from diversity_core.featurizers import FEATURIZERS, default_kernel, featurize, kernel_support
 from diversity_core.robustness import BackgroundReport, background_dominance, default_kernels
 

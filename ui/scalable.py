@@ -40,9 +40,7 @@ import numpy as np
 import streamlit as st
 
 import diversity_core as dc
-from diversity_core._config import config_context, format_bytes, memory_budget
-from diversity_core._orders import format_q
-from diversity_core._validation import check_weights
+from diversity_core import check_weights, config_context, format_bytes, format_q, memory_budget
 from diversity_core.approx import (
     ScorePlan,
     exact_plan,

@@ -166,7 +166,7 @@ def main(argv: list[str]) -> None:
     app = Path(argv[0]).resolve()
     server_blas_threads()  # before anything loads a BLAS library
     # configure the environment before anything imports torch (app.py does the same on its first run)
-    from diversity_core._config import configure_environment
+    from diversity_core import configure_environment
 
     configure_environment()
     sys.path.insert(0, str(app.parent))

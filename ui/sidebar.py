@@ -13,7 +13,7 @@ from typing import Any
 
 import streamlit as st
 
-from diversity_core._orders import format_q
+from diversity_core import format_q
 from diversity_core.featurizers import FEATURIZERS, default_kernel, kernel_support, resolve_featurizer
 
 from . import data as uidata

@@ -27,8 +27,8 @@ from typing import Optional
 
 import streamlit as st
 
-from diversity_core import _orders
-from diversity_core._orders import format_q
+from diversity_core import format_q
+from diversity_core import parse_q as core_parse_q
 from diversity_core.exceptions import DiversityInputError
 
 #: The orders the q control offers: 0, fractional values, the integers that matter, and inf.
@@ -111,7 +111,7 @@ def parse_q(text) -> Optional[float]:
     if text is None:
         return None
     try:
-        return _orders.parse_q(text)
+        return core_parse_q(text)
     except DiversityInputError:
         return None
 

@@ -413,7 +413,7 @@ def _show_failure(kind: str, message: str) -> None:
 
 
 def _background_text(label: str, job: workers.BackgroundJob, report: Optional[tuple]) -> str:
-    from diversity_core.featurizers._runtime import format_duration
+    from diversity_core import format_duration
 
     message = report[2] if report is not None else "starting"
     elapsed = time.monotonic() - job.started

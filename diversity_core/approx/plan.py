@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
+import scipy.sparse as sp
 
 from .. import _config
 from .._config import (
@@ -37,11 +38,12 @@ from .._validation import check_option, check_scalar
 from ..blocked import _workers
 from ..exceptions import DiversityInputError, MemoryBudgetError
 from ..kernels import DEFAULT_KERNEL, get_kernel
+from ..sources import DaskSource, RowSource
 from ..spectrum import _choose_method, _dense_bytes
 from ._operators import _tile_rows
 from ._results import ExactPlan
 from .bounds import _auto_storage, _steps
-from .sketches import DEFAULT_SIZE, _choose_estimator
+from .sketches import DEFAULT_SIZE, _choose_estimator, _is_binary
 from .slq._api import HEAD_STEPS
 
 __all__ = ["exact_plan", "plan_scores", "binary_features", "ScorePlan", "SketchPlan", "BoundsPlan", "SLQPlan", "PATHS", "EXACT_PATHS",
@@ -500,11 +502,6 @@ def binary_features(X) -> bool:
     plan's callers use (the CLI and the app), so that count fingerprints never get a plan whose
     sketch then refuses them. O(nnz).
     """
-    import scipy.sparse as sp
-
-    from ..sources import DaskSource, RowSource
-    from .sketches import _is_binary
-
     if isinstance(X, DaskSource):
         X = X.X
     if isinstance(X, RowSource):

@@ -15,10 +15,12 @@ result store (:mod:`diversity_core.store`) for the run; ``diversity cache info|c
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import signal
 import sys
+import threading
 import traceback
 import warnings
 from typing import Iterable, Optional, Sequence
@@ -82,8 +84,6 @@ _ALLOW_DOWNLOAD_HELP = ("let --featurizer hf:HUB-ID download a model missing fro
 
 def _store_settings(args: argparse.Namespace):
     """A context applying ``--cache-dir`` / ``--no-cache`` to the result store for the run."""
-    import contextlib
-
     if args.cache_dir is None and not args.no_cache:
         return contextlib.nullcontext()
     from ..store import configured
@@ -95,8 +95,6 @@ def _store_settings(args: argparse.Namespace):
 
 def _download_settings(args: argparse.Namespace):
     """A context letting ``hf:`` featurizers download a model missing from the local cache (``--allow-download``)."""
-    import contextlib
-
     if not getattr(args, "allow_download", False):
         return contextlib.nullcontext()
     from ..featurizers import downloads_allowed
@@ -161,8 +159,6 @@ def _format_warning(message, category, filename, lineno, line=None) -> str:
 
 def _main_thread() -> bool:
     """Signal handlers can only be set from the main thread."""
-    import threading
-
     return threading.current_thread() is threading.main_thread()
 
 

@@ -40,6 +40,7 @@ import sys
 import time
 from pathlib import Path
 
+from .._optional import require
 from ..data import DEFAULT_MAX_BYTES
 from ..exceptions import DiversityInputError
 
@@ -150,8 +151,6 @@ def streamlit_command(args: argparse.Namespace) -> tuple:
 
 def run(args: argparse.Namespace) -> int:
     """Run the app's server (``streamlit run app.py`` through ``ui.serve``) in the foreground until it stops (Ctrl+C)."""
-    from .._optional import require
-
     require("streamlit", purpose="the browser app (diversity app)")
     argv, env = streamlit_command(args)
     if env.get(SCHEDULER_ENV):

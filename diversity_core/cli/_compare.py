@@ -19,7 +19,9 @@ import math
 import sys
 from pathlib import Path
 
+from .._atomic import output_transaction
 from .._table import format_table
+from ..data import load_dataset
 from ..exceptions import DiversityInputError
 from ._guards import check_feature_scale, check_kernel_params, check_n_scales, check_outputs
 from ._progress import TqdmProgress, warn_skipped
@@ -77,7 +79,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def _load_groups(args) -> tuple:
     """(groups for compare, datasets for the report galleries, default kernel)."""
-    from ..data import load_dataset
     from ..featurizers import default_kernel
 
     files = args.files
@@ -163,8 +164,6 @@ def _check_output_paths(args) -> None:
 
 def _write_outputs(args, cmp, datasets) -> list:
     """Write every requested output in one transaction; returns the paths written."""
-    from .._atomic import output_transaction
-
     # each output goes to a temporary file first; all are moved into place together at the end, so a
     # failed write (a full disk, ulimit -f) exits 2 and leaves every previous output unchanged
     with output_transaction() as tx:

@@ -25,6 +25,7 @@ from .._csv import frame_csv
 from .._json import dumps
 from .._orders import format_q, q_key
 from ..exceptions import DiversityInputError, MemoryBudgetError
+from ..kernels import get_kernel
 from ._guards import check_outputs
 from ._inspect import add_data_arguments, dataset_from_args
 from ._progress import TqdmProgress, warn_skipped
@@ -303,7 +304,6 @@ def _items_frame(results, grouped: bool):
 def run(args: argparse.Namespace) -> int:
     """Run ``diversity curate``."""
     from ..featurizers import default_kernel, featurize
-    from ..kernels import get_kernel
 
     _check_args(args)
     dataset = dataset_from_args(args)

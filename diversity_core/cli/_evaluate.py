@@ -14,7 +14,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .._atomic import atomic_write, output_transaction
+from .._optional import require
 from .._table import format_table
+from ..data import load_dataset
 from ..exceptions import DiversityInputError
 from ._guards import check_feature_scale, check_outputs
 from ._progress import TqdmProgress, warn_skipped
@@ -77,8 +80,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def _load(path: str, args, *, group_column=None, weight_column=None, text_column=None, modality=None):
     """One input as a dataset (its skipped items reported)."""
-    from ..data import load_dataset
-
     ds = load_dataset(path, modality=modality or args.modality, group_column=group_column,
                       weight_column=weight_column, text_column=text_column)
     warn_skipped(ds)
@@ -182,8 +183,6 @@ def _print_table(ev) -> None:
 
 def _write_outputs(args, ev, *, gen_ids=None, train_ids=None) -> list:
     """JSON, CSV, the per-item CSV and HTML in one transaction; returns the paths written."""
-    from .._atomic import atomic_write, output_transaction
-
     with output_transaction() as tx:
         if args.json is not None:
             ev.to_json(args.json)
@@ -238,8 +237,6 @@ neighbours by {{ s.nn_method }} search; kernel {{ s.kernel_description }}; {{ (1
 
 def render_html(ev) -> str:
     """A self-contained HTML page of an :class:`~diversity_core.evaluation.EvaluationResult` (Jinja2, autoescaped)."""
-    from .._optional import require
-
     jinja2 = require("jinja2", purpose="the HTML page of `diversity evaluate --out`")
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     rows = []

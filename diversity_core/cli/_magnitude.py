@@ -10,6 +10,7 @@ import numpy as np
 
 from .._config import memory_budget
 from .._json import to_jsonable
+from ..data import load_dataset
 from ..exceptions import DiversityInputError
 from ._guards import check_feature_scale
 from ._progress import warn_skipped
@@ -63,7 +64,6 @@ def _progress(done: int, total: int, message: str) -> None:
 
 def _load(args: argparse.Namespace):
     """Dataset and a dense float matrix (features, or D with --metric precomputed)."""
-    from ..data import load_dataset
     from ..featurizers import dense_features, featurize
 
     dataset = load_dataset(args.file, modality=args.modality, group_column=args.group_column)

@@ -9,6 +9,8 @@ import time
 
 from .._config import configure_environment
 from .._json import dumps
+from .._optional import require
+from ..data import load_dataset
 from ..exceptions import DiversityInputError
 from ._guards import check_feature_scale, check_lr
 from ._progress import TqdmProgress, warn_skipped
@@ -119,8 +121,6 @@ def run(args: argparse.Namespace) -> int:
     check_lr(args.lr)
     if args.threads > 1024:
         raise DiversityInputError(f"--threads must be at most 1024; got {args.threads}.")
-    from .._optional import require
-    from ..data import load_dataset
     from ..rnd import rnd_score
 
     if args.threads:

@@ -28,12 +28,19 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
-from .._config import format_bytes
+from .._config import chunk_rows, format_bytes
+from .._optional import require
 from .._orders import parse_q, q_key
 from .._table import format_table
+from ..data import load_dataset
+from ..data._files import DEFAULT_MAX_BYTES, MMAP_THRESHOLD_BYTES, _npy_header, load_npy, read_text_file
+from ..data._tables import check_weight_values
+from ..data.embeddings import parquet_column
 from ..exceptions import DiversityInputError
 from ..kernels import KERNELS
+from ..sources import NpySource, ParquetSource, ShardSource, check_workers_see
 from ..spectrum import DEVICES, METHODS
 from ._guards import check_feature_scale, check_kernel_params
 from ._inspect import add_preprocess_arguments, preprocess_from_args
@@ -92,7 +99,6 @@ def add_dataset_arguments(parser: argparse.ArgumentParser) -> None:
 
 def load_for_cli(args: argparse.Namespace):
     """Load FILE with the group/weight options; returns (dataset, features, default kernel)."""
-    from ..data import load_dataset
     from ..featurizers import default_kernel, featurize
 
     weights_file = None
@@ -121,9 +127,6 @@ def _read_weights_file(path: Path, n: int) -> np.ndarray:
     Read with the loaders' limits (a regular file within the default size limit); a parse error
     names the row and column, never the text found there.
     """
-    from ..data._files import DEFAULT_MAX_BYTES, load_npy, read_text_file
-    from ..data._tables import check_weight_values
-
     if path.suffix == ".npy":
         w = load_npy(path, DEFAULT_MAX_BYTES)
         if not np.issubdtype(w.dtype, np.number) or np.issubdtype(w.dtype, np.complexfloating):
@@ -215,7 +218,6 @@ def dask_client(scheduler, n_local):
     if scheduler is None and n_local is None:
         yield None
         return
-    from .._optional import require
 
     distributed = require("distributed", purpose="--scheduler and --dask")
     cluster = None
@@ -255,9 +257,6 @@ def streamed_source(args: argparse.Namespace):
     ``.parquet`` of at least 64 MiB, or any size with Dask; never with a group column or a
     featurizer other than the embeddings themselves.
     """
-    from ..data._files import MMAP_THRESHOLD_BYTES
-    from ..sources import NpySource, ParquetSource, ShardSource
-
     path = Path(args.file).expanduser()
     if args.group_column is not None or args.featurizer not in ("default", "embeddings") or not path.exists():
         return None
@@ -272,8 +271,6 @@ def streamed_source(args: argparse.Namespace):
         return None
     if suffix == ".npy":
         with open(path, "rb") as fh:
-            from ..data._files import _npy_header
-
             shape, _fortran, _dtype = _npy_header(fh, str(path))
         return NpySource(path) if len(shape) == 2 else None
     weight_column = None if args.weights is None or Path(args.weights).is_file() else args.weights
@@ -289,14 +286,12 @@ def _source_weights(args: argparse.Namespace, source):
         return None
     if Path(args.weights).is_file():
         return _read_weights_file(Path(args.weights), source.n)
-    from ..sources import ParquetSource
 
     if not isinstance(source, ParquetSource):
         raise DiversityInputError(
             f"{args.file} has no columns, so there is no weight column {args.weights!r}; "
             "give a file with one weight per item (.npy, .csv, .txt)."
         )
-    from ..data.embeddings import parquet_column
 
     w = np.asarray(parquet_column(source.path, args.weights))
     if not np.issubdtype(w.dtype, np.number):
@@ -318,7 +313,6 @@ def run(args: argparse.Namespace) -> int:
             args.kernel = args.kernel or "cosine"
             weights = _source_weights(args, source)
             if client is not None:
-                from ..sources import check_workers_see
 
                 check_workers_see(client, source)  # a path a worker cannot see: exit 2 naming the worker
             X = source.to_dask() if client is not None else source
@@ -335,7 +329,6 @@ def run(args: argparse.Namespace) -> int:
                     )
                 import dask.array as da
 
-                from .._config import chunk_rows
 
                 X, groups = da.from_array(np.asarray(X), chunks=(chunk_rows(X.shape[1], X.dtype.itemsize), -1)), None
         if args.approx == "auto":
@@ -354,8 +347,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _plan(args: argparse.Namespace, X, n: int, d: int, qs: list, weights, *, streamed: bool):
     """The core's policy for these data and flags, its messages naming the flags."""
-    import scipy.sparse as sp
-
     from ..approx.plan import CLI_NAMES, binary_features, plan_scores
 
     density = X.nnz / max(1, n * d) if sp.issparse(X) else None
@@ -428,7 +419,6 @@ def _run_slq_on_dask(args: argparse.Namespace, qs: list, source) -> int:
         else:
             import dask.array as da
 
-            from .._config import chunk_rows
 
             X, weights = _load_all_items(args)
             n, d = X.shape

@@ -26,6 +26,7 @@ from ._dataset import MODALITIES, THUMBNAIL_SIDE, Dataset, GroupRows, SkippedIte
 from ._files import DEFAULT_MAX_BYTES
 from ._load import condition_columns, detect_modality, load_dataset
 from ._paths import resolve_user_path
+from ._tables import TABLE_EXTENSIONS
 from .demos import DEMOS, DemoSpec, list_demos, load_demo
 
 __all__ = [
@@ -44,4 +45,5 @@ __all__ = [
     "MODALITIES",
     "THUMBNAIL_SIDE",
     "DEFAULT_MAX_BYTES",
+    "TABLE_EXTENSIONS",
 ]

@@ -7,6 +7,7 @@ same :class:`~diversity_core.exceptions.DiversityInputError`, naming the file an
 
 from __future__ import annotations
 
+import codecs
 import io
 import os
 import posixpath
@@ -128,8 +129,6 @@ def decode_head(data: bytes, where: str, *, final: bool) -> str:
     A multi-byte character cut at the end of a head that is not the whole file is left out
     instead of reported.
     """
-    import codecs
-
     if any(data.startswith(bom) for bom in _BOMS):
         decode_utf8(data[:4], where)  # raises, naming the encoding
     try:

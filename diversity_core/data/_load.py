@@ -11,18 +11,22 @@ import numpy as np
 
 from .._progress import ProgressCallback
 from .._validation import check_option
-from ..exceptions import DiversityInputError
+from ..exceptions import DiversityError, DiversityInputError
 from ._dataset import MODALITIES, Dataset, SkippedItem
-from ._files import DEFAULT_MAX_BYTES, PathLike, check_file, check_max_bytes, check_path
-from ._paths import resolve_user_path, stat_input
+from ._files import DEFAULT_MAX_BYTES, PathLike, _npy_header, check_file, check_max_bytes, check_path
+from ._paths import read_head, resolve_user_path, stat_input
 from ._tables import (
+    ID_COLUMNS,
     TABLE_EXTENSIONS,
     _group_candidates,
     column_phrase,
+    delimiter_name,
     detect_group_column,
     is_text_column,
     read_table,
+    sniff_delimiter,
 )
+from .demos import load_demo
 from .embeddings import load_embeddings
 from .images import IMAGE_EXTENSIONS, load_images
 from .molecules import SMI_EXTENSIONS, SMILES_COLUMN_NAMES, load_molecules
@@ -32,7 +36,6 @@ _TEXT_EXTENSIONS = (".txt", ".text")
 
 
 def _npy_ndim(path: Path, max_bytes: int) -> int:
-    from ._files import _npy_header
 
     check_file(path, max_bytes)
     with open(path, "rb") as fh:
@@ -46,9 +49,6 @@ def _header_table(p: Path, max_bytes: int):
     ``(modality, table)`` when the first line names a SMILES column (or a text column) and the
     file splits into the same number of fields on every line; ``(None, None)`` otherwise.
     """
-    from ._paths import read_head
-    from ._tables import delimiter_name, sniff_delimiter
-
     check_file(p, max_bytes)
     head = read_head(p, 1 << 16).decode("utf-8-sig", errors="replace")
     delimiter = sniff_delimiter(head, None, candidates=("\t", ","))
@@ -144,7 +144,6 @@ def _detect(p: Path, *, text_column, smiles_column, group_column, weight_column,
     if text_column:
         return "text", None, f"text_column={text_column!r} given: text"
     if suffix in TABLE_EXTENSIONS:
-
         table = read_table(p, max_bytes)
         columns = list(table.df.columns)
         found = table.find_column(SMILES_COLUMN_NAMES)
@@ -153,7 +152,6 @@ def _detect(p: Path, *, text_column, smiles_column, group_column, weight_column,
         found = table.find_column(TEXT_COLUMN_NAMES)
         if found is not None and is_text_column(table.df[found]):
             return "text", table, f"{column_phrase(found, columns.index(found))} holds text: text"
-        from ._tables import ID_COLUMNS
 
         id_col = table.find_column(ID_COLUMNS)
         rest = [c for c in table.df.columns if c not in (group_column, weight_column, id_col)]
@@ -250,8 +248,6 @@ def load_dataset(
     max_bytes = check_max_bytes(max_bytes)
     check_option(modality, ("auto",) + MODALITIES, "modality")
     if isinstance(path, str) and path.startswith("demo:"):
-        from .demos import load_demo
-
         return load_demo(path[len("demo:") :])
     p = _resolve(path, data_dir)
     confine = None
@@ -333,8 +329,6 @@ def condition_columns(
     >>> condition_columns(f, modality="text")
     ['prompt']
     """
-    from ..exceptions import DiversityError
-
     check_option(modality, MODALITIES, "modality")
     max_bytes = check_max_bytes(max_bytes)
     p = check_path(path)
@@ -408,7 +402,6 @@ def _refuse_text_columns(table, group_column, weight_column) -> None:
     """
     import pandas as pd
 
-    from ._tables import ID_COLUMNS
 
     id_col = table.find_column(ID_COLUMNS)
     for position, name in enumerate(table.df.columns):

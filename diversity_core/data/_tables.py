@@ -16,6 +16,8 @@ import json
 import operator
 import os
 import re
+import subprocess
+import sys
 import threading
 import warnings
 from collections.abc import Sequence as _SequenceABC
@@ -26,6 +28,7 @@ from typing import Iterator, Optional, Sequence
 import numpy as np
 
 from .._config import check_memory, chunk_rows
+from .._optional import require
 from ..exceptions import DiversityInputError
 from ._files import check_file, decode_head, decode_utf8, open_input, read_input_bytes
 from ._paths import read_head
@@ -473,9 +476,6 @@ def _probe_parquet(path: Path) -> None:
     metadata): the process is aborted. A visitor's upload must not stop the server, so the
     metadata is first read where an abort only ends the child (about 0.3 s).
     """
-    import subprocess
-    import sys
-
     try:
         done = subprocess.run([sys.executable, "-c", _PARQUET_PROBE, str(path)], capture_output=True,
                               timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"})
@@ -583,7 +583,6 @@ def _read_parquet(path: Path) -> Table:
     """A Parquet file, its reading peak checked from the metadata before any data is read."""
     import pandas as pd
 
-    from .._optional import require
 
     pq = require("pyarrow.parquet", purpose="reading Parquet files")
     _probe_parquet(path)

@@ -29,6 +29,7 @@ and cached in memory (:func:`functools.lru_cache`); nothing is downloaded or wri
 from __future__ import annotations
 
 import functools
+import importlib.util
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,7 @@ import numpy as np
 from .._optional import require
 from ..exceptions import DiversityInputError
 from ._dataset import Dataset
+from .molecules import canonical_smiles
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,6 @@ def _digits_arrays() -> tuple:
     first page on a new server); ``load_digits`` itself where that file is not found.
     """
     import gzip
-    import importlib.util
 
     spec = importlib.util.find_spec("sklearn")
     folders = list(spec.submodule_search_locations or ()) if spec is not None else []
@@ -270,8 +271,6 @@ MOLECULE_GROUPS = (
 
 def rdkit_data_files() -> dict:
     """Paths of the RDKit-bundled files the molecule demo reads (an error if one is missing)."""
-    from pathlib import Path
-
     RDConfig = require("rdkit.RDConfig", purpose="the demo datasets")
 
     files = {
@@ -300,8 +299,6 @@ def _read_first_column(path, sep=None) -> list:
 
 
 def _sample_valid(smiles: list, k: int, rng: np.random.Generator, exclude=()) -> list:
-    from .molecules import canonical_smiles
-
     seen = set(exclude)
     out = []
     for i in rng.permutation(len(smiles)):

@@ -24,6 +24,7 @@ from typing import Optional
 
 import numpy as np
 
+from .._optional import require
 from ..exceptions import DiversityInputError, DiversityWarning
 from ._dataset import Dataset
 from ._files import load_npy, load_npz
@@ -411,8 +412,6 @@ def _parquet_file(path: Path):
     Read through a 1 MiB buffered stream without pre-buffering: pyarrow then holds a few
     pages, not whole column chunks, while it decodes a batch.
     """
-    from .._optional import require
-
     pq = require("pyarrow.parquet", purpose="reading Parquet files")
 
     try:

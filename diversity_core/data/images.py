@@ -28,6 +28,7 @@
 from __future__ import annotations
 
 import errno
+import io
 import os
 import stat
 import warnings
@@ -41,7 +42,7 @@ from .._optional import require
 from .._progress import ProgressCallback, report
 from ..exceptions import DiversityInputError, MemoryBudgetError
 from ._dataset import THUMBNAIL_SIDE, Dataset, SkippedItem
-from ._files import check_size, load_npy, open_zip, safe_member_name
+from ._files import DEFAULT_MAX_BYTES, check_size, load_npy, open_zip, safe_member_name
 from ._paths import file_kind, is_within, read_regular_bytes
 from .embeddings import companion_features
 
@@ -69,8 +70,6 @@ def decode_image(data: bytes, where: str):
     (including ``the not-implemented error`` for unsupported variants) becomes a
     :class:`~diversity_core.exceptions.DiversityInputError` whose message quotes nothing from the file.
     """
-    import io
-
     Image = require("PIL.Image", purpose="loading images")
     UnidentifiedImageError = require("PIL", purpose="loading images").UnidentifiedImageError
 
@@ -413,8 +412,6 @@ def iter_original_images(dataset: Dataset, max_bytes: Optional[int] = None) -> O
     Returns ``None`` when the source is not a folder, zip or ``.npy`` file that still exists
     (e.g. a demo), in which case callers use the thumbnails in ``dataset.items``.
     """
-    from ._files import DEFAULT_MAX_BYTES
-
     limit = max_bytes or DEFAULT_MAX_BYTES
     src = Path(dataset.source) if dataset.source and not dataset.source.startswith("demo:") else None
     if src is None or not src.exists():
@@ -425,7 +422,6 @@ def iter_original_images(dataset: Dataset, max_bytes: Optional[int] = None) -> O
         return (decode_image(read_regular_bytes(src / i, limit, shown=f"{src}/{i}"), f"{src}/{i}")
                 for i in dataset.ids)
     if src.suffix.lower() == ".zip":
-
         def gen():
             with open_zip(src, limit) as zf:
                 entries, _skipped = _list_zip(zf, src)

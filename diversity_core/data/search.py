@@ -32,6 +32,7 @@ from .._optional import require
 from .._validation import check_option, check_scalar
 from ..exceptions import DiversityInputError
 from ._dataset import Dataset
+from .molecules import quiet_rdkit
 
 #: Label of the molecules whose scaffold is empty (no ring: the Bemis-Murcko framework of a chain).
 ACYCLIC = "(no ring)"
@@ -286,7 +287,6 @@ def substructure_mask(dataset: Dataset, smarts: str) -> np.ndarray:
     if not isinstance(smarts, str) or not smarts.strip():
         raise DiversityInputError(f"the SMARTS pattern must be a non-empty string; got {smarts!r}.")
     Chem = require("rdkit.Chem", purpose="substructure search")
-    from .molecules import quiet_rdkit
 
     with quiet_rdkit():
         pattern = Chem.MolFromSmarts(smarts.strip())
@@ -301,7 +301,6 @@ def substructure_mask(dataset: Dataset, smarts: str) -> np.ndarray:
 def _substructure(smiles: list, pattern) -> np.ndarray:
     """``HasSubstructMatch`` of every parsed SMILES (False when it does not parse)."""
     Chem = require("rdkit.Chem", purpose="substructure search")
-    from .molecules import quiet_rdkit
 
     out = np.zeros(len(smiles), dtype=bool)
     with quiet_rdkit():
@@ -363,7 +362,6 @@ def _scaffolds(smiles: list, generic: bool) -> list:
     """Bemis-Murcko scaffold SMILES of every item (unchecked)."""
     Chem = require("rdkit.Chem", purpose="scaffold grouping")
     MurckoScaffold = require("rdkit.Chem.Scaffolds.MurckoScaffold", purpose="scaffold grouping")
-    from .molecules import quiet_rdkit
 
     out = []
     with quiet_rdkit():

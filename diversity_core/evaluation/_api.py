@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 import warnings
@@ -14,8 +15,9 @@ from .._orders import parse_q
 from .._progress import ProgressCallback, report
 from .._validation import check_features, check_option, check_random_state, check_scalar
 from ..exceptions import DiversityError, DiversityInputError
+from ..magnitude import mag_diff
 from ._common import check_interval_options, check_k, check_nn_method, check_quality, check_sets
-from ._conditional import conditional_vendi
+from ._conditional import check_prompts, conditional_vendi
 from ._frechet import frechet_from_data_small, frechet_parts_of, frechet_result, warn_rank
 from ._intervals import paired_interval
 from ._kid import kernel_distance
@@ -23,7 +25,7 @@ from ._limits import check_evaluation_limits
 from ._memorization import METRICS, _memorization
 from ._neighbours import resolve_nn_method
 from ._prdc import BOUNDS, build_results, neighbour_items, prdc_values
-from ._results import EvaluationResult
+from ._results import Estimate, EvaluationResult
 from ._vendi import _ratio_result, equal_n_scores, quality_weighted_vendi, ratio_subset_score, resolve_kernel
 
 __all__ = ["evaluate"]
@@ -169,7 +171,6 @@ def evaluate(
     gen = check_random_state(rng)
     kern = resolve_kernel(kernel, kernel_params, R, G, rng=gen)
     if prompts is not None:
-        from ._conditional import check_prompts
 
         check_prompts(prompts, n_g)
     method = resolve_nn_method(nn_method, (n_r, n_g), d, R.dtype.itemsize)
@@ -250,7 +251,6 @@ class _Clock:
         self.done = 0
 
     def __call__(self, name: str):
-        import contextlib
 
         @contextlib.contextmanager
         def stage():
@@ -267,8 +267,6 @@ class _Clock:
 
 def _intervals(R, G, full, k, k_improved, kern, qv, level, n_resamples, interval_size, gen):
     """One run of the subsampling engine for the eight sample statistics (6 PRDC, FD, Vendi ratio)."""
-    from ._results import Estimate
-
     if not n_resamples:
         return [Estimate(float(v)) for v in full], {"sizes": [], "reason": "n_resamples = 0"}
     ratio = ratio_subset_score(kern, qv, int(gen.integers(2**31 - 1)))
@@ -287,8 +285,6 @@ def _intervals(R, G, full, k, k_improved, kern, qv, level, n_resamples, interval
 
 def _magdiff(R, G, m: int, gen) -> tuple:
     """MagDiff of G against R on random subsets of at most m items each; (dict or None, note)."""
-    from ..magnitude import mag_diff
-
     ir = np.sort(gen.choice(R.shape[0], min(m, R.shape[0]), replace=False))
     ig = np.sort(gen.choice(G.shape[0], min(m, G.shape[0]), replace=False))
     try:

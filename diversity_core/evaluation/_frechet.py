@@ -37,8 +37,13 @@ import numpy as np
 import scipy.linalg as sla
 
 from .._config import chunk_rows
+from .._validation import check_random_state
 from ..entropy import EPS64, support_tol
 from ..exceptions import NumericalError, NumericalWarning
+from ._common import check_interval_options, check_sets
+from ._intervals import paired_interval
+from ._limits import check_work, fd_cost, fd_scale, interval_work, rescaled_frechet
+from ._results import Estimate, FrechetResult
 
 __all__ = ["frechet_distance", "Moments", "moments", "frechet_parts", "frechet_parts_of", "frechet_from_data_small",
            "FrechetParts"]
@@ -294,10 +299,6 @@ def frechet_distance(
     >>> round(frechet_distance(X, X + [2.0, 0.0, 0.0], n_resamples=0).value.value, 9)   # a shift: |mu|^2
     4.0
     """
-    from .._validation import check_random_state
-    from ._common import check_interval_options, check_sets
-    from ._limits import check_work, fd_cost, fd_scale, interval_work, rescaled_frechet
-
     R, G = check_sets(reference, generated)
     level, n_resamples, interval_size = check_interval_options(confidence_level, n_resamples, interval_size)
     # count and scale guards (issue 40, _limits): days of resamples refused; data near 1e100 or 1e-100
@@ -316,9 +317,6 @@ def frechet_distance(
 
 def frechet_result(R, G, parts: FrechetParts, level, n_resamples, interval_size, gen, estimate=None):
     """The result from the parts, with the interval unless ``estimate`` is given (validated input)."""
-    from ._intervals import paired_interval
-    from ._results import Estimate, FrechetResult
-
     if estimate is None:
         if n_resamples:
             estimate = paired_interval(R, G, [parts.value], lambda a, b: [frechet_from_data_small(a, b)],

@@ -17,6 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._progress import report
+from .._validation import check_random_state, check_scalar
+from ._common import check_sets
+from ._limits import check_work, kid_product_dtype, kid_work
+from ._results import KernelDistanceResult
+
 __all__ = ["kernel_distance", "mmd2_unbiased", "kid_subsets"]
 
 
@@ -55,8 +61,6 @@ def kid_subsets(R: np.ndarray, G: np.ndarray, *, n_subsets: int, subset_size: in
     ``dtype``: of the products (default float32 for float32 features; see
     :func:`~diversity_core.evaluation._limits.kid_product_dtype`).
     """
-    from .._progress import report
-
     out = np.empty(n_subsets)
     every = max(1, n_subsets // 20)
     if dtype is None:
@@ -145,11 +149,6 @@ def kernel_distance(
     >>> r.mean > 1.0
     True
     """
-    from .._validation import check_random_state, check_scalar
-    from ._common import check_sets
-    from ._limits import check_work, kid_product_dtype, kid_work
-    from ._results import KernelDistanceResult
-
     R, G = check_sets(reference, generated)
     n_subsets = check_scalar(n_subsets, "n_subsets", int, min_val=1)
     subset_size = check_scalar(subset_size, "subset_size", int, min_val=2)

@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import math
 import sys
+from dataclasses import replace
 from typing import Callable
 
 import numpy as np
 
+from ..distances import row_norms
 from ..exceptions import DiversityInputError
+from ._intervals import fit_sizes_for
 
 __all__ = ["MAX_WORK", "CALL_OVERHEAD", "INTERVAL_CALL_OVERHEAD", "FD_RANGE", "check_work", "kid_work", "interval_work", "fd_cost",
            "evaluation_cost", "vendi_cost", "fd_scale", "check_fd_scale", "kid_product_dtype", "rescaled_frechet",
@@ -122,8 +125,6 @@ def interval_work(n_r: int, n_g: int, d: int, interval_size: int, min_items: int
     The sizes are the interval engine's (:func:`~diversity_core.evaluation._intervals.fit_sizes_for`):
     m generated items with about ``m n_R / n_G`` reference items each.
     """
-    from ._intervals import fit_sizes_for
-
     _, sizes, _ = fit_sizes_for(n_r, n_g, interval_size, min_items)
     return float(sum(cost(max(1, (m * n_r) // n_g), m, d) + 2.0 * (n_r + n_g) + INTERVAL_CALL_OVERHEAD
                      for m in sizes))
@@ -170,8 +171,6 @@ def kid_product_dtype(R: np.ndarray, G: np.ndarray, *, gamma: float, coef0: floa
     DiversityInputError
         The sums overflow float64 (names the largest value and what to do).
     """
-    from ..distances import row_norms
-
     top = max(float(row_norms(R).max()), float(row_norms(G).max()))
     if top == 0.0:
         log_base = math.log(abs(coef0)) if coef0 != 0 else -math.inf
@@ -199,7 +198,6 @@ def rescaled_frechet(result, scale: float):
     DiversityInputError
         A value beyond float64 on the data's scale (the data's FD exceeds 1.8e308).
     """
-    from dataclasses import replace
 
     def back(v):
         if v is None:

@@ -48,7 +48,7 @@ from ._neighbours import (
     radius_counts,
     resolve_nn_method,
 )
-from ._results import PRDCResult, PrecisionRecallResult
+from ._results import Estimate, PRDCResult, PrecisionRecallResult
 
 __all__ = ["prdc", "improved_precision_recall"]
 
@@ -173,7 +173,6 @@ def _run(reference, generated, k, k_improved, nn_method, confidence_level, n_res
                                  n_resamples=n_resamples, interval_size=interval_size,
                                  min_items=4 * max(k, k_improved), rng=gen)
     else:
-        from ._results import Estimate
 
         est = [Estimate(float(v)) for v in full]
     return build_results(items, est, k, k_improved, R.shape[0], G.shape[0], method)

@@ -42,7 +42,6 @@ also their sizes and modification times. ``DIVERSITY_NO_CACHE=1`` (or
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import functools
 import hashlib
 import importlib.metadata
@@ -55,7 +54,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 from cachetools import LRUCache
 
-from .._config import memory_budget
+from .._config import _downloads, downloads_permitted, memory_budget
 from .._inflight import MISSING, compute_once
 from .._progress import ProgressCallback
 from .._validation import check_option
@@ -304,16 +303,14 @@ PARAMETERISED = ("hf:", "inception:")
 _KEYLESS = ("allow_download",)
 
 
-_downloads = contextvars.ContextVar("diversity_featurizer_downloads", default=False)
-
-
 @contextlib.contextmanager
 def downloads_allowed(allowed: bool = True):
     """Context manager: ``hf:`` featurizers may download a model missing from the local cache.
 
     What the CLI's ``--allow-download`` sets for its run; in Python, ``featurize(...,
     allow_download=True)`` does the same for one call. Outside it, models load from a folder or
-    the user's Hugging Face cache only.
+    the user's Hugging Face cache only. ``diversity_core.config_context(allow_downloads=...)``
+    does the same, and ``diversity_core.set_config(allow_downloads=True)`` for the process.
 
     Examples
     --------
@@ -663,7 +660,7 @@ def clear_cache() -> None:
 def _run_plan(dataset, featurizer: str, params: dict) -> tuple:
     """``(spec, parameters, cache key)`` of a validated featurizer call (see :func:`featurize`)."""
     name = resolve_featurizer(dataset, featurizer)
-    allow = bool(params.get("allow_download", _downloads.get()))
+    allow = bool(params.get("allow_download", downloads_permitted()))
     spec = get_featurizer(name, allow_download=allow)
     if "allow_download" in spec.parameters:
         params = {**params, "allow_download": allow}

@@ -19,6 +19,7 @@ draw a 10,000-atom molecule, and 7 s for 1,000 atoms).
 
 from __future__ import annotations
 
+import io
 import struct
 import zlib
 from typing import Optional, Sequence, Union
@@ -221,8 +222,6 @@ def _placeholder_png(w: int, h: int, reason: str) -> bytes:
     except ImportError:
         Image = None
     if Image is not None:
-        import io
-
         img = Image.new("RGB", (w, h), (242, 242, 242))
         draw = ImageDraw.Draw(img)
         draw.rectangle((0, 0, w - 1, h - 1), outline=(187, 187, 187))

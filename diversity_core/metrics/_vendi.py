@@ -15,7 +15,7 @@ from .._orders import check_q
 from ..entropy import computation_eps
 from ..exceptions import DiversityInputError
 from ..kernels import get_kernel
-from ..spectrum import _check_scale, _eigh, _finish
+from ..spectrum import _check_scale, _eigh, _finish, compute_spectrum
 
 #: Kernels whose state is the d x d second-moment matrix (memory independent of n).
 FEATURE_KERNELS = ("linear", "cosine")
@@ -298,7 +298,6 @@ class VendiScore(Metric):
             )
             values = spec.vendi(self._qs.ravel())
         else:
-            from ..spectrum import compute_spectrum
 
             X = dim_zero_cat(self.features).cpu().numpy()
             w = dim_zero_cat(self.weights).cpu().numpy() if weighted else None

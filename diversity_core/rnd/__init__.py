@@ -24,7 +24,7 @@ torch is optional (``pip install 'diversity-explorer[rnd]'``): it is imported wh
 computed, never when this package is imported.
 """
 
-from ._api import PAPER_PRESET, rnd_score
+from ._api import MIN_VALIDATION, PAPER_PRESET, rnd_score
 from ._inputs import ARCHITECTURES, DEVICES, OPTIMIZERS  # noqa: F401 - the options, for the CLI
 from ._regime import (  # noqa: F401 - update_budget and the thresholds, for the app
     MIN_ITEMS,
@@ -36,4 +36,4 @@ from ._regime import (  # noqa: F401 - update_budget and the thresholds, for the
 )
 from .result import RNDResult
 
-__all__ = ["rnd_score", "RNDResult", "PAPER_PRESET", "rnd_regime_warning", "rnd_reliable_setting"]
+__all__ = ["rnd_score", "RNDResult", "PAPER_PRESET", "MIN_VALIDATION", "rnd_regime_warning", "rnd_reliable_setting"]

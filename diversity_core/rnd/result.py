@@ -9,6 +9,7 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 
 from .._json import to_jsonable
+from ._regime import rnd_regime_warning
 
 _ARRAYS = ("run_scores", "curves", "mse_train", "mse_val")
 
@@ -68,8 +69,6 @@ class RNDResult:
         :func:`~diversity_core.rnd.rnd_regime_warning` applied to the result's own settings
         (architecture, input shape, training budget, optimizer, number of items); see ``docs/rnd.md``.
         """
-        from ._regime import rnd_regime_warning
-
         return rnd_regime_warning(self.settings)
 
     @property

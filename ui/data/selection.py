@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import streamlit as st
 
-from diversity_core._csv import frame_csv
+from diversity_core import frame_csv
 
 from .search import MIN_MATCHES
 
