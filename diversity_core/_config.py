@@ -319,16 +319,10 @@ def get_config() -> dict:
 
 
 def set_config(*, memory_budget=None, chunk_bytes=None) -> None:
-    """Set the process-wide memory settings (:func:`diversity_core.set_config` sets everything).
+    """Set the process-wide memory settings: ``memory_budget`` and ``chunk_bytes`` (bytes or ``"8G"``).
 
-    Parameters
-    ----------
-    memory_budget : int or str, optional
-        Largest single allocation of an n x n matrix the core may make, in bytes or as
-        ``"8G"``. Above it, ``method="auto"`` takes a path that needs no such matrix, and an
-        explicit dense request raises :class:`~diversity_core.exceptions.MemoryBudgetError`.
-    chunk_bytes : int or str, optional
-        Bytes of features read and multiplied per streamed chunk.
+    The memory part of :func:`diversity_core.set_config`, which documents both and sets every
+    other setting too (the result store, downloads); None leaves a setting as it is.
     """
     numbers = {}
     if memory_budget is not None:

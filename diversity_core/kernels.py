@@ -94,14 +94,15 @@ def _mix64(z: np.ndarray) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
-def row_keys(X) -> np.ndarray:
-    """A 64-bit key per row that depends on the row's values alone, never on its position.
+def row_keys(X, seed: int = 0) -> np.ndarray:
+    """A 64-bit key per row that depends on the row's values (and ``seed``) alone, never on its position.
 
     Each value is taken as float64 (a float32 value is the same number, so float32 data and its
     float64 copy get the same keys; -0.0 counts as 0.0), salted by its column, mixed
     (splitmix64) and summed modulo 2**64 across the columns: integer sums are exact in any
     order, so the key does not depend on BLAS, blocking or where the row sits. O(n d) integer
-    operations, in row blocks. Identical rows get identical keys.
+    operations, in row blocks. Identical rows get identical keys. A non-zero ``seed`` gives
+    another, independent ordering of the same rows (a seeded content-fixed random split).
     """
     n, d = X.shape
     salt = _mix64(np.arange(d, dtype=np.uint64))
@@ -113,6 +114,8 @@ def row_keys(X) -> np.ndarray:
         bits = (np.asarray(block, dtype=np.float64) + 0.0).view(np.uint64)
         with np.errstate(over="ignore"):
             keys[start:start + step] = _mix64(bits ^ salt).sum(axis=1, dtype=np.uint64)
+    if seed:
+        keys ^= _mix64(np.asarray([seed], dtype=np.uint64))[0]
     return _mix64(keys)
 
 

@@ -560,17 +560,17 @@ def _check_scale(M) -> None:
     products that underflowed (values near 1e-146 and below): both would otherwise end in a failed
     eigensolver or a "degenerate kernel". O(m^2), against the decomposition's O(m^3).
     """
-    M = np.asarray(M)
-    trace = float(np.trace(M))
+    if not hasattr(M, "trace") or isinstance(M, np.ndarray):
+        M = np.asarray(M)  # a torch tensor (the GPU path) keeps its own trace and sum
+    trace = float(M.trace())
     # one summation pass, no n x n temporary: NaN and inf propagate into the sum
     finite = math.isfinite(trace) and math.isfinite(float(M.sum()))
     if finite and trace > _UNDERFLOW_TRACE:
         return
-    small = finite
     raise DiversityInputError(
-        f"the kernel's products of these features {'underflow' if small else 'overflow'} double precision "
+        f"the kernel's products of these features {'underflow' if finite else 'overflow'} double precision "
         f"(the density matrix's trace is {trace:.3g}): the features are too "
-        + ("small (or all zero)" if small else "large")
+        + ("small (or all zero)" if finite else "large")
         + " for the kernel's products (values near 1e-146 or below, 1e154 or above, under the linear kernel). "
         "Rescale them: c * X has the same Vendi score under the linear and cosine kernels (the cosine "
         "kernel takes any finite scale)."

@@ -829,8 +829,8 @@ class ResultStore:
                     if secret is None:
                         return _UNSET
                     value = self._read_checked(d, f, name, key, st, secret)
-                    if value is not _UNSET:
-                        with contextlib.suppress(OSError, NotImplementedError):
+                    if value is not _UNSET and os.utime in os.supports_fd:
+                        with contextlib.suppress(OSError):
                             os.utime(fd)  # most recently used
                     return value
         except (_Unusable, OSError) as exc:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_store import Counter  # a compute function that counts its calls
 
 from diversity_core import store
 from diversity_core.exceptions import CacheWarning
@@ -40,17 +41,6 @@ needs_root = pytest.mark.skipif(
 posix_only = pytest.mark.skipif(os.name != "posix", reason="symbolic links, FIFOs, modes and flock are POSIX")
 
 FOREIGN = r"not written with this store's key"
-
-
-class Counter:
-    """A compute function that counts its calls."""
-
-    def __init__(self, value):
-        self.value, self.calls = value, 0
-
-    def __call__(self):
-        self.calls += 1
-        return self.value
 
 
 def _cache_warnings(caught) -> list:

@@ -21,7 +21,7 @@ against the same share of held-out real items (the baseline) means something; on
 does not.
 
 The calibrated flag (split-conformal: Vovk, Gammerman & Shafer 2005; Angelopoulos & Bates 2021).
-A part of the training set, chosen by a keyed hash of each item's content (seeded, independent of
+A part of the training set, chosen by a seeded key of each item's content (seeded, independent of
 the row order), is the *calibration part*; the rest is the *check part*. Each training item h is
 scored as a held-out item would be: by :math:`\rho` against the training set without h (its
 nearest other training item t, and t's radius among the items other than h). A fresh real item
@@ -51,7 +51,6 @@ with noise of half the median radius are found (recall 0.97 to 1.0; docs/evaluat
 
 from __future__ import annotations
 
-import hashlib
 import math
 from typing import Optional
 
@@ -62,6 +61,7 @@ from .._stats import normal_quantile
 from .._validation import check_features, check_option, check_random_state, check_scalar
 from ..distances import _unit_rows
 from ..exceptions import DiversityInputError
+from ..kernels import row_keys
 from ._common import check_nn_method
 from ._neighbours import approx_knn, kth_smallest, prepare_pair, resolve_nn_method
 from ._results import Estimate, MemorizationResult
@@ -108,16 +108,13 @@ def ratio(distance: np.ndarray, radius: np.ndarray, median: float) -> np.ndarray
 
 
 def split_order(T: np.ndarray, seed: int) -> np.ndarray:
-    """The training items ordered by a keyed hash of their content (BLAKE2b, key ``seed``).
+    """The training items ordered by a seeded key of their content (:func:`~diversity_core.kernels.row_keys`).
 
     The calibration part is a prefix of this order: a seeded random split that does not depend
-    on the order of the rows (identical rows get identical keys and identical scores).
+    on the order of the rows (identical rows get identical keys and identical scores), nor on
+    whether the values arrived as float32 or float64.
     """
-    key = int(seed).to_bytes(8, "little")
-    X = np.ascontiguousarray(T)
-    keys = np.fromiter((int.from_bytes(hashlib.blake2b(row.tobytes(), digest_size=8, key=key).digest(), "little")
-                        for row in X), dtype=np.uint64, count=X.shape[0])
-    return np.argsort(keys, kind="stable")
+    return np.argsort(row_keys(T, seed=int(seed) % (1 << 64)), kind="stable")
 
 
 def calibrate(scores: np.ndarray, alpha: float) -> tuple:
