@@ -79,7 +79,7 @@ def cache_mib() -> float:
     from ui import cache
 
     total = sum(info["bytes"] for info in cache.cache_info().values())
-    total += int(featurizers._cache.currsize)
+    total += int(featurizers.cache_info()["bytes"])
     return total / 2**20
 
 

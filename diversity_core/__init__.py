@@ -14,7 +14,8 @@ data          loading embeddings, images, text and molecules into a Dataset; the
 magnitude     metric-space magnitude (a package): Mag(t) by magnitude_at, t_conv, MagArea, MagDiff,
               spread, the magnitude dimension, MagDiff matrices
 rnd           the RND score (random network distillation; torch, from the extra [rnd])
-compare       comparisons of groups at equal n, with intervals and pairwise verdicts
+compare       comparisons of groups at equal n, with intervals and pairwise verdicts; ConfidenceInterval,
+              the one interval type of every estimate (``.confidence_interval``)
 report        the self-contained HTML report (Jinja2), the plotly figures, PNG/SVG export (kaleido);
               extra [report], imported only when used
 featurizers   features for each modality (pixels, EfficientNet-Lite0, n-grams, MiniLM, Morgan) and a registry
@@ -22,7 +23,8 @@ exceptions    DiversityInputError, NumericalError, MemoryBudgetError and the nam
 set_config    every setting in one place: the memory budget (also DIVERSITY_MEMORY_BUDGET), the result
               store (folder, bound, use, key file) and model downloads; get_config, config_context
 helpers       parse_q / format_q / q_key (orders q), frame_csv, format_bytes, format_duration,
-              memory_budget, compute_once: shared by the app and the CLI (their modules stay private)
+              memory_budget, compute_once, MemoryCache / nbytes (the one byte-bounded cache): shared by
+              the app and the CLI (their modules stay private)
 approx        guaranteed bounds on every VS_q (Lanczos; Nystrom at any n), full-sample SLQ estimates (vendi_slq)
               and sketch estimates (Nystrom, RFF, MinHash)
 curation      per-item contributions, near-duplicates, rarity, most-diverse subsets
@@ -80,6 +82,8 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     "_progress": ("DETAIL_SEPARATOR", "split_message"),
     "_validation": ("check_weights",),
     "_inflight": ("compute_once", "MISSING"),
+    "_stats": ("ConfidenceInterval",),
+    "_lru": ("MemoryCache", "nbytes"),
     "featurizers._runtime": ("format_duration",),
     "kernels": ("KERNELS", "Kernel", "get_kernel", "kernel_matrix", "median_distance",
                 "combine_kernel_matrices"),
@@ -88,7 +92,8 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
               "score", "score_K", "score_X", "score_dual"),
     "blocked": ("vendi_2_exact", "VS2Result"),
     "approx": ("vendi_bounds", "nystrom_bounds", "iter_vendi_bounds", "vendi_estimate", "vs_inf_exact",
-               "VendiBounds", "VendiEstimate", "vendi_slq", "iter_vendi_slq", "VendiSLQ"),
+               "VendiBounds", "VendiEstimate", "vendi_slq", "iter_vendi_slq", "VendiSLQ",
+               "run_plan", "run_plan_to_end", "PlanStep", "PlanResult"),
     "baselines": ("intdiv", "average_similarity", "gmstds", "baseline_scores"),
     "magnitude": ("magnitude_at", "magnitude_weights", "magnitude_function", "convergence_scale",
                   "mag_area", "mag_diff", "compare_magnitude", "mag_diff_matrix", "magnitude_dimension",
@@ -163,6 +168,8 @@ __all__ = [
     "check_weights",
     "compute_once",
     "MISSING",
+    "MemoryCache",
+    "nbytes",
     # kernels
     "KERNELS",
     "Kernel",
@@ -197,6 +204,10 @@ __all__ = [
     "vendi_slq",
     "iter_vendi_slq",
     "VendiSLQ",
+    "run_plan",
+    "run_plan_to_end",
+    "PlanStep",
+    "PlanResult",
     # baselines
     "intdiv",
     "average_similarity",
@@ -229,6 +240,7 @@ __all__ = [
     # comparisons
     "compare",
     "Comparison",
+    "ConfidenceInterval",
     # data and featurizers
     "Dataset",
     "SkippedItem",

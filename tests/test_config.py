@@ -35,10 +35,10 @@ def _permission_seen(monkeypatch) -> bool:
         seen.append(allow_download)
         raise DiversityInputError("stop here")
 
-    monkeypatch.setattr(featurizers, "resolve_featurizer", lambda dataset, name: name)
-    monkeypatch.setattr(featurizers, "get_featurizer", fake)
+    monkeypatch.setattr(featurizers._api, "resolve_featurizer", lambda dataset, name: name)
+    monkeypatch.setattr(featurizers._api, "get_featurizer", fake)
     with pytest.raises(DiversityInputError, match="stop here"):
-        featurizers._run_plan(None, "hf:some-org/some-model", {})
+        featurizers._api._run_plan(None, "hf:some-org/some-model", {})
     return seen[-1]
 
 

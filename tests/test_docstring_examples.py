@@ -17,6 +17,7 @@ NEEDS = {
     "diversity_core.compat.vendi_molecules": ("rdkit",),
     "diversity_core.data.search": ("rdkit",),
     "diversity_core.featurizers": ("PIL",),
+    "diversity_core.featurizers._api": ("PIL",),
     "diversity_core.featurizers.images": ("PIL",),
     "diversity_core.featurizers.molecules": ("rdkit",),
     "diversity_core.rnd._api": ("torch",),

@@ -10,11 +10,11 @@ import pytest
 import scipy.sparse as sp
 
 from diversity_core._config import config_context
+from diversity_core._lru import nbytes
 from diversity_core.data import load_demo
 from diversity_core.exceptions import DiversityInputError
 from diversity_core.featurizers import (
     CACHE_SHARE,
-    _nbytes,
     cache_info,
     cached_features,
     clear_cache,
@@ -31,9 +31,18 @@ def _empty_cache():
 
 def test_sizes_are_bytes_dense_and_sparse():
     X = np.zeros((10, 7), dtype=np.float32)
-    assert _nbytes(X) == 280
+    assert nbytes(X) == 280
     S = sp.random(50, 40, density=0.1, format="csr", random_state=0)
-    assert _nbytes(S) == S.data.nbytes + S.indices.nbytes + S.indptr.nbytes
+    assert nbytes(S) == S.data.nbytes + S.indices.nbytes + S.indptr.nbytes
+
+
+def test_the_feature_cache_is_the_one_core_cache():
+    """One cache class serves the featurizers and the app (issue 39 item 6); featurizers/__init__ re-exports."""
+    from diversity_core import MemoryCache, featurizers
+
+    assert isinstance(featurizers._cache.FEATURE_CACHE, MemoryCache)
+    assert featurizers.cache_info() == featurizers._cache.FEATURE_CACHE.info()
+    assert featurizers.featurize.__module__ == "diversity_core.featurizers._api"
 
 
 @pytest.mark.requires("PIL")
@@ -129,7 +138,7 @@ def test_sparse_features_are_cached_by_bytes():
     ds = load_demo("text")
     X = featurize(ds, "ngram")
     assert sp.issparse(X)
-    assert cache_info()["bytes"] == _nbytes(X)
+    assert cache_info()["bytes"] == nbytes(X)
     np.testing.assert_array_equal(featurize(ds, "ngram", copy=False).toarray(), X.toarray())
 
 

@@ -2,11 +2,13 @@
 
 Streamlit's ``st.cache_data``/``st.cache_resource`` bound a cache by its number of entries, so
 eight cached feature matrices may hold eight gigabytes. Here every cached function belongs to a
-**pool**: a least-recently-used mapping bounded in **bytes**, where the size
-of a value is what it holds (:func:`nbytes`: numpy buffers, the three arrays of a sparse
-matrix, a DataFrame's ``memory_usage(deep=True)``, bytes and strings, and everything inside
-result dataclasses, dicts, lists and tuples). Each pool takes a share of the one memory budget
-(:func:`diversity_core._config.memory_budget`, half the machine's memory unless set):
+**pool**: a :class:`SharedCache`, the core's one in-memory cache
+(:class:`diversity_core.MemoryCache`, also the core's feature cache) with the app's sessions, a
+spinner and fresh containers. A pool is a least-recently-used mapping bounded in **bytes**, where
+the size of a value is what it holds (:func:`diversity_core.nbytes`: numpy buffers, the three
+arrays of a sparse matrix, a DataFrame's ``memory_usage(deep=True)``, bytes and strings, and
+everything inside result dataclasses, dicts, lists and tuples). Each pool takes a share of the one
+memory budget (:func:`diversity_core.memory_budget`, half the machine's memory unless set):
 
 ==========  =====  ============================================================================
 pool        share  holds
@@ -55,175 +57,31 @@ A spinner (``spinner=``) is drawn only on a miss, as ``show_spinner`` of Streaml
 
 from __future__ import annotations
 
-import dataclasses
 import functools
+import gc
 import inspect
-import mmap
-import sys
 import threading
 import weakref
-from collections import OrderedDict
 from typing import Any, Callable, Hashable, Optional
 
-import numpy as np
-import scipy.sparse as sp
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from diversity_core import MISSING, compute_once, memory_budget
+from diversity_core import MISSING, MemoryCache
+from diversity_core import nbytes as nbytes  # the pools' size rule (the core's), named here too
 
 #: Share of the memory budget each pool may hold (see the module docstring).
 POOL_SHARES = {"data": 0.20, "features": 0.10, "results": 0.05, "drawings": 0.01, "tasks": 0.05}
 #: Bytes counted for every entry on top of its value (its key and the cache's bookkeeping), so a
 #: pool of tiny values (None, a short string) stays bounded in entries too.
 ENTRY_OVERHEAD = 512
-#: The arrays a scipy sparse matrix or array holds, by format (csr/csc/bsr, coo, dia).
-_SPARSE_ARRAYS = ("data", "indices", "indptr", "row", "col", "offsets")
-#: Deepest nesting :func:`nbytes` and the read-only pass follow (deeper parts count as their shell).
+#: Deepest nesting the containers of a returned value are copied to.
 _MAX_DEPTH = 32
 
 
 # ------------------------------------------------------------------------------------------
-# sizes
+# fresh containers on every return
 # ------------------------------------------------------------------------------------------
-def _mapped(a: np.ndarray) -> bool:
-    """Whether ``a`` views a memory-mapped file (``np.load(mmap_mode=...)``, ``np.memmap``)."""
-    base = a
-    while base is not None:
-        if isinstance(base, (np.memmap, mmap.mmap)):
-            return True
-        base = getattr(base, "base", None)
-    return False
-
-
-def _array_part(a: np.ndarray) -> tuple:
-    """``(owner, bytes)``: the object holding ``a``'s memory and its size (a view holds all of it alive).
-
-    The owner is the last array of ``a``'s ``base`` chain, or the bytes or buffer under it; a
-    memory-mapped array holds nothing (the operating system pages its file in and out).
-    """
-    if _mapped(a):
-        return a, 0
-    root = a
-    while isinstance(root, np.ndarray) and isinstance(root.base, np.ndarray):
-        root = root.base
-    under = root.base
-    if isinstance(under, (bytes, bytearray)):
-        return under, len(under)
-    return root, int(root.nbytes)
-
-
-def _walk(value: Any, parts: dict, visited: set, depth: int) -> None:
-    """Add ``id(owner) -> (owner, bytes)`` to ``parts`` for every piece of memory ``value`` holds."""
-    if value is None or isinstance(value, (bool, int, float, complex)) or id(value) in visited:
-        return
-    visited.add(id(value))
-    if isinstance(value, np.ndarray):
-        owner, size = _array_part(value)
-        parts.setdefault(id(owner), (owner, size))
-        if value.dtype == object and depth < _MAX_DEPTH:
-            for x in value.flat:
-                _walk(x, parts, visited, depth + 1)
-        return
-    if isinstance(value, (bytes, bytearray)):
-        parts.setdefault(id(value), (value, len(value)))
-        return
-    if isinstance(value, memoryview):
-        parts.setdefault(id(value), (value, int(value.nbytes)))
-        return
-    if isinstance(value, str):
-        parts.setdefault(id(value), (value, sys.getsizeof(value)))
-        return
-    if sp.issparse(value):
-        for name in _SPARSE_ARRAYS:
-            a = getattr(value, name, None)
-            if isinstance(a, np.ndarray):
-                _walk(a, parts, visited, depth + 1)
-        return
-    if type(value).__module__.startswith("pandas") and hasattr(value, "memory_usage"):
-        usage = value.memory_usage(deep=True)
-        parts.setdefault(id(value), (value, int(usage.sum()) if hasattr(usage, "sum") else int(usage)))
-        return
-    parts.setdefault(id(value), (value, sys.getsizeof(value)))
-    if depth >= _MAX_DEPTH:
-        return
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        children = [getattr(value, f.name) for f in dataclasses.fields(value)]
-    elif isinstance(value, dict):
-        children = [x for kv in value.items() for x in kv]
-    elif isinstance(value, (list, tuple, set, frozenset)):
-        children = value
-    else:
-        attrs = getattr(value, "__dict__", None)
-        children = list(attrs.values()) if isinstance(attrs, dict) else ()
-    for child in children:
-        _walk(child, parts, visited, depth + 1)
-
-
-def _parts(value: Any) -> dict:
-    """``{id(owner): (owner, bytes)}``: every piece of memory reachable from ``value``, each once."""
-    parts: dict = {}
-    _walk(value, parts, set(), 0)
-    return parts
-
-
-def nbytes(value: Any, *, exclude: tuple = ()) -> int:
-    """Bytes a cached value holds in memory, not counting what ``exclude`` already holds.
-
-    Parameters
-    ----------
-    value : object
-        A numpy array (the whole buffer it views: a view keeps its base alive; zero when
-        memory-mapped), a sparse matrix (its arrays), a DataFrame or Series
-        (``memory_usage(deep=True)``), bytes, a string, or a dataclass, dict, list, tuple or set
-        of those (the sum over their contents, each buffer once).
-    exclude : tuple, default=()
-        Objects whose memory is not counted (and everything inside them).
-
-    Returns
-    -------
-    int
-        The size in bytes.
-
-    Examples
-    --------
-    >>> nbytes(np.zeros((10, 10)))
-    800
-    """
-    skip = _parts(tuple(exclude)) if exclude else {}
-    return sum(size for key, (_owner, size) in _parts(value).items() if key not in skip)
-
-
-# ------------------------------------------------------------------------------------------
-# read-only results
-# ------------------------------------------------------------------------------------------
-def _freeze(value: Any, seen: set, depth: int = 0) -> None:
-    """Make every numpy array reachable from ``value`` read-only."""
-    if value is None or isinstance(value, (bool, int, float, complex, str, bytes)) or id(value) in seen:
-        return
-    seen.add(id(value))
-    if isinstance(value, np.ndarray):
-        value.setflags(write=False)
-        return
-    if sp.issparse(value):
-        for name in _SPARSE_ARRAYS:
-            a = getattr(value, name, None)
-            if isinstance(a, np.ndarray):
-                a.setflags(write=False)
-        return
-    if depth >= _MAX_DEPTH:
-        return
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        children = [getattr(value, f.name) for f in dataclasses.fields(value)]
-    elif isinstance(value, dict):
-        children = list(value.values())
-    elif isinstance(value, (list, tuple, set, frozenset)):
-        children = list(value)
-    else:
-        return
-    for child in children:
-        _freeze(child, seen, depth + 1)
-
-
 def _fresh(value: Any, depth: int = 0) -> Any:
     """``value`` with its dicts, lists and tuples copied (arrays and other objects shared)."""
     if depth >= _MAX_DEPTH:
@@ -240,34 +98,32 @@ def _fresh(value: Any, depth: int = 0) -> Any:
 # ------------------------------------------------------------------------------------------
 # pools
 # ------------------------------------------------------------------------------------------
-class _Entry:
-    """A cached value, the memory it holds (``parts``: owner id -> bytes) and the sessions that used it."""
-
-    __slots__ = ("value", "parts", "private", "sessions")
-
-    def __init__(self, value: Any, parts: dict, private: bool, sessions: set):
-        self.value, self.parts, self.private, self.sessions = value, parts, private, sessions
-
-
 #: Every cache made (the pools and the task stores), for :func:`end_session`.
 _instances: weakref.WeakSet = weakref.WeakSet()
 
 
-class SharedCache:
-    """A least-recently-used cache bounded in bytes, thread-safe, computing each missing key once.
+def _session() -> Optional[str]:
+    """The current session, looked up at each call (tests replace :func:`session_id`)."""
+    return session_id()
 
-    Its size counts every buffer its values hold, once however many entries hold it (a view that
-    is a whole loaded dataset, an argument of the call, counts that dataset: the entry keeps it
-    alive). An entry made from one session's data (``private``, see :func:`register_private`)
-    goes when the last session that used it ends (:func:`end_session`).
+
+class SharedCache(MemoryCache):
+    """A pool: the core's :class:`~diversity_core.MemoryCache` with the app's sessions, spinner and fresh containers.
+
+    The core class bounds it in bytes, counting every buffer its values hold once however many
+    entries hold it (a view that is a whole loaded dataset, an argument of the call, counts that
+    dataset: the entry keeps it alive), keeps it thread-safe and computes each missing key once.
+    Here its users are the Streamlit sessions: an entry made from one session's data
+    (``private``, see :func:`register_private`) goes when the last session that used it ends
+    (:func:`end_session`); every value is returned with fresh dicts, lists and tuples.
 
     Parameters
     ----------
     name : str
         The pool's name (messages, :func:`cache_info`).
     share : float, optional
-        Share of :func:`~diversity_core._config.memory_budget` the pool may hold; read again at
-        every insertion, so the pool follows a changed budget.
+        Share of :func:`~diversity_core.memory_budget` the pool may hold; read again at every
+        insertion, so the pool follows a changed budget.
     max_bytes : int, optional
         A fixed limit in bytes instead of a share (tests).
     max_entries : int, optional
@@ -276,72 +132,14 @@ class SharedCache:
 
     def __init__(self, name: str, share: Optional[float] = None, *, max_bytes: Optional[int] = None,
                  max_entries: Optional[int] = None):
-        if (share is None) == (max_bytes is None):
-            raise ValueError("give exactly one of share and max_bytes.")
-        self.name = name
-        self.share = share
-        self.max_bytes = max_bytes
-        self.max_entries = max_entries
-        self._lock = threading.Lock()
-        self._data: OrderedDict = OrderedDict()  # least to most recently used
-        self._held: dict = {}  # id(owner) -> [entries holding it, bytes, owner]
-        self._bytes = 0
-        self._flights: dict = {}
+        super().__init__(name, share, max_bytes=max_bytes, max_entries=max_entries,
+                         entry_overhead=ENTRY_OVERHEAD, user=_session)
         _instances.add(self)
 
-    def limit(self) -> int:
-        """Bytes this pool may hold now."""
-        if self.max_bytes is not None:
-            return max(1, int(self.max_bytes))
-        return max(1, int(memory_budget() * self.share))
-
-    # -- bookkeeping (the caller holds the lock) ---------------------------------------------
-    def _remove(self, key: Hashable) -> None:
-        entry = self._data.pop(key)
-        self._bytes -= ENTRY_OVERHEAD
-        for part in entry.parts:
-            held = self._held[part]
-            held[0] -= 1
-            if held[0] == 0:
-                self._bytes -= held[1]
-                del self._held[part]
-
-    def _insert(self, key: Hashable, entry: _Entry) -> None:
-        self._data[key] = entry
-        self._bytes += ENTRY_OVERHEAD
-        for part, (owner, size) in entry.parts.items():
-            held = self._held.get(part)
-            if held is None:
-                self._held[part] = [1, size, owner]
-                self._bytes += size
-            else:
-                held[0] += 1
-
-    def _evict(self) -> None:
-        """Drop the least recently used entries until the pool fits its limits (the newest stays)."""
-        limit = self.limit()
-        while len(self._data) > 1 and (self._bytes > limit
-                                       or (self.max_entries is not None and len(self._data) > self.max_entries)):
-            self._remove(next(iter(self._data)))
-
-    def _used(self, entry: _Entry) -> None:
-        sid = session_id()
-        if sid is not None:
-            entry.sessions.add(sid)
-
-    # -- the mapping -------------------------------------------------------------------------
     def get(self, key: Hashable, default: Any = None) -> Any:
         """The value under ``key`` (``default`` when absent), marked as most recently used."""
-        with self._lock:
-            entry = self._data.get(key)
-            if entry is not None:
-                self._data.move_to_end(key)
-                self._used(entry)
-        return default if entry is None else _fresh(entry.value)
-
-    def __contains__(self, key: Hashable) -> bool:
-        with self._lock:
-            return key in self._data
+        value = super().get(key, MISSING)
+        return default if value is MISSING else _fresh(value)
 
     def put(self, key: Hashable, value: Any, *, exclude: tuple = (), private: bool = False) -> bool:
         """Keep ``value`` (its arrays made read-only) under ``key``; False when larger than the pool.
@@ -351,18 +149,7 @@ class SharedCache:
         it counts). ``private``: made from one session's data (freed when its sessions end).
         """
         del exclude
-        _freeze(value, set())
-        parts = _parts(value)
-        alone = ENTRY_OVERHEAD + sum(size for _owner, size in parts.values())
-        sid = session_id()
-        with self._lock:
-            if key in self._data:
-                self._remove(key)
-            if alone > self.limit():
-                return False
-            self._insert(key, _Entry(value, parts, private, {sid} if sid is not None else set()))
-            self._evict()
-        return True
+        return super().put(key, value, private=private)
 
     def get_or_compute(self, key: Hashable, compute: Callable[[], Any], *, spinner: Optional[str] = None,
                        exclude: tuple = (), private: bool = False) -> Any:
@@ -371,57 +158,19 @@ class SharedCache:
         ``spinner`` is drawn while this call waits or computes (never on a hit). ``private``: as
         in :meth:`put`.
         """
-        with self._lock:
-            entry = self._data.get(key)
-            if entry is not None:
-                self._data.move_to_end(key)
-                self._used(entry)
-        if entry is not None:
-            return _fresh(entry.value)
-        if spinner:
-            with st.spinner(spinner):
-                return _fresh(self._compute_once(key, compute, private))
-        return _fresh(self._compute_once(key, compute, private))
-
-    def _compute_once(self, key: Hashable, compute: Callable[[], Any], private: bool) -> Any:
-        """Compute ``key``, or wait for the thread already computing it (:func:`~diversity_core._inflight.compute_once`)."""
-
-        def lookup():
-            entry = self._data.get(key)
-            return MISSING if entry is None else entry.value
-
-        return compute_once(key, self._lock, self._flights, lookup, compute,
-                            lambda value: self.put(key, value, private=private))
-
-    def clear(self, prefix: Optional[Hashable] = None) -> None:
-        """Forget every entry, or those whose key is a tuple starting with ``prefix``."""
-        with self._lock:
-            keys = [k for k in self._data if prefix is None or (isinstance(k, tuple) and k and k[0] == prefix)]
-            for key in keys:
-                self._remove(key)
+        del exclude
+        value = super().get(key, MISSING)
+        if value is MISSING:
+            if spinner:
+                with st.spinner(spinner):
+                    value = super().get_or_compute(key, compute, private=private)
+            else:
+                value = super().get_or_compute(key, compute, private=private)
+        return _fresh(value)
 
     def release_session(self, sid: str) -> int:
         """Forget that session ``sid`` used the entries; drop the private ones no other session used."""
-        with self._lock:
-            gone = []
-            for key, entry in self._data.items():
-                if sid in entry.sessions:
-                    entry.sessions.discard(sid)
-                    if entry.private and not entry.sessions:
-                        gone.append(key)
-            for key in gone:
-                self._remove(key)
-        return len(gone)
-
-    def values(self) -> list:
-        """The cached values, least to most recently used (a snapshot; none is marked as used)."""
-        with self._lock:
-            return [entry.value for entry in self._data.values()]
-
-    def info(self) -> dict:
-        """``entries``, ``bytes`` held (every buffer once) and ``limit_bytes``."""
-        with self._lock:
-            return {"entries": len(self._data), "bytes": int(self._bytes), "limit_bytes": int(self.limit())}
+        return self.release_user(sid)
 
 
 # ------------------------------------------------------------------------------------------
@@ -447,8 +196,6 @@ def is_private(arguments) -> bool:
 
 def session_id() -> Optional[str]:
     """The id of the session whose script runs in this thread (None outside a script run)."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
     ctx = get_script_run_ctx(suppress_warning=True)
     return None if ctx is None else ctx.session_id
 
@@ -469,7 +216,6 @@ def end_session(sid: str) -> int:
 def _trim() -> None:
     """Collect garbage and give freed heap pages back to the system (glibc ``malloc_trim``)."""
     import ctypes
-    import gc
 
     gc.collect()
     try:
@@ -504,8 +250,6 @@ def _session_ended(token: _SessionToken) -> None:
 
 
 def _new_token() -> _SessionToken:
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
     ctx = get_script_run_ctx(suppress_warning=True)
     return _SessionToken(ctx.session_id, ctx.session_state)
 

@@ -241,6 +241,14 @@ def test_decorator_keys_by_hash_funcs_and_leaves_out_underscored_parameters():
         f(Thing("a", [1]), k=np.zeros(2))
 
 
+def test_pools_are_the_core_cache_class():
+    """One cache class (issue 39 item 6): a pool is the core's MemoryCache, sizes by the core's nbytes."""
+    import diversity_core
+
+    assert issubclass(SharedCache, diversity_core.MemoryCache) and isinstance(cache.pool("data"), SharedCache)
+    assert nbytes is diversity_core.nbytes
+
+
 def test_unknown_pool_is_refused():
     with pytest.raises(ValueError, match="unknown cache pool"):
         cache.pool("nope")
