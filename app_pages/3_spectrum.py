@@ -46,7 +46,7 @@ top = None
 if beyond:
     scalable.draw_badge(plan)
     job = scalable.ensure_job(ctx)
-    b = scalable.spectrum_panel(job, view.n)
+    b = scalable.spectrum_panel(job, view.n, scalable.job_key(ctx))
     if b is not None and b.eigenvectors is not None:
         st.subheader("Items at both ends of the top eigenvectors")
         st.caption(f"Ritz vectors of the top {b.k} eigenvalues from Lanczos on all {view.n} items.")

@@ -5,9 +5,11 @@ the app (the Scores page's per-group table). The kernel is fixed once on all ite
 weighted median-distance bandwidth, as :func:`~diversity_core.spectrum.compute_spectrum` fixes
 it), so that the groups' scores compare; each group then takes the exact path
 :func:`~diversity_core.approx.plan_scores` picks for its size: the dense or dual spectrum (every
-order from one eigendecomposition), the dual path streamed from a source, or VS_2 alone by blocks
-of K when only q = 2 is asked beyond the dense limit. IntDiv comes out of the same pass where it
-can (:math:`1 - \|\Phi^T p\|^2` from the dual moments, or the blocked pass).
+order from one eigendecomposition), the dual path streamed from a source, VS_2 alone by blocks
+of K when only q = 2 is asked, or VS_inf (and VS_2) from the top eigenvalue by Lanczos when only
+q = inf (or q = 2 and inf) is asked, past the measured crossovers or the dense limit. IntDiv comes
+out of the same pass where it can (:math:`1 - \|\Phi^T p\|^2` from the dual moments, or the
+blocked pass).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import numpy as np
 from ._orders import check_q, q_key
 from ._progress import ProgressCallback
 from ._validation import check_option, check_weights
+from .approx._results import VendiBounds
+from .approx.bounds import vendi_bounds
 from .approx.plan import plan_scores
 from .baselines import _intdiv
 from .blocked import VS2Result, vendi_2_exact
@@ -43,8 +47,9 @@ class GroupScore:
     group : str
     n : int
         Items in the group.
-    method : {"dense", "dual", "blocked"}
-        The path: a spectrum (dense or dual), or exact VS_2 by blocks (no spectrum).
+    method : {"dense", "dual", "blocked", "lanczos"}
+        The path: a spectrum (dense or dual), exact VS_2 by blocks, or exact VS_inf and VS_2 from the
+        top eigenvalue by Lanczos (no spectrum).
     execution : {"in-memory", "streamed", "dask"}
     intdiv : float
         IntDiv under the same kernel.
@@ -54,6 +59,9 @@ class GroupScore:
         The group's spectrum (every order, O(n) each); None on the blocked path.
     blocked : VS2Result or None
         The blocked path's result (VS_2, and the bounds it implies on VS_inf).
+    top : VendiBounds or None
+        The Lanczos path's result: the top eigenvalue of rho (``top_eigenvalues[0]``, VS_inf = its
+        inverse) within ``tolerance``, and the purity (VS_2 = its inverse).
     """
 
     group: str
@@ -64,10 +72,11 @@ class GroupScore:
     kernel: dict
     spectrum: Optional[Spectrum] = None
     blocked: Optional[VS2Result] = None
+    top: Optional[VendiBounds] = None
 
     @property
     def rank(self) -> Optional[int]:
-        """Eigenvalues in the support (VS_0), or None on the blocked path."""
+        """Eigenvalues in the support (VS_0), or None on the blocked and Lanczos paths."""
         return None if self.spectrum is None else self.spectrum.rank
 
     @property
@@ -75,11 +84,29 @@ class GroupScore:
         """``(sqrt(VS_2), VS_2)`` around VS_inf on the blocked path, else None (VS_inf is exact)."""
         return None if self.blocked is None else (self.blocked.vs_inf_lower, self.blocked.vs_inf_upper)
 
+    @property
+    def vs_inf_interval(self) -> Optional[tuple[float, float]]:
+        """On the Lanczos path the interval certain to hold VS_inf (the solver's tolerance), else None."""
+        if self.top is None:
+            return None
+        low, high = self.top.bounds_at(np.inf)
+        return float(low[0]), float(high[0])
+
     def vendi(self, q) -> float:
-        """VS_q of the group; on the blocked path only q = 2 is known."""
+        """VS_q of the group; on the blocked path only q = 2 is known, on the Lanczos path q = 2 and inf."""
         if self.spectrum is not None:
             return self.spectrum.vendi(q)
         value = float(check_q(q).ravel()[0])
+        if self.top is not None:
+            if value == 2.0:
+                return 1.0 / self.top.purity
+            if value == np.inf:
+                return 1.0 / float(self.top.top_eigenvalues[0])
+            raise DiversityInputError(
+                f"group {self.group!r} was scored from its top eigenvalue (Lanczos), which gives VS_inf and "
+                f"VS_2 exactly and no other order; got q = {q_key(value)}. Ask for the other orders too (a "
+                "spectrum)."
+            )
         if value != 2.0:
             raise DiversityInputError(
                 f"group {self.group!r} was scored by blocks, which give VS_2 exactly and no other order; got "
@@ -93,6 +120,8 @@ class GroupScore:
                "rank": self.rank, "vendi": {q_key(q): self.vendi(q) for q in np.atleast_1d(check_q(qs)).ravel()}}
         if self.blocked is not None:
             row["vs_inf_bounds"] = list(self.vs_inf_bounds)
+        if self.top is not None:
+            row["vs_inf_interval"] = list(self.vs_inf_interval)
         row.update(intdiv=self.intdiv, kernel=self.kernel)
         return row
 
@@ -129,9 +158,12 @@ def score_groups(
     kernel : str or Kernel, default "cosine"
         Resolved once on all items (weighted), then shared by every group.
     qs : orders, optional
-        The orders the caller will read; when they are all 2, a group beyond the dense limit
-        under a kernel without features is scored by blocks (VS_2 only). Default: every order
-        (a spectrum per group).
+        The orders the caller will read; when they are all 2, a group of at least
+        :data:`~diversity_core.approx.plan.BLOCKED_FROM` items (or beyond the dense limit) under a
+        kernel without a usable dual path is scored by blocks (VS_2 only); when they are inf, or 2
+        and inf, from its top eigenvalue by Lanczos from
+        :data:`~diversity_core.approx.plan.LANCZOS_FROM` items (or beyond the dense limit). Default:
+        every order (a spectrum per group).
     weights : array-like of shape (n,), optional
     method : {"auto", "dense", "dual"}, default "auto"
     device : {"cpu", "cuda", "auto"}, default "cpu"
@@ -158,7 +190,8 @@ def score_groups(
     Notes
     -----
     Cost: the sum over the parts of their path's cost (dual O(n d^2), dense O(n^3), blocked
-    O(n^2 d)); the paths follow :func:`~diversity_core.approx.plan_scores`, one plan per group.
+    O(n^2 d), Lanczos O(n^2 d) to form the operator and a few tens of O(n^2) products); the paths
+    follow :func:`~diversity_core.approx.plan_scores`, one plan per group.
 
     Examples
     --------
@@ -220,6 +253,8 @@ def _score_part(name, X, weights, kern, qs, method, device, progress, *, streame
         res = vendi_2_exact(X, kernel=kern, weights=weights, method="blocked", progress=progress)
         return GroupScore(group=name, n=res.n, method="blocked", execution=res.execution, intdiv=res.intdiv,
                           kernel=res.kernel, blocked=res)
+    if plan.path == "lanczos":
+        return _score_top(name, X, weights, kern, progress, streamed=streamed)
     # a feature-map kernel's IntDiv = 1 - ||Phi^T p||^2 comes out of the dual pass itself
     spec, moments = _compute_spectrum(X, kernel=kern, weights=weights, method=plan.method, n_eigenvectors=0,
                                       device=device, progress=progress, kernel_params={}, mean=kern.has_feature_map)
@@ -231,3 +266,26 @@ def _score_part(name, X, weights, kern, qs, method, device, progress, *, streame
         value = _intdiv(kern, X, check_weights(weights, n))
     return GroupScore(group=name, n=spec.n, method=spec.method, execution=spec.execution, intdiv=value,
                       kernel=spec.kernel, spectrum=spec)
+
+
+def _score_top(name, X, weights, kern, progress, *, streamed: bool) -> GroupScore:
+    """The Lanczos path: VS_inf from the top eigenvalue of rho, VS_2 from the same operator's purity.
+
+    The operator is stored (float64, else float32) when it fits the memory budget, else recomputed
+    by blocks at each product (:func:`~diversity_core.approx.vs_inf_exact`); rows of a source are
+    read into memory first (the plan checked that they fit).
+    """
+    if streamed:
+        X = kern.validate(X.read())
+    n = X.shape[0]
+    # VS_2 is the inverse of the purity the operator's construction gives (no further pass)
+    top = vendi_bounds(X, kernel=kern, k=[1], q=[2.0, np.inf], weights=weights, method="lanczos", rng=0,
+                       progress=progress)
+    if top.k < 1:  # two items: Lanczos needs k < n - 1; the dense path is trivial here
+        spec = _compute_spectrum(X, kernel=kern, weights=weights, method="dense", n_eigenvectors=0,
+                                 device="cpu", progress=progress, kernel_params={})[0]
+        return GroupScore(group=name, n=spec.n, method=spec.method, execution=spec.execution,
+                          intdiv=_intdiv(kern, X, check_weights(weights, n)), kernel=spec.kernel,
+                          spectrum=spec)
+    return GroupScore(group=name, n=n, method="lanczos", execution="in-memory",
+                      intdiv=_intdiv(kern, X, check_weights(weights, n)), kernel=top.kernel, top=top)

@@ -22,11 +22,14 @@ import numpy as np
 
 from ._deprecation import UNSET, renamed_argument
 from ._progress import ProgressCallback
-from ._validation import check_q
+from ._validation import check_q, check_weights
 from .approx.bounds import vs_inf_exact
+from .approx.plan import plan_scores
 from .blocked import VS2Result, vendi_2_exact
 from .entropy import default_q_grid, vendi_from_eigenvalues
 from .exceptions import DiversityInputError, MemoryBudgetError
+from .kernels import get_kernel
+from .sources import as_source
 from .spectrum import Spectrum, compute_spectrum, spectrum_from_kernel
 
 __all__ = [
@@ -81,9 +84,12 @@ def vendi_score(
     Notes
     -----
     Computes a :class:`~diversity_core.spectrum.Spectrum` (dual O(n d^2), dense O(n^3)); to
-    score several orders, compute the spectrum once and call ``spectrum.vendi(q)``. For q = 2
-    with a kernel that has no feature map and an n too large for the dense path, use
-    :func:`vendi_2_exact`.
+    score several orders, compute the spectrum once and call ``spectrum.vendi(q)``. For q = 2 or
+    q = inf with ``method="auto"`` on the CPU, the cheapest exact path of
+    :func:`~diversity_core.approx.plan_scores` is taken instead where the plan picks one without
+    a spectrum (from its measured crossovers, or past the dense limit): VS_2 by blocks of K
+    (:func:`vendi_2_exact`, O(n^2 d)) or VS_inf from the top eigenvalue by Lanczos
+    (:func:`~diversity_core.approx.vs_inf_exact`, within its stated tolerance).
 
     Examples
     --------
@@ -93,6 +99,10 @@ def vendi_score(
     """
     if np.ndim(q) != 0:
         raise DiversityInputError("vendi_score takes one order q; use q_profile for several.")
+    if method == "auto" and device == "cpu":
+        value = _without_spectrum(X, kernel, q, weights, progress, kernel_params)
+        if value is not None:
+            return value
     try:
         spec = compute_spectrum(
             X, kernel=kernel, weights=weights, method=method, device=device, progress=progress, **kernel_params
@@ -102,6 +112,33 @@ def vendi_score(
             raise
         return _beyond_dense(X, kernel, q, weights, progress, kernel_params, exc)
     return spec.vendi(q)
+
+
+def _without_spectrum(X, kernel, q, weights, progress, kernel_params) -> Optional[float]:
+    """VS_2 or VS_inf of in-memory items on the plan's exact path without a spectrum, else None.
+
+    The plan's rule (:func:`~diversity_core.approx.plan_scores`): blocks of K for q = 2, Lanczos for
+    q = inf, from the measured crossovers or past the dense limit; the kernel is resolved as
+    ``compute_spectrum`` resolves it (the weighted bandwidth), so the value is the same one.
+    """
+    order = float(check_q(q).ravel()[0])
+    if order not in (2.0, np.inf) or as_source(X) is not None:
+        return None
+    kern = get_kernel(kernel, **kernel_params)
+    try:
+        shape = np.shape(X)
+    except ValueError:  # ragged rows
+        return None
+    if len(shape) != 2 or min(shape) < 1:
+        return None  # the spectrum's validation says what is wrong
+    plan = plan_scores(shape[0], shape[1], kernel=kern, q=[order], weighted=weights is not None)
+    if plan.path not in ("blocked", "lanczos"):
+        return None
+    X = kern.validate(X)
+    kern = kern.resolve(X, check_weights(weights, X.shape[0]))
+    if plan.path == "blocked":
+        return vendi_2_exact(X, kernel=kern, weights=weights, method="blocked", progress=progress).vs2
+    return vs_inf_exact(X, kernel=kern, weights=weights, rng=0, progress=progress)
 
 
 def _beyond_dense(X, kernel, q, weights, progress, kernel_params, error: MemoryBudgetError) -> float:

@@ -134,55 +134,126 @@ def require(fn: Callable[[], T], what: str) -> T:
         raise  # unreachable: st.stop raises
 
 
+# ------------------------------------------------------------------------------------------
+# the time left: one estimator for the progress bars and the background jobs
+# ------------------------------------------------------------------------------------------
+#: Seconds of measured work before the time left is estimated.
+MEASURE_S = 2.0
+
+
+def phase_label(message: str) -> str:
+    """The stage of a progress message with its numbers masked: what stays the same within one phase.
+
+    The stage is the message before :data:`~diversity_core._progress.DETAIL_SEPARATOR`.
+
+    Examples
+    --------
+    >>> phase_label("run 3/10, epoch 7/30")
+    'run #/#, epoch #/#'
+    >>> phase_label("efficientnet_lite0 features · embedding images · about 40 s left")
+    'efficientnet_lite# features'
+    """
+    stage = split_message(str(message))[0]
+    return _NUMBER.sub("#", stage)
+
+
+def phase(total: float, message: str) -> tuple:
+    """The phase a report belongs to: its total together with its stage (:func:`phase_label`).
+
+    A job may report several phases (features computed first, then comparisons, each with its
+    own total; UMAP's import, its neighbour graph, then its epochs); when either changes, a new
+    phase starts, whose steps are measured on their own.
+    """
+    return float(total), phase_label(message)
+
+
+def time_left(origin: tuple, now: float, done: float, total: float, measure_s: float = MEASURE_S) -> Optional[float]:
+    """Seconds left at the throughput measured since the phase's first report, or None.
+
+    ``origin = (time, done)`` of that first report. None until a step of the phase has been
+    measured (``done`` grew since its first report) over at least ``measure_s`` seconds, and
+    once the phase is complete.
+
+    Examples
+    --------
+    >>> time_left((100.0, 50), 104.0, 150, 200)  # 100 steps in 4 s, 50 to go
+    2.0
+    >>> time_left((100.0, 50), 101.0, 60, 200) is None  # under 2 s of measured work
+    True
+    """
+    t0, done0 = origin
+    if now - t0 < measure_s or done <= done0 or total <= 0 or done >= total:
+        return None
+    return (now - t0) / (done - done0) * (total - done)
+
+
+def time_left_text(seconds: float) -> str:
+    """The time left in words: ``a few seconds left`` (under 8 s) or ``about 2.5 min left``."""
+    return "a few seconds left" if seconds < 8 else f"about {format_duration(seconds)} left"
+
+
+class PhaseClock:
+    """The time so far and the time left of one job's reports: the app's one estimator.
+
+    Fed every report (:meth:`report`), in order; the time so far counts from the first report,
+    the time left from the current :func:`phase`'s first report (:func:`time_left`), so the steps
+    of one phase never price another's, and the warm-up before a phase's first report (imports,
+    a model's loading) never counts. Used by :class:`ProgressBar` and by
+    :class:`ui.workers.BackgroundJob`.
+    """
+
+    def __init__(self):
+        self.start: Optional[float] = None  # the first report: the time so far counts from it
+        self.origin: Optional[tuple] = None  # (time, done) of the phase's first report
+        self.phase: Optional[tuple] = None  # the current phase (:func:`phase`)
+
+    def report(self, done: float, total: float, message: str, now: float) -> None:
+        """A report that arrived at ``now`` (a new phase moves the throughput's origin to it)."""
+        if self.start is None:
+            self.start = now
+        current = phase(total, message)
+        if current != self.phase:
+            self.phase, self.origin = current, (now, done)
+
+    def elapsed(self, now: float) -> float:
+        """Seconds since the first report (0 before it)."""
+        return 0.0 if self.start is None else now - self.start
+
+    def left(self, done: float, total: float, now: float) -> Optional[float]:
+        """Seconds left of the current phase at ``done`` of ``total`` (None until measurable)."""
+        return None if self.origin is None else time_left(self.origin, now, done, total)
+
+
 class ProgressBar:
     """A ``progress(done, total, message)`` callback drawing an ``st.progress`` bar.
 
     The bar takes its place on the page when created (an empty placeholder) and appears at the
     first report, so work that reports nothing (a cache hit) draws nothing. Its text is the
-    task's label, what the core says it is doing, the time so far and the time left.
-
-    The time left is that of the current **phase**, from its own throughput: a task may report
-    several (features computed first, then comparisons, each with its own total). A phase is
-    the report's total together with its stage, the message before
-    :data:`~diversity_core._progress.DETAIL_SEPARATOR` with its numbers masked (``"epoch 3/30"``
-    and ``"epoch 4/30"`` are one stage; ``"efficientnet_lite0 features · ..."`` and
-    ``"scoring the groups · ..."`` are two). When either changes, the reference point of the
-    throughput moves to that report, so the steps of one phase never price another's, and the
-    warm-up before a phase's first report (imports, a model's loading) never counts. The time
-    left appears once a step of the current phase has been measured (``done`` grew since its
-    first report) over at least :attr:`MEASURE_S` seconds; the featurizers'
-    :class:`~diversity_core.featurizers._runtime.BatchProgress` measures the same way, and a
-    message that already says the time left gets no second estimate.
+    task's label, what the core says it is doing, the time so far and the time left, both from
+    the app's one estimator (:class:`PhaseClock`, shared with the background jobs of
+    :mod:`ui.workers`); a message that already says the time left (the featurizers'
+    :class:`~diversity_core.featurizers._runtime.BatchProgress` measures it the same way) gets
+    no second estimate.
     """
 
     #: Seconds of measured work before the time left is estimated.
-    MEASURE_S = 2.0
+    MEASURE_S = MEASURE_S
 
     def __init__(self, label: str, container=None):
         self.label = label
         self._slot = (container or st).empty()
         self._bar = None
         self._last = 0.0
-        self._start: Optional[float] = None  # the first report: the time so far counts from it
-        self._first: Optional[tuple] = None  # (time, done) of the phase's first report: the throughput's origin
-        self._phase: Optional[tuple] = None  # (total, stage) of the current phase
+        self._clock = PhaseClock()
 
     def _eta(self, done: int, total: int, now: float, message: str = "") -> str:
-        """Elapsed time and the time left at the throughput measured since the phase's first report."""
-        phase = (total, phase_label(message))
-        if self._start is None:
-            self._start = now
-        if phase != self._phase:
-            # a new phase (or the first report): its steps are measured from here
-            self._phase = phase
-            self._first = (now, done)
-        elapsed = now - self._start
-        t0, done0 = self._first
-        if now - t0 < self.MEASURE_S or done <= done0 or total <= 0 or done >= total:
-            return f" · {_duration(elapsed)} so far" if elapsed >= self.MEASURE_S and done < total else ""
-        left = (now - t0) / (done - done0) * (total - done)
-        said = "a few seconds left" if left < 8 else f"about {format_duration(left)} left"
-        return f" · {_duration(elapsed)} so far, {said}"
+        """Elapsed time and the time left of the current phase (:class:`PhaseClock`)."""
+        self._clock.report(done, total, message, now)
+        elapsed = self._clock.elapsed(now)
+        left = self._clock.left(done, total, now)
+        if left is None:
+            return f" · {_duration(elapsed)} so far" if elapsed >= MEASURE_S and done < total else ""
+        return f" · {_duration(elapsed)} so far, {time_left_text(left)}"
 
     def __call__(self, done: int, total: int, message: str = "") -> None:
         now = time.monotonic()
@@ -201,20 +272,6 @@ class ProgressBar:
     def empty(self) -> None:
         self._slot.empty()
         self._bar = None
-
-
-def phase_label(message: str) -> str:
-    """The stage of a progress message with its numbers masked: what stays the same within one phase.
-
-    Examples
-    --------
-    >>> phase_label("run 3/10, epoch 7/30")
-    'run #/#, epoch #/#'
-    >>> phase_label("efficientnet_lite0 features · embedding images · about 40 s left")
-    'efficientnet_lite# features'
-    """
-    stage = split_message(str(message))[0]
-    return _NUMBER.sub("#", stage)
 
 
 def _duration(seconds: float) -> str:

@@ -8,7 +8,9 @@ to the budget:
 1. **First look** (:func:`first_look`, cached, well under 2 s at n = 100k): the exact spectrum of
    a seeded random subsample of :data:`SUBSAMPLE` items, labelled as such. Its measured time
    also gives the approximate time of the forced exact path (scaled as n^3).
-2. **Refinement** in a background thread (:class:`Job`), never blocking the page or a page change:
+2. **Refinement** as a background job of the app's one runner (:class:`ui.workers.BackgroundJob`:
+   on a worker process when the server has them, like every long job), never blocking the page or
+   a page change; :func:`refine` carries out the plan and reports each result as it comes:
    where K fits in memory, first the guaranteed bounds from the top k = 20 eigenvalues by Lanczos
    (:func:`~diversity_core.approx.iter_vendi_bounds`: seconds; its top eigenvectors fill the
    Spectrum page's galleries), then by default the estimate of the full-sample VS_q for every
@@ -30,8 +32,8 @@ approximate time shown before it starts (:func:`exact_spectrum` raises the budge
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -41,22 +43,15 @@ import streamlit as st
 
 import diversity_core as dc
 from diversity_core import check_weights, config_context, format_bytes, format_q, memory_budget
-from diversity_core.approx import (
-    ScorePlan,
-    exact_plan,
-    iter_vendi_bounds,
-    iter_vendi_slq,
-    nystrom_bounds,
-    plan_scores,
-    vendi_estimate,
-)
+from diversity_core.approx import ScorePlan, exact_plan, plan_scores, run_plan
 from diversity_core.approx.plan import MIN_SKETCH, binary_features
 from diversity_core.featurizers import resolve_featurizer
+from diversity_core.workers import JobCancelledError
 
-from . import compute, tasks
+from . import compute, tasks, workers
 from .cache import shared_cache
 from .data import View
-from .feedback import error_message, literal
+from .feedback import error_message, literal, phase_label, time_left_text
 from .state import Q_GRID
 
 #: Task kind of the refinement jobs in :func:`ui.tasks.store`.
@@ -65,8 +60,6 @@ KIND = "scalable"
 SUBSAMPLE = 1000
 #: Lanczos steps of the refinement (top-k eigenvalues), cheap ones first.
 KS = (20, 50, 100, 200, 500)
-#: Landmarks of the Nystrom bounds, in turn, where Lanczos would recompute K at every product.
-NYSTROM_MS = (500, 1000, 2000)
 #: Seconds the bounds progression may take: no Lanczos step starts that the core predicts would overrun it.
 TIME_BUDGET = 600.0
 #: How the bounds see the top of the spectrum (the core's rule by default: Nystrom past the float32 matrix).
@@ -200,10 +193,10 @@ def first_look(view: View, featurizer: str, kernel: str, kernel_params: tuple, s
 
 
 # ------------------------------------------------------------------------------------------
-# the refinement job (a background thread)
+# the refinement job (the app's one job runner)
 # ------------------------------------------------------------------------------------------
-class _Stopped(Exception):
-    """Raised in the job's progress callback once Stop was pressed."""
+#: Label of the refinement jobs (their worker task's name, their errors).
+LABEL = "Refining beyond the dense limit"
 
 
 @dataclass(frozen=True)
@@ -219,118 +212,65 @@ class Snapshot:
     error: str
     seconds: float
     stop_requested: bool
+    time_left: Optional[float] = None
 
     @property
     def running(self) -> bool:
         return self.state == "running"
 
 
-class Job:
-    """Estimates then bounds for one view, computed in a daemon thread; results replace each other."""
-
-    def __init__(self, key: tuple):
-        self.key = key
-        self.stop = threading.Event()
-        self._lock = threading.Lock()
-        self._fields = {"state": "running", "stage": "starting", "message": "", "fraction": 0.0, "bounds": None,
-                        "estimate": None, "error": ""}
-        self._start = time.monotonic()
-        self._end: Optional[float] = None
-        self.thread: Optional[threading.Thread] = None
-
-    def snapshot(self) -> Snapshot:
-        with self._lock:
-            end = self._end if self._end is not None else time.monotonic()
-            return Snapshot(seconds=end - self._start, stop_requested=self.stop.is_set(), **self._fields)
-
-    def update(self, **fields) -> None:
-        with self._lock:
-            self._fields.update(fields)
-            if fields.get("state", "running") != "running":
-                self._end = time.monotonic()
-
-    def progress(self, stage: str, share: tuple):
-        """A core progress callback for one stage, mapped onto ``share = (start, end)`` of the bar."""
-
-        def report(done: int, total: int, message: str = "") -> None:
-            if self.stop.is_set():
-                raise _Stopped
-            frac = share[0] + (share[1] - share[0]) * (done / total if total else 0.0)
-            self.update(stage=stage, message=message, fraction=min(max(frac, 0.0), 1.0))
-
-        return report
+def snapshot(job: workers.BackgroundJob) -> Snapshot:
+    """A refinement job's latest ``bounds`` and ``estimate`` (its reports' payloads, :func:`refine`),
+    its progress and how it ended: ``done``, ``stopped`` (Stop pressed: what arrived stays) or
+    ``failed`` (its error, in the app's words)."""
+    data = job.data()
+    report = job.progress()
+    done, total, message = report if report is not None else (0.0, 0.0, "starting")
+    fraction = min(max(done / total, 0.0), 1.0) if total > 0 else 0.0
+    state, error = "running", ""
+    if job.done():
+        exc = job.error()
+        if isinstance(exc, JobCancelledError):
+            state, message = "stopped", "stopped"
+        elif exc is not None:
+            state, error = "failed", error_message(LABEL, exc)
+        else:
+            state, message, fraction = "done", "done", 1.0
+            value, _ = job.outcome()
+            data.update({k: v for k, v in (value or {}).items() if v is not None})
+    return Snapshot(state=state, stage=phase_label(message), message=message, fraction=fraction,
+                    bounds=data.get("bounds"), estimate=data.get("estimate"), error=error, seconds=job.seconds(),
+                    stop_requested=job.cancelled and state == "running",
+                    time_left=job.time_left() if state == "running" else None)
 
 
-def slq_orders() -> np.ndarray:
-    """Orders of the SLQ estimate: the q control's values above 0 (q = 0, a rank, is left to the bounds)."""
-    return np.array([q for q in Q_GRID if q > 0], dtype=np.float64)
+def refine(X, kern, weights, p: ScorePlan, progress) -> dict:
+    """The refinement job: the core carries out the plan (:func:`~diversity_core.approx.run_plan`).
+
+    A plain function (no Streamlit), safe on a worker process. Asks for the q control's orders
+    (:data:`~ui.state.Q_GRID`) with the guaranteed band beside the estimate, in the core's
+    refinement schedule: the first Lanczos bounds (galleries, an interval within seconds), the SLQ
+    estimate (else a sketch's), then the rest of the bounds. Each result is reported as it comes,
+    ``progress(done, total, message, bounds=...)`` or ``(..., estimate=...)``; raising in
+    ``progress`` (JobCancelledError) stops the job and propagates. Returns the last of each,
+    ``{"bounds": ..., "estimate": ...}`` (None where none came).
+    """
+    last = {"bounds": None, "estimate": None}
+    report = [0, 1, ""]
+
+    def core_progress(done: int, total: int, message: str = "") -> None:
+        report[:] = [done, total, message]
+        progress(done, total, message)
+
+    for step in run_plan(X, p, kernel=kern, q=Q_GRID, weights=weights, rng=0, time_budget=TIME_BUDGET,
+                         max_seconds=SLQ_SECONDS, n_eigenvectors=compute.MAX_EIGENVECTORS, replicates=REPLICATES,
+                         companions=True, progress=core_progress):
+        last[step.part] = step.result
+        progress(*report, **{step.part: step.result})
+    return last
 
 
-def _work(job: Job, X, kern, weights, p: ScorePlan) -> None:
-    """The job's thread, as the plan sizes it: the first bounds (top eigenpairs: galleries and an
-    interval within seconds, where K fits in memory), the SLQ estimate (else a sketch's, q >= 1),
-    then the rest of the bounds progression."""
-    qs = q_orders()
-    b = p.bounds
-    lanczos = b is not None and b.method != "nystrom"
-    shown = [-1]  # the k of the bounds on screen: a new progression's k = 0 start never replaces k = 20
-
-    def lanczos_bounds(ks, share) -> None:
-        with p.context("bounds"):
-            for bounds in iter_vendi_bounds(X, kernel=kern, ks=ks, q=qs, weights=weights, rng=0,
-                                            time_budget=TIME_BUDGET, n_eigenvectors=compute.MAX_EIGENVECTORS,
-                                            progress=job.progress("bounds", share)):
-                if bounds.k >= shown[0]:
-                    shown[0] = bounds.k
-                    job.update(bounds=bounds)
-                if job.stop.is_set():
-                    raise _Stopped
-
-    try:
-        start = 0.0
-        if lanczos and p.slq is not None and len(b.ks) > 1:
-            # k = 20 costs seconds where K fits in memory; the SLQ estimate after it takes up to
-            # SLQ_SECONDS, and the Spectrum page's galleries need these eigenvectors
-            lanczos_bounds(b.ks[:1], (0.0, 0.1))
-            start = 0.1
-        if p.slq is not None:
-            with p.context():
-                for estimate in iter_vendi_slq(X, kernel=kern, q=slq_orders(), weights=weights, rng=0,
-                                               max_seconds=SLQ_SECONDS, progress=job.progress("slq", (start, 0.55)),
-                                               **p.slq.kwargs()):
-                    job.update(estimate=estimate)
-            start = 0.55
-        elif p.sketch is not None:
-            with p.context("sketch"):
-                estimate = vendi_estimate(X, kernel=kern, q=qs[qs >= 1], replicates=REPLICATES, weights=weights,
-                                          rng=0, progress=job.progress("estimate", (0.0, 0.3)), **p.sketch.kwargs())
-            job.update(estimate=estimate)
-            start = 0.3
-        if b is not None and b.method == "nystrom":
-            # past the float32 matrix each Lanczos product is a pass over K (minutes at
-            # n = 100,000): the guaranteed bounds come from Nystrom sketches of growing m, up
-            # to the largest the budget holds
-            ms = [m for m in NYSTROM_MS if m < X.shape[0] and m <= b.m] or [b.m]
-            for i, m in enumerate(ms):
-                share = (start + (1 - start) * i / len(ms), start + (1 - start) * (i + 1) / len(ms))
-                with p.context("bounds"):
-                    bounds = nystrom_bounds(X, kernel=kern, m=m, q=qs, weights=weights, rng=0,
-                                            progress=job.progress("bounds", share))
-                job.update(bounds=bounds)
-                if job.stop.is_set():
-                    raise _Stopped
-        elif lanczos:
-            rest = b.ks[1:] if p.slq is not None and len(b.ks) > 1 else b.ks
-            lanczos_bounds(rest, (start, 1.0))
-    except _Stopped:
-        job.update(state="stopped", message="stopped")
-    except Exception as exc:  # noqa: BLE001 - the page shows every failure as a message
-        job.update(state="failed", error=error_message("Refining beyond the dense limit", exc))
-    else:
-        job.update(state="done", fraction=1.0, message="done")
-
-
-def ensure_job(ctx) -> Job:
+def ensure_job(ctx) -> workers.BackgroundJob:
     """The view's refinement job from the store, started when there is none.
 
     A failed job is returned as it is, so that its error is shown; "Try again" starts over
@@ -341,20 +281,21 @@ def ensure_job(ctx) -> Job:
     return job if job is not None else _start(ctx, key)
 
 
-def _start(ctx, key: tuple) -> Job:
-    """Start a job (first stopping this session's previous one on other data: two would share the CPU)."""
+def _start(ctx, key: tuple) -> workers.BackgroundJob:
+    """Start a job (first stopping this session's previous one on other data: two would share the CPU).
+
+    :func:`refine` runs on a worker process when the server has them, else in a thread of this one
+    (:func:`ui.workers.start_background`); its arguments travel to the worker.
+    """
     ss = st.session_state
     previous = tasks.store(KIND).get(ss.get(_LAST_JOB)) if ss.get(_LAST_JOB) not in (None, key) else None
     if previous is not None:
-        previous.stop.set()
+        previous.cancel()
     X = compute.features(ctx.view, ctx.featurizer, show_progress=False)
     kern = resolved_kernel(*ctx.kernel_args)
-    job = Job(key)
-    job.thread = threading.Thread(target=_work, args=(job, X, kern, ctx.view.data.weights, plan(ctx)),
-                                  name=f"scalable-{ctx.view.n}", daemon=True)
+    job = workers.start_background(functools.partial(refine, X, kern, ctx.view.data.weights, plan(ctx)), LABEL)
     tasks.store(KIND).put(key, job)
     ss[_LAST_JOB] = key
-    job.thread.start()
     return job
 
 
@@ -465,7 +406,7 @@ def force_exact_control(ctx, p: ScorePlan, first: FirstLook) -> None:
                       f"{format_bytes(p.budget)}; the page waits while it runs."):
         job = tasks.store(KIND).get(job_key(ctx))
         if job is not None:
-            job.stop.set()
+            job.cancel()
         _set_forced(job_key(ctx), True)
         st.rerun()
 
@@ -481,28 +422,27 @@ def forced_note(ctx, p: ScorePlan) -> None:
         st.rerun()
 
 
-def status_panel(job: Job, snap: Snapshot) -> None:
-    """Progress of the refinement with its Stop button, or how it ended."""
+def status_panel(job: workers.BackgroundJob, snap: Snapshot, key: tuple) -> None:
+    """Progress of the refinement with its Stop button, or how it ended (``key``: the job's in the store)."""
     if snap.running:
         c1, c2 = st.columns([5, 1])
         with c1.container(border=True):
             # a progress bar, not st.status: a status box shows "complete" once each script run ends,
-            # while this work goes on in its thread between runs
-            what = {"slq": "SLQ estimate of the full-sample value",
-                    "estimate": "estimates with error bars"}.get(snap.stage, "guaranteed bounds")
-            st.progress(snap.fraction, text=f":material/progress_activity: Refining in the background: {what} — "
-                                            f"{literal(snap.message or snap.stage)} · {snap.seconds:.0f} s")
-        c2.button("Stop", key="scalable_stop", icon=":material/stop_circle:", on_click=job.stop.set,
+            # while this work goes on in the background between runs
+            left = "" if snap.time_left is None else f", {time_left_text(snap.time_left)}"
+            st.progress(snap.fraction, text=f":material/progress_activity: Refining in the background — "
+                                            f"{literal(snap.message)} · {snap.seconds:.0f} s{left}")
+        c2.button("Stop", key="scalable_stop", icon=":material/stop_circle:", on_click=job.cancel,
                   disabled=snap.stop_requested,
                   help="Stop refining at the next step; the numbers that have arrived stay.")
         if snap.stop_requested:
             st.caption("Stopping after the current step…")
     elif snap.state == "stopped":
         st.info("Refinement stopped; the numbers below are the last ones that arrived.", icon=":material/stop_circle:")
-        _restart_button(job, "Refine again", "scalable_restart")
+        _restart_button(key, "Refine again", "scalable_restart")
     elif snap.state == "failed":
         st.error(literal(snap.error))
-        _restart_button(job, "Try again", "scalable_retry")
+        _restart_button(key, "Try again", "scalable_retry")
     else:
         st.caption(f"Refinement done in {snap.seconds:.0f} s.")
 
@@ -516,10 +456,10 @@ def band_figure(snap: Snapshot, first: FirstLook, q: float, n: int):
                                estimate_label=estimate_label(snap.estimate) if snap.estimate is not None else "")
 
 
-def _restart_button(job: Job, label: str, key: str) -> None:
+def _restart_button(job_key: tuple, label: str, key: str) -> None:
     """A button that drops the job from the store, so that the next run starts it over."""
     if st.button(label, key=key, help="Start the refinement over."):
-        tasks.store(KIND).put(job.key, None)
+        tasks.store(KIND).put(job_key, None)
         st.rerun()
 
 
@@ -535,13 +475,13 @@ def headline_text(snap: Snapshot, first: FirstLook, q: float, n: int) -> tuple[s
     return f"≈ {first.vendi(q):.2f}", f"subsample estimate, {first.size} of {n} items"
 
 
-def scores_panel(ctx, job: Job, first: FirstLook) -> None:
+def scores_panel(ctx, job: workers.BackgroundJob, first: FirstLook) -> None:
     """The live part of the Scores page: headline numbers, progress, the band chart (redrawn while it runs)."""
-    live = job.snapshot().running
+    live = snapshot(job).running
 
     @st.fragment(run_every=POLL_SECONDS if live else None)
     def panel():
-        snap = job.snapshot()
+        snap = snapshot(job)
         if live and not snap.running:
             st.rerun()  # finished: redraw the page once more, without the timer
         q, label, n = ctx.settings.q, ctx.settings.q_label, ctx.view.n
@@ -572,7 +512,7 @@ def scores_panel(ctx, job: Job, first: FirstLook) -> None:
             if "inf" in snap.bounds.exact_orders:
                 c4.metric("VS∞ (Lanczos)", interval_text(*bounds_at(snap.bounds, math.inf)),
                           help="1 / the largest eigenvalue, with the solver's tolerance.")
-        status_panel(job, snap)
+        status_panel(job, snap, job_key(ctx))
         st.plotly_chart(band_figure(snap, first, q, n), key="q_profile")
 
     panel()
@@ -590,24 +530,24 @@ def heatmap(view: View, featurizer: str, kernel: str, kernel_params: tuple, sort
                                  {"kernel": kern}, max_items, seed)
 
 
-def spectrum_panel(job: Job, n: int):
-    """The live part of the Spectrum page: the top eigenvalues so far and the progress.
+def spectrum_panel(job: workers.BackgroundJob, n: int, key: tuple):
+    """The live part of the Spectrum page: the top eigenvalues so far and the progress (``key``: the job's).
 
     Returns the bounds of this run (their Ritz vectors feed the galleries); a later Lanczos step
     redraws the whole page so the galleries follow.
     """
     from diversity_core.report.figures import spectrum_figure
 
-    start = job.snapshot()
+    start = snapshot(job)
     shown_k = None if start.bounds is None else start.bounds.k
 
     @st.fragment(run_every=POLL_SECONDS if start.running else None)
     def panel():
-        snap = job.snapshot()
+        snap = snapshot(job)
         k = None if snap.bounds is None else snap.bounds.k
         if (start.running and not snap.running) or k != shown_k:
             st.rerun()
-        status_panel(job, snap)
+        status_panel(job, snap, key)
         if snap.bounds is None or not snap.bounds.k:
             st.info("The top eigenvalues appear here once the first Lanczos step ends.", icon=":material/hourglass:")
             return

@@ -32,12 +32,15 @@ starts the job and returns at once, the page goes on (showing what it has meanwh
 and other pages leave it running; only its Cancel button, a new start of the same kind, or the
 session ending (its state dropped) stop it. When it finishes, its outcome is kept like
 :func:`run`'s (:func:`finished` finds it) and the page reruns to show it.
+
+Both kinds run through the app's one job runner, :class:`ui.workers.BackgroundJob` (on a worker
+process when the server has them), and say the time left with its one estimator
+(:class:`ui.feedback.PhaseClock`); the refinement of :mod:`ui.scalable` runs through it too.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 import warnings
 import weakref
 from dataclasses import dataclass
@@ -45,12 +48,12 @@ from typing import Any, Callable, Hashable, Optional
 
 import streamlit as st
 
-from diversity_core import DiversityWarning
-from diversity_core.workers import WorkerLostError
+from diversity_core import DiversityWarning, format_duration
+from diversity_core.workers import JobCancelledError, WorkerLostError
 
 from . import workers
 from .cache import POOL_SHARES, SharedCache
-from .feedback import ProgressBar, error_message, literal, plain, show_error
+from .feedback import ProgressBar, error_message, literal, plain, show_error, time_left_text
 
 #: Outcomes kept per kind of task (least recently used dropped first).
 MAX_ENTRIES = 16
@@ -413,14 +416,11 @@ def _show_failure(kind: str, message: str) -> None:
 
 
 def _background_text(label: str, job: workers.BackgroundJob, report: Optional[tuple]) -> str:
-    from diversity_core import format_duration
-
     message = report[2] if report is not None else "starting"
-    elapsed = time.monotonic() - job.started
-    text = f"{label} (in the background) — {message} · {format_duration(elapsed)} so far"
+    text = f"{label} (in the background) — {message} · {format_duration(job.seconds())} so far"
     left = job.time_left()
-    if left is not None:
-        text += ", a few seconds left" if left < 8 else f", about {format_duration(left)} left"
+    if left is not None and " left" not in message:
+        text += f", {time_left_text(left)}"
     return text
 
 
@@ -437,8 +437,6 @@ def _follow(kind: str, label: str, max_entries: int) -> None:
     if not isinstance(job, workers.BackgroundJob):  # finished: the page shows it
         return
     if job.done():
-        from diversity_core.workers import JobCancelledError
-
         try:
             value, notes = job.outcome()
         except JobCancelledError:

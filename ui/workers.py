@@ -12,9 +12,12 @@ when the app first runs (the first page never waits for it), shared by every ses
 The local cluster speaks TLS with a key made for it (no other account of the machine can send it
 code), has no dashboard, and ends with the server (:func:`diversity_core.workers.start_pool`).
 
-:func:`run_job` is what :mod:`ui.tasks` calls: it submits ``fn(progress)``, feeds the page's
-progress bar from the job's reports, and cancels the job when Streamlit stops the script (a
-Cancel press, a rerun that changed the inputs, or the session ending).
+Every long job of the app is a :class:`BackgroundJob`, the one job runner: on a worker when the
+server has them, else in this process. :func:`run_job` is what :func:`ui.tasks.run` calls: it
+starts ``fn(progress)``, feeds the page's progress bar from the job's reports, and cancels the job
+when Streamlit stops the script (a Cancel press, a rerun that changed the inputs, or the session
+ending). :func:`start_background` starts one that outlives the script run (``ui.tasks``'
+background tasks, ``ui.scalable``'s refinement), polled by the page.
 """
 
 from __future__ import annotations
@@ -23,14 +26,16 @@ import contextlib
 import os
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 import streamlit as st
 
 from diversity_core.exceptions import DiversityInputError
-from diversity_core.workers import JobPool, start_pool
+from diversity_core.workers import JobCancelledError, JobPool, Progress, start_pool
 
+from .feedback import PhaseClock
 from .serve import JOB_THREADS_ENV
 
 #: The folder holding ``app.py`` and the ``ui`` package.
@@ -203,55 +208,46 @@ def job_threads():
 
 
 def run_job(fn: Callable, progress: Callable, label: str, on_data: Optional[Callable] = None) -> tuple:
-    """``fn(progress)`` on a worker (or here when there are none): ``(value, warning messages)``.
+    """``fn(progress)`` as a :class:`BackgroundJob` followed to its end: ``(value, warning messages)``.
 
-    Progress reports arrive in ``progress``; their payloads (``progress(..., **data)``) in
-    ``on_data(data)``. When Streamlit stops the script meanwhile (Cancel, a rerun, the session
-    ending), the job is cancelled before the stop goes on.
+    On a worker when the server has them; else here, in the script thread, as a single-user tool
+    would (the reports are then drawn as they come). Progress reports arrive in ``progress``;
+    their payloads (``progress(..., **data)``) in ``on_data(data)``. When Streamlit stops the
+    script meanwhile (Cancel, a rerun, the session ending), the job is cancelled before the stop
+    goes on.
     """
     # local workers still starting are not waited for: the job runs here (the first page of a
     # new server never waits for their start); a cluster asked for by name is always used
     p = pool(wait=START_WAIT if os.environ.get(SCHEDULER_ENV) else 0)
+    job = BackgroundJob(label, None if p is None else p.submit(fn, label=label))
+
+    def draw() -> bool:
+        """Draw the reports that arrived; whether there were any."""
+        new = job.reports()
+        for r in new:
+            progress(r.done, r.total, r.message)
+            if r.data and on_data is not None:
+                on_data(r.data)
+        return bool(new)
+
     if p is None:
-        with job_threads():
-            return fn(_local_progress(progress, on_data)), []
-    job = p.submit(fn, label=label)
+        job.run_here(fn, draw)
+        return job.outcome()
     heartbeat = st.empty()
     last_draw = time.monotonic()
     try:
-        while True:
-            reports = job.reports()
-            for r in reports:
-                progress(r.done, r.total, r.message)
-                if r.data and on_data is not None:
-                    on_data(r.data)
-            if job.done():
-                break
-            if not reports and time.monotonic() - last_draw >= HEARTBEAT_INTERVAL:
+        while not job.done():
+            if draw():
+                last_draw = time.monotonic()
+            elif time.monotonic() - last_draw >= HEARTBEAT_INTERVAL:
                 heartbeat.empty()  # a point where Streamlit may stop this script (and so the job)
                 last_draw = time.monotonic()
-            elif reports:
-                last_draw = time.monotonic()
             time.sleep(POLL_INTERVAL)
-        for r in job.reports():
-            if r.data and on_data is not None:
-                on_data(r.data)
-        value = job.result()
+        draw()
+        return job.outcome()
     except BaseException:
         job.cancel()
         raise
-    return value, job.warnings()
-
-
-def _local_progress(progress: Callable, on_data: Optional[Callable]) -> Callable:
-    """The ``progress(done, total, message, **data)`` a job gets when it runs in the script thread."""
-
-    def report(done, total, message: str = "", **data) -> None:
-        progress(done, total, message)
-        if data and on_data is not None:
-            on_data(data)
-
-    return report
 
 
 def shutdown() -> Any:
@@ -264,39 +260,69 @@ def shutdown() -> Any:
 
 
 # ------------------------------------------------------------------------------------------
-# background jobs: they go on after the script run that started them
+# the app's one job runner: every long job is a BackgroundJob
 # ------------------------------------------------------------------------------------------
-class BackgroundJob:
-    """A job that outlives the script run that started it (reruns, other pages): polled, never awaited.
+def _supersede(unread: list, data: dict) -> None:
+    """Drop from the unread reports the payloads that ``data`` replaces (a refinement's bounds carry
+    eigenvectors: an unwatched job keeps only the latest of each, as :meth:`BackgroundJob.data` does)."""
+    for i, (arrived, r) in enumerate(unread):
+        if r.data and not r.data.keys().isdisjoint(data):
+            kept = {k: v for k, v in r.data.items() if k not in data}
+            unread[i] = (arrived, replace(r, data=kept or None))
 
-    It runs on a worker process when the server has them, else in a thread of this process.
-    :meth:`progress` gives its latest report, :meth:`done` whether it finished and
-    :meth:`outcome` its ``(value, warning messages)`` (or raises its error); only
-    :meth:`cancel` stops it. :func:`start_background` starts one.
+
+class BackgroundJob:
+    """A job of the app: polled, never awaited; the one runner behind :mod:`ui.tasks` and :mod:`ui.scalable`.
+
+    It runs on a worker process when the server has them (``job``, a
+    :class:`diversity_core.workers.Job`), else in a thread of this process
+    (:func:`start_background`), or in the calling thread itself (:meth:`run_here`: the
+    foreground tasks of :func:`run_job` when there are no workers). The same reads serve all
+    three:
+
+    - :meth:`reports` the reports that arrived since the last read
+      (:class:`~diversity_core.workers.Progress`, their ``data`` payloads kept), :meth:`progress`
+      the latest ``(done, total, message)``, :meth:`data` the latest value of each payload's
+      keyword (``progress(done, total, message, bounds=...)`` leaves ``data()["bounds"]``);
+    - :meth:`time_left` from the app's one estimator (:class:`ui.feedback.PhaseClock`),
+      :meth:`seconds` the time it has run;
+    - :meth:`done`, :meth:`outcome` (``(value, warning messages)``, or its error raised),
+      :meth:`error` (that error, or None) and :meth:`cancel` (the job stops at its next progress
+      report; :attr:`cancelled` says it was asked to).
+
+    Several sessions may read one job (a content-keyed store shares it): reads take a lock.
     """
 
     def __init__(self, label: str, job=None):
         self.label = label
         self.started = time.monotonic()
-        self._job = job  # a diversity_core.workers.Job, or None for a thread of this process
-        self._lock = threading.Lock()
-        self._reports: list = []  # the thread's reports not read yet
-        self._last = None  # the latest report: (done, total, message)
-        self._first: Optional[tuple] = None  # (time, done) of the stage's first report: the throughput's origin
-        self._stage = ""
+        self._job = job  # a diversity_core.workers.Job, or None for this process
+        self._lock = threading.Lock()  # the reports not read yet (appended by the job's thread)
+        self._read_lock = threading.RLock()  # one reader at a time
+        self._reports: list = []  # (arrival time, Progress) not read yet
+        self._last: Optional[Progress] = None
+        self._data: dict = {}
+        self._clock = PhaseClock()
+        self._listener: Optional[Callable[[], Any]] = None
         self._cancel = threading.Event()
         self._finished = threading.Event()
+        self._ended: Optional[float] = None
+        self._settled = False
         self._value: Any = None
+        self._notes: list = []
         self._error: Optional[BaseException] = None
 
-    # the thread of this process -------------------------------------------------------
+    # the job in this process -----------------------------------------------------------
     def _report(self, done, total, message: str = "", **data) -> None:
+        """The ``progress(done, total, message, **data)`` callback of a job run in this process."""
         if self._cancel.is_set():
-            from diversity_core.workers import JobCancelledError
-
             raise JobCancelledError("cancelled")
         with self._lock:
-            self._reports.append((float(done), float(total), str(message)))
+            if data:
+                _supersede(self._reports, data)
+            self._reports.append((time.monotonic(), Progress(float(done), float(total), str(message), data or None)))
+        if self._listener is not None:
+            self._listener()
 
     def _run(self, fn: Callable) -> None:
         try:
@@ -305,36 +331,67 @@ class BackgroundJob:
         except BaseException as exc:  # noqa: BLE001 - handed to whoever reads the outcome
             self._error = exc
         finally:
+            self._ended = time.monotonic()
+            self._settled = True
             self._finished.set()
 
-    # what the page reads -----------------------------------------------------------
-    def progress(self) -> Optional[tuple]:
-        """The latest report ``(done, total, message)`` (None before the first)."""
-        if self._job is not None:
-            new = [(r.done, r.total, r.message) for r in self._job.reports()]
-        else:
+    def run_here(self, fn: Callable, listener: Optional[Callable[[], Any]] = None) -> None:
+        """Run ``fn(progress)`` in the calling thread; ``listener()`` after each of its reports (it may
+        read them with :meth:`reports`). Returns when the job ends (read :meth:`outcome`)."""
+        self._listener = listener
+        self._run(fn)
+
+    # what the page reads ---------------------------------------------------------------
+    def _fetch(self) -> None:
+        """Move a worker's new reports to the unread ones (caller holds the read lock)."""
+        if self._job is None:
+            return
+        try:
+            new = self._job.reports()
+        except Exception:  # noqa: BLE001 - the cluster went away: the outcome says why
+            new = []
+        now = time.monotonic()
+        with self._lock:
+            for r in new:
+                if r.data:
+                    _supersede(self._reports, r.data)
+                self._reports.append((now, r))
+
+    def reports(self) -> list:
+        """The reports that arrived since the last call, oldest first (never blocks long)."""
+        with self._read_lock:
+            self._fetch()
             with self._lock:
                 new, self._reports = self._reports, []
-        for report in new:
-            # the throughput is measured within one stage of the job (UMAP: its import, its neighbour
-            # graph, then its epochs): a new stage, named by its message's words, starts it again
-            stage = _stage(report[2])
-            if self._first is None or stage != self._stage:
-                self._first, self._stage = (time.monotonic(), report[0]), stage
-            self._last = report
-        return self._last
+            for arrived, r in new:
+                self._clock.report(r.done, r.total, r.message, arrived)
+                self._last = r
+                if r.data:
+                    self._data.update(r.data)
+            return [r for _, r in new]
+
+    def progress(self) -> Optional[tuple]:
+        """The latest report ``(done, total, message)`` (None before the first)."""
+        self.reports()
+        last = self._last
+        return None if last is None else (last.done, last.total, last.message)
+
+    def data(self) -> dict:
+        """The latest value of each payload keyword the job has reported (``{}`` before any)."""
+        with self._read_lock:
+            self.reports()
+            return dict(self._data)
 
     def time_left(self) -> Optional[float]:
-        """Seconds left at the throughput measured since the first report (None until measurable)."""
-        last, first = self._last, self._first
-        if last is None or first is None:
-            return None
-        done, total, _ = last
-        t0, done0 = first
-        now = time.monotonic()
-        if now - t0 < 2.0 or done <= done0 or total <= 0 or done >= total:
-            return None
-        return (now - t0) / (done - done0) * (total - done)
+        """Seconds left of the current phase at its measured throughput (None until measurable)."""
+        last = self._last
+        return None if last is None else self._clock.left(last.done, last.total, time.monotonic())
+
+    def seconds(self) -> float:
+        """Seconds since the job started, until it ended."""
+        self._settle()
+        end = self._ended if self._ended is not None else time.monotonic()
+        return end - self.started
 
     def done(self) -> bool:
         """Whether the job has finished (a value, an error or a cancellation)."""
@@ -345,28 +402,49 @@ class BackgroundJob:
         """Whether :meth:`cancel` was called."""
         return self._cancel.is_set()
 
+    def _settle(self) -> None:
+        """Read a finished worker job's outcome once (each ``result()`` would fetch it again)."""
+        if self._settled or self._job is None or not self._job.done():
+            return
+        with self._read_lock:
+            if self._settled:
+                return
+            if self._cancel.is_set():
+                self._error = JobCancelledError("cancelled")
+            else:
+                try:
+                    self._value, self._notes = self._job.result(), self._job.warnings()
+                except BaseException as exc:  # noqa: BLE001 - handed to whoever reads the outcome
+                    self._error = exc
+            self._ended, self._settled = time.monotonic(), True
+
     def outcome(self) -> tuple:
-        """``(value, warning messages)`` of a finished job; raises the job's own error."""
-        if self._job is not None:
-            value = self._job.result()
-            return value, self._job.warnings()
-        self._finished.wait()
+        """``(value, warning messages)`` of a finished job (waits for it); raises the job's own error
+        (:class:`~diversity_core.workers.JobCancelledError` after :meth:`cancel`)."""
+        if self._job is None:
+            self._finished.wait()
+        else:
+            while not self._job.done():
+                time.sleep(POLL_INTERVAL)
+            self._settle()
         if self._error is not None:
             raise self._error
-        return self._value, []
+        return self._value, list(self._notes)
+
+    def error(self) -> Optional[BaseException]:
+        """The error a finished job raised (None while it runs, and when it succeeded)."""
+        if not self.done():
+            return None
+        self._settle()
+        return self._error
 
     def cancel(self) -> None:
-        """Stop the job (at its next progress report); nothing is kept."""
+        """Stop the job (at its next progress report); nothing is kept. A finished job keeps its outcome."""
+        if self._job is not None and self._job.done():
+            self._settle()  # finished before: its value stays
         self._cancel.set()
-        if self._job is not None:
+        if self._job is not None and not self._settled:
             self._job.cancel()
-
-
-def _stage(message: str) -> str:
-    """The stage a progress message names: its words before any colon, numbers left out."""
-    import re
-
-    return re.sub(r"[\d,.]+", "#", str(message).split(":")[0]).strip()
 
 
 def start_background(fn: Callable, label: str) -> BackgroundJob:

@@ -186,7 +186,7 @@ def _iter_vendi_bounds(X, *, kernel, ks, q, weights, time_budget, storage, n_eig
         X = kern.validate(X)
         n = X.shape[0]
         p = check_weights(weights, n)
-        kern = kern.resolve(X)
+        kern = kern.resolve(X, p)  # the weighted bandwidth of compute_spectrum, so the bounds are of its value
     if storage == "auto":
         storage = _auto_storage(n)
     elif storage != "matrix-free":

@@ -157,8 +157,8 @@ def nystrom_bounds(
         # W^{-1/2}, would not be (the sketch's data cost is n d, small beside its n m)
         X = X.astype(np.float64)
     n, d = X.shape
-    kern = kern.resolve(X)
     p = check_weights(weights, n)
+    kern = kern.resolve(X, p)  # the weighted bandwidth of compute_spectrum: bounds of its value
     size = min(n, check_scalar(m, "m", int, min_val=1))
     pool = min(n, check_scalar(pool, "pool", int, min_val=1) if pool is not None else max(4000, 4 * size))
     steps = replicates + int(exact_vs2)

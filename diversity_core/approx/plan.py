@@ -3,8 +3,8 @@
 - :func:`plan_scores` is the one policy the CLI (``diversity score``) and the app both call: from
   n, d, the kernel, the orders asked for, the weights, where the rows are, the budget and the
   caller's overrides (``approx``, ``m``, ``D``, ``k``, ``probes``, ``steps``) it returns a frozen
-  :class:`ScorePlan` naming the path (dense, dual, streamed dual, blocked VS_2, SLQ, bounds,
-  sketch), the estimator and its sizes (each sized to the budget by a model of its working
+  :class:`ScorePlan` naming the path (dense, dual, streamed dual, blocked VS_2, VS_inf by Lanczos,
+  SLQ, bounds, sketch), the estimator and its sizes (each sized to the budget by a model of its working
   memory), and why. Beyond the exact paths the default (``approx="auto"``) is the SLQ estimate
   of the full-sample value for q > 0 (:func:`~diversity_core.approx.vendi_slq`), with the
   guaranteed bounds beside it (q = 0, and a certain band). Pure: nothing is computed, nothing
@@ -101,16 +101,23 @@ def exact_plan(n: int, d: int, *, kernel=DEFAULT_KERNEL, n_eigenvectors: int = 0
 # ---------------------------------------------------------------------------------------
 # the large-data policy: which path, which sketch, which sizes
 # ---------------------------------------------------------------------------------------
-#: The paths a plan names: four exact ones, then guaranteed bounds, sketch estimates and SLQ
+#: The paths a plan names: five exact ones, then guaranteed bounds, sketch estimates and SLQ
 #: estimates of the full-sample value.
-PATHS = ("dense", "dual", "streamed", "blocked", "bounds", "sketch", "slq")
+PATHS = ("dense", "dual", "streamed", "blocked", "lanczos", "bounds", "sketch", "slq")
 
 #: From this many items an exact VS_2 alone is computed by blocks of K (O(n^2 d)) rather than from
 #: the dense spectrum (O(n^3)), even when the dense matrices fit. Measured with one BLAS thread,
 #: d = 384, rbf, on the busy 2-core machine (load 9): dense / blocked = 5.8 at n = 500, 2.6 at 1,000,
 #: 8.2 at 2,000 and 25 at 4,000 (30.4 s against 1.2 s); below 500 both take well under a second.
 BLOCKED_FROM = 500
-EXACT_PATHS = PATHS[:4]
+#: From this many items an exact VS_inf (alone, or with VS_2) is computed from the top eigenvalue by
+#: Lanczos on the kernel operator (O(n^2 d) to form it, then a few tens of O(n^2) products) rather than
+#: from the dense spectrum (O(n^3)), even when the dense matrices fit. Measured with one BLAS thread,
+#: d = 384, clustered data, load 0.8-1.4 (benchmarks/bench_vs_inf_path.py): dense / Lanczos = 0.95 at
+#: n = 250, 1.1 at 500, 1.5 at 1,000, 4.2 at 2,000 and 20 at 4,000 (rbf; 10.3 s against 0.53 s); at load
+#: 6-12: 0.69, 1.04, 1.4, 3.9 and 7.4. Cosine crosses at 500 too (docs/scale.md).
+LANCZOS_FROM = 500
+EXACT_PATHS = PATHS[:5]
 #: Values of ``approx``: None (exact only) or one of these.
 APPROX = ("auto", "bounds", "slq", "nystrom", "rff", "tanimoto_rf")
 #: SLQ's defaults (:func:`~diversity_core.approx.vendi_slq`), and the smallest sizes the budget may shrink them to.
@@ -270,9 +277,11 @@ class ScorePlan:
 
     Attributes
     ----------
-    path : {"dense", "dual", "streamed", "blocked", "slq", "bounds", "sketch"}
+    path : {"dense", "dual", "streamed", "blocked", "lanczos", "slq", "bounds", "sketch"}
         Exact paths: the dense n x n spectrum, the dual d x d one (``"streamed"``: its rows read
-        in chunks from a source), exact VS_2 by blocks of K (``"blocked"``, only q = 2 asked).
+        in chunks from a source), exact VS_2 by blocks of K (``"blocked"``, only q = 2 asked),
+        exact VS_inf from the top eigenvalue by Lanczos (``"lanczos"``, only q = inf, or q = 2
+        and inf, asked; VS_2 comes from the same operator).
         Beyond them: the SLQ estimate of the full-sample VS_q for q > 0 (:attr:`slq`, the
         default), guaranteed bounds on every VS_q (:attr:`bounds`) or a sketch estimate for
         q >= 1 (:attr:`sketch`).
@@ -315,7 +324,7 @@ class ScorePlan:
 
     @property
     def exact(self) -> bool:
-        """Whether the path is exact (dense, dual, streamed or blocked)."""
+        """Whether the path is exact (dense, dual, streamed, blocked or lanczos)."""
         return self.path in EXACT_PATHS
 
     def dense_seconds(self, sample_seconds: float, sample_n: int, *, eigenvectors: bool = True) -> float:
@@ -448,9 +457,13 @@ def plan_scores(
     :math:`3 d^2 \times 8` bytes fit; the dense path when :math:`2 n^2 \times 8` bytes fit
     (:math:`5 n^2` with eigenvectors, plus :math:`n d` to read streamed rows), except that exact
     VS_2 by blocks is taken whenever only q = 2 is asked of at least :data:`BLOCKED_FROM` items
-    (cheaper as well as smaller), or of fewer when the dense path does not fit; then, with ``approx``, the
-    bounds and sketches. A sketch of size s is modelled stage by stage: choosing Nystrom
-    landmarks holds an (pool x s) pivoted-Cholesky factor, then :math:`W = k(Z, Z)` and its
+    (cheaper as well as smaller), or of fewer when the dense path does not fit; likewise exact VS_inf
+    (and VS_2 beside it) from the top eigenvalue by Lanczos whenever only q = inf, or q = 2 and inf,
+    is asked of at least :data:`LANCZOS_FROM` items, or of fewer when the dense path does not fit
+    (the operator stored in float64, float32, or recomputed by blocks at each product, as
+    :func:`~diversity_core.approx.vs_inf_exact`); then, with ``approx``, the bounds and sketches.
+    A sketch of size s is modelled stage by stage: choosing Nystrom landmarks holds an (pool x s)
+    pivoted-Cholesky factor, then :math:`W = k(Z, Z)` and its
     eigendecomposition (about :math:`5 s^2`); streaming holds the :math:`w \times w` dual sum,
     the chunk's product and the eigensolver's copy (:math:`3 w^2`, w the sketch's width) and a
     few (rows x w) arrays per chunk; random Fourier features hold the (d x s) frequencies;
@@ -597,16 +610,41 @@ def _exact_path(kern, n, d, qs, method, n_eig, streamed, dense) -> Optional[tupl
                     f"the {kern.name} kernel has a feature map and d = {d} < n = {n}: the exact dual path, "
                     f"O(n d^2), {format_bytes(dual)}")
     only_vs2 = qs is not None and all(q == 2.0 for q in qs) and n_eig == 0
+    # VS_inf = 1 / lambda_max needs the top eigenvalue only; VS_2 comes from the same operator
+    top = (qs is not None and math.inf in qs and all(q in (2.0, math.inf) for q in qs) and n_eig == 0
+           and (not streamed or fits_memory(_F8 * n * d)))
     if only_vs2 and n >= BLOCKED_FROM:
         # cheaper, not only smaller: VS_2 needs ||K||_F, O(n^2 d), where the spectrum costs O(n^3)
         return ("blocked", None, f"only q = 2 is asked: exact VS_2 by blocks of K, O(n^2 d), cheaper than the "
                                  f"dense spectrum's O(n^3) from n = {BLOCKED_FROM}")
-    if fits_memory(dense):
+    fits = fits_memory(dense)
+    if top and (n >= LANCZOS_FROM or not fits):
+        why = (f"cheaper than the dense spectrum's O(n^3) from n = {LANCZOS_FROM}" if fits
+               else f"the dense matrices ({format_bytes(dense)}) exceed the budget")
+        also = "" if len(qs) == 1 else ", VS_2 from the same operator"
+        return ("lanczos", None, f"only {_top_orders(qs)} asked: exact VS_inf from the top eigenvalue by "
+                                 f"Lanczos {_lanczos_operator(n)}{also}; {why}")
+    if fits:
         return "dense", "dense", f"the dense n x n matrices ({format_bytes(dense)}) fit the memory budget"
     if only_vs2:
         return ("blocked", None, f"only q = 2 is asked and the dense matrices ({format_bytes(dense)}) exceed the "
                                  "budget: exact VS_2 by blocks of K")
     return None
+
+
+def _top_orders(qs) -> str:
+    """The orders of the Lanczos path in words."""
+    return "q = inf is" if len(qs) == 1 else "q = 2 and inf are"
+
+
+def _lanczos_operator(n: int) -> str:
+    """How :func:`~diversity_core.approx.vs_inf_exact` holds the operator of n items, and its cost."""
+    storage = _auto_storage(n)
+    if storage == "matrix-free":
+        return ("on blocks of K recomputed at each product (the n x n matrix does not fit: each of some "
+                "20-60 products is a pass over K, O(n^2 d))")
+    size = format_bytes(np.dtype(storage).itemsize * n * n)
+    return f"on the {storage} n x n operator ({size}; O(n^2 d) to form)"
 
 
 def _refuse_exact(kern, n, d, method, n_eig, streamed, dense, knobs) -> None:

@@ -363,12 +363,13 @@ def vendi_estimate(
     if in_memory:
         X = kern.validate(source.read() if source is not None else X)
         n, d = X.shape
-        kern = kern.resolve(X)
+        p = check_weights(weights, n)
+        kern = kern.resolve(X, p)  # the weighted bandwidth of compute_spectrum: an estimate of its value
         source = None
     else:
         n, d = source.n, source.d
-        kern = _resolve_from_source(kern, source)
-    p = check_weights(weights, n)
+        p = check_weights(weights, n)
+        kern = _resolve_from_source(kern, source, p)
     method = _choose_estimator(method, kern, X if in_memory else None)
     if method == "nystrom":
         size = min(n, check_scalar(m if m is not None else DEFAULT_SIZE, "m", int, min_val=1))

@@ -9,11 +9,12 @@ workers (which must see FILE at the same path) and only d x d sums travel back.
 
 Which path runs, and the sizes of every sketch, come from the core's one policy
 (:func:`diversity_core.approx.plan_scores`, the app's too); each group is scored by
-:func:`diversity_core.scoring.score_groups`. ``--approx auto`` takes the exact path while it fits
-``--memory-budget`` and beyond it the SLQ estimate of the full-sample value for q > 0
-(``--approx slq``, :func:`diversity_core.approx.vendi_slq`) with guaranteed bounds for q = 0; a
-sketch's ``--m``/``--D`` default to the largest that fits, and a size that does not fit is refused
-with the largest that does.
+:func:`diversity_core.scoring.score_groups`; beyond the exact paths the core carries the plan out
+(:func:`diversity_core.approx.run_plan`, the app's too) and this module only prints. ``--approx
+auto`` takes the exact path while it fits ``--memory-budget`` and beyond it the SLQ estimate of the
+full-sample value for q > 0 (``--approx slq``, :func:`diversity_core.approx.vendi_slq`) with
+guaranteed bounds for q = 0; a sketch's ``--m``/``--D`` default to the largest that fits, and a
+size that does not fit is refused with the largest that does.
 """
 
 from __future__ import annotations
@@ -428,49 +429,31 @@ def _run_slq_on_dask(args: argparse.Namespace, qs: list, source) -> int:
         return _run_planned(args, plan, X, weights, qs, n)
 
 
-def _run_slq(args: argparse.Namespace, plan, X, weights, qs: list):
-    """SLQ for the orders q > 0 (q = 0 named on stderr); returns the result and the note of the table."""
-    from ..approx import vendi_slq
-
-    kept = [q for q in qs if q > 0]
-    if len(kept) < len(qs):
-        print("note: q = 0 left out: SLQ estimates no rank (VS_0 counts eigenvalues above a threshold); use "
-              "--approx bounds for guaranteed bounds on it", file=sys.stderr)
-    if not kept:
-        raise DiversityInputError("--approx slq needs an order q > 0; for q = 0 use --approx bounds.")
-    device = {"cpu": "cpu", "cuda": "cuda", "auto": "auto"}[args.device]
-    with plan.context():
-        res = vendi_slq(X, kernel=args.kernel, q=kept, weights=weights, rtol=args.rtol,
-                        max_seconds=args.time_budget, precision=args.precision, device=device,
-                        progress=TqdmProgress("score"), **plan.slq.kwargs(), **kernel_params(args))
-    s = res.settings
-    note = (f"SLQ, {res.probes} probes x up to {res.steps} Lanczos steps, deflated head k = {res.k}, "
-            f"{s['precision']} tiles, {s['passes']} passes over K, {s['seconds']:.1f} s; interval: 95% t-interval "
-            f"over the probes + quadrature and rounding bounds; stopped: {s['stopped']}; target: {res.target}")
-    return res, kept, note
-
-
 def _run_planned(args: argparse.Namespace, plan, X, weights, qs: list, n: int) -> int:
-    """SLQ, guaranteed bounds or a sketch estimate as the plan sizes them, printed as a table or JSON."""
-    from ..approx import vendi_bounds, vendi_estimate
+    """SLQ, guaranteed bounds or a sketch estimate, carried out by the core (``run_plan``), printed as a table or JSON."""
+    from ..approx.plan import CLI_NAMES
+    from ..approx.run import run_plan_to_end
 
-    params = kernel_params(args)
+    device = {"cpu": "cpu", "cuda": "cuda", "auto": "auto"}[args.device]
+    done = run_plan_to_end(X, plan, kernel=args.kernel, q=qs, weights=weights,
+                           time_budget=args.time_budget, max_seconds=args.time_budget, replicates=args.replicates,
+                           landmarks=args.landmarks, rtol=args.rtol, precision=args.precision, device=device,
+                           names=CLI_NAMES, progress=TqdmProgress("score"), **kernel_params(args))
     budget = f", the largest that fits the memory budget of {format_bytes(plan.budget)}"
-    extra = None
+    res = done.bounds if plan.path == "bounds" else done.estimate
+    extra = done.bounds if plan.path == "slq" else None
+    kept = [q for q in qs if q in set(res.qs.tolist())]  # the orders the result took, in the order asked
+    rows = [(q, res.interval(q)) for q in kept]
     if plan.path == "slq":
-        res, kept, note = _run_slq(args, plan, X, weights, qs)
-        rows = [(q, res.interval(q)) for q in kept]
-        if plan.bounds is not None and any(q == 0 for q in qs):
-            # auto: the guaranteed bounds give the order SLQ leaves out
-            with plan.context("bounds"):
-                extra = vendi_bounds(X, kernel=args.kernel, q=[v for v in qs if v == 0], weights=weights,
-                                     time_budget=args.time_budget, progress=TqdmProgress("bounds"),
-                                     **plan.bounds.kwargs(), **params)
+        if len(kept) < len(qs):
+            print("note: q = 0 left out: SLQ estimates no rank (VS_0 counts eigenvalues above a threshold); use "
+                  "--approx bounds for guaranteed bounds on it", file=sys.stderr)
+        s = res.settings
+        note = (f"SLQ, {res.probes} probes x up to {res.steps} Lanczos steps, deflated head k = {res.k}, "
+                f"{s['precision']} tiles, {s['passes']} passes over K, {s['seconds']:.1f} s; interval: 95% "
+                f"t-interval over the probes + quadrature and rounding bounds; stopped: {s['stopped']}; target: "
+                f"{res.target}")
     elif plan.path == "bounds":
-        with plan.context("bounds"):
-            res = vendi_bounds(X, kernel=args.kernel, q=qs, weights=weights, time_budget=args.time_budget,
-                               progress=TqdmProgress("score"), **plan.bounds.kwargs(), **params)
-        rows = [(q, res.interval(q)) for q in qs]
         s = res.settings
         if s["method"] == "nystrom":
             note = (f"guaranteed bounds from a Nystrom sketch (m = {s['m']} landmarks"
@@ -481,18 +464,11 @@ def _run_planned(args: argparse.Namespace, plan, X, weights, qs: list, n: int) -
             note = (f"guaranteed bounds from the top {res.k} eigenvalues ({s['matrix']} operator"
                     + (f"; stopped: {s['stopped']}" if s.get("stopped") else "") + ")")
     else:
-        kept = [q for q in qs if q >= 1]
-        dropped = [q for q in qs if q < 1]
+        dropped = [q for q in qs if q not in kept]
         if dropped:
             print(f"note: q = {', '.join(q_key(q) for q in dropped)} left out: sketches are 10-90% off below "
                   "q = 1 (use --approx bounds)", file=sys.stderr)
-        if not kept:
-            raise DiversityInputError("--approx estimates need an order q >= 1; below 1 use --approx bounds.")
         sketch = plan.sketch
-        with plan.context("sketch"):
-            res = vendi_estimate(X, kernel=args.kernel, q=kept, replicates=args.replicates, landmarks=args.landmarks,
-                                 weights=weights, progress=TqdmProgress("score"), **sketch.kwargs(), **params)
-        rows = [(q, res.interval(q)) for q in kept]
         size = f" ({'m' if sketch.method == 'nystrom' else 'D'} = {sketch.size}{budget})" if sketch.sized == "budget" \
             else ""
         note = (f"{sketch.method} estimate{size}, {args.replicates} replicates, 95% t-interval; "

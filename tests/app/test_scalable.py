@@ -10,6 +10,7 @@ test stays well under 30 s.
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import math
 import time
@@ -24,9 +25,11 @@ import ui.scalable as scalable
 from diversity_core.approx import exact_plan, iter_vendi_bounds, plan_scores
 from diversity_core.data import load_demo
 from diversity_core.featurizers import featurize
-from ui import tasks
+from ui import tasks, workers
 
 SCORES, SPECTRUM = "app_pages/2_scores.py", "app_pages/3_spectrum.py"
+#: The core module that carries out the plan (ui.scalable.refine runs it): the tests slow or count its steps there.
+RUN = importlib.import_module("diversity_core.approx.run")
 QUERY = {"demo": "digits", "kernel": "rbf"}
 BUDGET = "20M"
 
@@ -44,7 +47,7 @@ def _small_budget(monkeypatch):
         yield
     for job in list(tasks.store(scalable.KIND).values()):
         if job is not None:
-            job.stop.set()
+            job.cancel()
     tasks.clear_stores()
 
 
@@ -57,7 +60,7 @@ def _exact_spectrum() -> dc.Spectrum:
         return dc.compute_spectrum(X, kernel=kern)
 
 
-def _job() -> scalable.Job:
+def _job() -> workers.BackgroundJob:
     jobs = [j for j in tasks.store(scalable.KIND).values() if j is not None]
     assert len(jobs) == 1
     return jobs[0]
@@ -67,7 +70,7 @@ def _wait(at, until, timeout: float = 25.0):
     """Rerun the page (as its timer would) until ``until(snapshot)`` holds."""
     end = time.monotonic() + timeout
     while True:
-        snap = _job().snapshot()
+        snap = scalable.snapshot(_job())
         if until(snap):
             at.run()
             assert_clean(at)
@@ -147,11 +150,11 @@ def test_badge_first_look_then_a_band_that_contains_the_exact_value():
     shown = _shown(at)
     assert "Ritz vectors of the top 50 eigenvalues from Lanczos on all 1200 items" in shown
     assert "subsample of 400 of the 1200 items" in shown
-    assert _job().snapshot().bounds is b  # the page changes found the finished job
+    assert scalable.snapshot(_job()).bounds is b  # the page changes found the finished job
 
 
 def test_stop_ends_the_refinement_and_keeps_what_arrived(monkeypatch):
-    real = scalable.iter_vendi_bounds
+    real = RUN.iter_vendi_bounds
 
     def slow(*args, progress=None, **kwargs):
         for b in real(*args, progress=progress, **kwargs):
@@ -160,16 +163,14 @@ def test_stop_ends_the_refinement_and_keeps_what_arrived(monkeypatch):
                 progress(0, 1, "a slow step")
                 time.sleep(0.05)
 
-    monkeypatch.setattr(scalable, "iter_vendi_bounds", slow)
+    monkeypatch.setattr(RUN, "iter_vendi_bounds", slow)
     at = _scores()
     _wait(at, lambda s: s.bounds is not None)
     assert any(b.key == "scalable_stop" for b in at.button)
     at.button(key="scalable_stop").click().run()
     assert_clean(at)
     snap = _wait(at, lambda s: s.state == "stopped", timeout=10)
-    job = _job()
-    job.thread.join(timeout=5)
-    assert not job.thread.is_alive()
+    assert _job().done() and _job().cancelled  # the job itself has ended, not only its display
     assert snap.bounds is not None and snap.bounds.k == 0  # the step that had arrived is kept
     assert "Refinement stopped" in " ".join(i.value for i in at.info)
     lo, hi = scalable.bounds_at(snap.bounds, 1.0)
@@ -181,7 +182,7 @@ def test_stop_ends_the_refinement_and_keeps_what_arrived(monkeypatch):
 
 def test_moving_q_reads_the_stored_bounds(monkeypatch):
     calls = {"bounds": 0, "estimate": 0}
-    real_bounds, real_estimate = scalable.iter_vendi_bounds, scalable.iter_vendi_slq
+    real_bounds, real_estimate = RUN.iter_vendi_bounds, RUN.iter_vendi_slq
 
     def counted_bounds(*args, **kwargs):
         calls["bounds"] += 1
@@ -191,8 +192,8 @@ def test_moving_q_reads_the_stored_bounds(monkeypatch):
         calls["estimate"] += 1
         return real_estimate(*args, **kwargs)
 
-    monkeypatch.setattr(scalable, "iter_vendi_bounds", counted_bounds)
-    monkeypatch.setattr(scalable, "iter_vendi_slq", counted_estimate)
+    monkeypatch.setattr(RUN, "iter_vendi_bounds", counted_bounds)
+    monkeypatch.setattr(RUN, "iter_vendi_slq", counted_estimate)
     at = _scores()
     snap = _wait(at, lambda s: s.state == "done")
     job = _job()
@@ -218,7 +219,7 @@ def test_force_exact_shows_memory_and_time_first_then_the_exact_value():
     spec = _exact_spectrum()
     assert headline(at).value == f"{spec.vendi(1.0):.2f}"
     assert "Exact path forced beyond the memory budget" in _shown(at)
-    assert _job().stop.is_set()  # the refinement no longer competes for the CPU
+    assert _job().cancelled  # the refinement no longer competes for the CPU
     at.button(key="scalable_back").click().run()
     assert_clean(at)
     assert "Scalable path: n = 1200" in _shown(at)
@@ -227,19 +228,24 @@ def test_force_exact_shows_memory_and_time_first_then_the_exact_value():
 def test_past_the_float32_matrix_the_band_comes_from_nystrom_sketches(monkeypatch):
     # the core's decision at 100,000 items (not even the float32 matrix fits), on the small demo
     monkeypatch.setattr(scalable, "BOUNDS_METHOD", "nystrom")
-    monkeypatch.setattr(scalable, "NYSTROM_MS", (100, 300))
+    monkeypatch.setattr(RUN, "NYSTROM_MS", (100, 300))
     at = _scores()
     snap = _wait(at, lambda s: s.state == "done")
     b = snap.bounds
-    assert b.settings["method"] == "nystrom" and b.settings["m"] == 300
+    # the sketches grow (100, 300) up to the m the plan sized to the budget, which comes last (the
+    # app once stopped at the schedule's 300), with vendi_bounds' exact VS_2 pass as in the CLI
+    m = plan_scores(1200, 64, kernel="rbf", approx="auto", bounds_method="nystrom", k=scalable.KS, sketch_size=128,
+                    n_eigenvectors=10, memory_budget=BUDGET).bounds.m
+    assert 300 < m < 1200 and b.settings["method"] == "nystrom" and b.settings["m"] == m
     exact = _exact_spectrum().profile(b.qs)
     assert np.all(b.low <= exact * (1 + 1e-9)) and np.all(exact <= b.high * (1 + 1e-9))
     assert headline(at).value == _headline(snap, 1.0)
-    assert "Bounds from a Nyström sketch (m = 300" in _shown(at)
-    # no exact VS_2 pass and no Lanczos here: the page does not label any figure as exact
-    assert not any(m.label in ("VS₂ (exact)", "VS∞ (Lanczos)") for m in at.metric)
+    assert f"Bounds from a Nyström sketch (m = {m}" in _shown(at)
+    # VS_2 exact by its blocked pass, no Lanczos here: VS_inf is not labelled exact
+    labels = {metric.label for metric in at.metric}
+    assert "VS₂ (exact)" in labels and "VS∞ (Lanczos)" not in labels
     names = {t.get("name") for t in json.loads(at.get("plotly_chart")[0].proto.spec)["data"]}
-    assert "guaranteed bounds (Nyström, m = 300)" in names
+    assert f"guaranteed bounds (Nyström, m = {m})" in names
     at.switch_page(SPECTRUM).run()
     assert_clean(at)
     assert "Lower bounds on the" in at.get("plotly_chart")[0].proto.spec
@@ -253,7 +259,7 @@ def test_a_failed_refinement_shows_its_error_and_starts_over_only_when_asked(mon
         calls.append(1)
         raise ValueError("the sketch ran out of landmarks")
 
-    monkeypatch.setattr(scalable, "iter_vendi_slq", failing)
+    monkeypatch.setattr(RUN, "iter_vendi_slq", failing)
     at = _scores()
     _wait(at, lambda s: s.state == "failed")
     for _ in range(3):  # reruns (a q change, the panel's last redraw) keep the failed job and show its error
@@ -289,16 +295,16 @@ def test_the_first_bounds_and_their_eigenvectors_come_before_the_slq_estimate(mo
     # the Spectrum page's galleries need the top eigenvectors: k = KS[0] runs first (seconds), then
     # SLQ (up to SLQ_SECONDS), then the other k
     order = []
-    real_update = scalable.Job.update
+    real_report = workers.BackgroundJob._report
 
-    def update(self, **fields):
-        if "bounds" in fields:
-            order.append(("bounds", fields["bounds"].k))
-        if "estimate" in fields and not any(o[0] == "estimate" for o in order):
+    def report(self, *args, **data):  # the job's payloads, in the order they arrive
+        if "bounds" in data:
+            order.append(("bounds", data["bounds"].k))
+        if "estimate" in data and not any(o[0] == "estimate" for o in order):
             order.append(("estimate", None))
-        return real_update(self, **fields)
+        return real_report(self, *args, **data)
 
-    monkeypatch.setattr(scalable.Job, "update", update)
+    monkeypatch.setattr(workers.BackgroundJob, "_report", report)
     at = _scores()
     snap = _wait(at, lambda s: s.state == "done")
     assert snap.estimate.method == "slq"

@@ -58,7 +58,7 @@ def _past_the_dense_limit(monkeypatch):
     yield
     for job in list(tasks.store(scalable.KIND).values()):
         if job is not None:
-            job.stop.set()
+            job.cancel()
     tasks.clear_stores()
 
 
