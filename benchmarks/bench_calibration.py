@@ -92,13 +92,14 @@ def simulate(draw, *, sizes, n, reps, seed, magnitude, compare_kw) -> dict:
                 continue
             if score == "MagDiff":
                 e = cmp.estimate("b", "MagDiff")
-                diff, se, df, resolved = e.estimate, e.se, getattr(e, "df", None), not (e.ci_low <= 0 <= e.ci_high)
-                half = 0.5 * (e.ci_high - e.ci_low)
+                lo, hi = e.confidence_interval
+                diff, se, df, resolved = e.estimate, e.se, getattr(e, "df", None), not (lo <= 0 <= hi)
+                half = 0.5 * (hi - lo)
                 own = None
             else:
                 p = cmp.pair(score, "a", "b")
                 diff, se, df, resolved = p.difference, p.se, getattr(p, "df", None), p.resolved
-                half = 0.5 * (p.ci_high - p.ci_low)
+                half = 0.5 * (p.confidence_interval.high - p.confidence_interval.low)
                 own = cmp.estimate("b", score)
             row = rows.setdefault(score, {"diff": [], "se": [], "df": [], "resolved": [], "half": [],
                                           "est_b": [], "se_b": []})

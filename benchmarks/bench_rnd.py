@@ -72,7 +72,7 @@ def worker(threads: int, repeats: int, runs: int, epochs: int) -> dict:
         "per_epoch_ms": 1e3 * median / epochs,
         "per_run_epoch_ms": 1e3 * median / (epochs * runs),
         "score": res.score,
-        "ci": [res.ci_low, res.ci_high],
+        "ci": [res.confidence_interval.low, res.confidence_interval.high],
         "meets_target": median < TARGET_S,
         "load_average_before": load_before,
         "load_average_after": os.getloadavg()[0],

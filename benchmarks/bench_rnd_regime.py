@@ -71,9 +71,10 @@ def main(cases: list[str]) -> None:
         kw = dict(architecture="mlp", train_size=train, runs=40, epochs=epochs, average_last=10, rng=0,
                   device="cpu", n_components=None if k == "none" else int(k))
         d, z = rnd_score(X, **kw), rnd_score(N, **kw)
-        verdict = "RESOLVED" if d.ci_low > z.ci_high else ("REVERSED" if z.ci_low > d.ci_high else "overlap")
-        print(f"{name} d={X.shape[1]} components={k} epochs={epochs}: data {d.score:.4f} [{d.ci_low:.4f}, "
-              f"{d.ci_high:.4f}] noise {z.score:.4f} [{z.ci_low:.4f}, {z.ci_high:.4f}] {verdict} "
+        (d_lo, d_hi), (z_lo, z_hi) = d.confidence_interval, z.confidence_interval
+        verdict = "RESOLVED" if d_lo > z_hi else ("REVERSED" if z_lo > d_hi else "overlap")
+        print(f"{name} d={X.shape[1]} components={k} epochs={epochs}: data {d.score:.4f} [{d_lo:.4f}, "
+              f"{d_hi:.4f}] noise {z.score:.4f} [{z_lo:.4f}, {z_hi:.4f}] {verdict} "
               f"({time.perf_counter() - t:.0f} s)", flush=True)
 
 

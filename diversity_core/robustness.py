@@ -542,7 +542,8 @@ def _row(comparison, rep: str, kernel: str, q: float) -> RepresentationScores:
 
     score = score_name(q)
     estimates = {
-        e.group: tuple(np.nan if v is None else float(v) for v in (e.estimate, e.ci_low, e.ci_high))
+        e.group: tuple(np.nan if v is None else float(v)
+                       for v in (e.estimate, *(e.confidence_interval or (None, None))))
         for e in comparison.estimates
         if e.score == score
     }

@@ -120,8 +120,9 @@ def test_intervals_cover_the_estimate_and_respect_the_ranges(rng):
     R, G = rng.normal(size=(600, 6)), rng.normal(size=(500, 6)) * 1.2
     r = prdc(R, G, rng=0)
     for e in (r.precision, r.recall, r.density, r.coverage):
-        assert e.interval == "extrapolated" and e.ci_low <= e.value <= e.ci_high and e.se > 0
-    assert 0.0 <= r.coverage.ci_low and r.coverage.ci_high <= 1.0
+        lo, hi = e.confidence_interval
+        assert e.interval == "extrapolated" and lo <= e.value <= hi and e.se > 0
+    assert 0.0 <= r.coverage.confidence_interval.low and r.coverage.confidence_interval.high <= 1.0
     assert prdc(R, G, rng=0).precision == r.precision  # seeded: reproducible
 
 
@@ -271,7 +272,8 @@ def test_injected_copies_are_found(rng, metric):
     assert injected.mean() >= 0.99
     np.testing.assert_array_equal(r.nearest[400:], src)
     assert r.excess > 0.1 and r.baseline_fraction.interval == "binomial"
-    assert r.fraction_flagged.ci_low <= r.fraction_flagged.value <= r.fraction_flagged.ci_high
+    lo, hi = r.fraction_flagged.confidence_interval
+    assert lo <= r.fraction_flagged.value <= hi
     assert {row["generated"] for row in r.top_items(200)} == set(range(400, 600))
 
 
@@ -505,7 +507,8 @@ def test_intervals_are_sized_on_the_smaller_set(rng, n_r, n_g):
     R, G = rng.normal(size=(n_r, 4)), rng.normal(size=(n_g, 4)) * 1.1
     r = prdc(R, G, rng=0)
     for e in (r.precision, r.recall, r.density, r.coverage):
-        assert e.interval == "extrapolated" and e.ci_low <= e.value <= e.ci_high and e.note == ""
+        lo, hi = e.confidence_interval
+        assert e.interval == "extrapolated" and lo <= e.value <= hi and e.note == ""
     assert frechet_distance(R, G, rng=0).value.interval == "extrapolated"
     assert vendi_ratio(R, G, rng=0, n_subsamples=2).ratio.interval == "extrapolated"
 
@@ -513,7 +516,7 @@ def test_intervals_are_sized_on_the_smaller_set(rng, n_r, n_g):
 def test_no_interval_says_why(rng):
     R, G = rng.normal(size=(2000, 4)), rng.normal(size=(30, 4))
     r = prdc(R, G, rng=0)
-    assert r.precision.interval == "none" and r.precision.ci_low is None
+    assert r.precision.interval == "none" and r.precision.confidence_interval is None
     assert "generated set has 30 items" in r.precision.note and "more items" in r.precision.note
     assert r.to_dict()["precision"]["note"] == r.precision.note
     ev = evaluate(R, G, kid_subsets=0, magnitude=False, rng=0)

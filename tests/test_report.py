@@ -115,7 +115,8 @@ def test_report_states_the_settings(cmp, report_path):
 def test_report_tables_and_embedded_data(cmp, report_path):
     text = report_path.read_text(encoding="utf-8")
     e = cmp.estimate("many shapes", "VS_1")
-    assert f"{e.estimate:.4g}" in text and f"[{e.ci_low:.4g}, {e.ci_high:.4g}]" in text
+    lo, hi = e.confidence_interval
+    assert f"{e.estimate:.4g}" in text and f"[{lo:.4g}, {hi:.4g}]" in text
     assert "resolved: many shapes higher" in text
     blob = re.search(r'<script type="application/json" id="comparison-data">(.*?)</script>', text, re.S).group(1)
     assert Comparison.from_dict(json.loads(blob)) == cmp

@@ -67,7 +67,7 @@ def truncated_mixture(tau: float, *, n: int = 600, seed: int = 3) -> np.ndarray:
 
 def separated(high: RNDResult, low: RNDResult) -> bool:
     """True when the two 95 % intervals do not overlap and ``high`` is above ``low``."""
-    return high.ci_low > low.ci_high
+    return high.confidence_interval.low > low.confidence_interval.high
 
 
 # --------------------------------------------------------------------------------------------
@@ -104,13 +104,13 @@ def test_scale_invariance(digits):
     kw = dict(runs=8, epochs=20, rng=2)
     base = rnd_score(X, **kw)
     doubled = rnd_score(2.0 * X, **kw)
-    assert base.ci_low <= doubled.score <= base.ci_high
+    assert base.confidence_interval.low <= doubled.score <= base.confidence_interval.high
     # Doubling is exact in floating point, and so is the per-feature standardisation after it.
     np.testing.assert_array_equal(base.curves, doubled.curves)
     # An affine change of units per feature is absorbed by the standardisation up to round-off.
     scale = np.random.default_rng(0).uniform(0.5, 3.0, size=X.shape[1])
     affine = rnd_score(X * scale + 5.0, **kw)
-    assert base.ci_low <= affine.score <= base.ci_high
+    assert base.confidence_interval.low <= affine.score <= base.confidence_interval.high
     np.testing.assert_allclose(affine.run_scores, base.run_scores, atol=1e-3)
 
 
@@ -123,7 +123,7 @@ def test_mode_dropping_ten_classes_above_two(digits):
     r10 = rnd_score(images[ten], **kw)
     r2 = rnd_score(images[two], **kw)
     # Each mean lies outside the other's 95 % interval, on the right side.
-    assert r10.score > r2.ci_high and r10.ci_low > r2.score, (r10, r2)
+    assert r10.score > r2.confidence_interval.high and r10.confidence_interval.low > r2.score, (r10, r2)
 
 
 def test_digits_demo_defaults_are_the_documented_regime():
@@ -336,9 +336,9 @@ def test_result_follows_equations_2_and_3(rng):
     np.testing.assert_allclose(res.run_scores, res.curves[:, 3:].mean(axis=1))
     assert res.score == pytest.approx(res.run_scores.mean(), abs=8 * np.finfo(np.float64).eps)
     assert np.all(np.abs(res.curves) < 1)
-    assert res.ci_low < res.score < res.ci_high
+    assert res.confidence_interval.low < res.score < res.confidence_interval.high
     half = 3.182446305284263 * res.run_scores.std(ddof=1) / 2.0  # t_{0.975, 3} s / sqrt(4)
-    assert res.ci_high - res.score == pytest.approx(half, rel=1e-9)
+    assert res.confidence_interval.high - res.score == pytest.approx(half, rel=1e-9)
     assert res.settings["n0"] == 4 and res.settings["architecture"] == "mlp"
     assert res.settings["device"] in ("cpu", "cuda")
     with pytest.raises(AttributeError):
@@ -362,7 +362,8 @@ def test_result_follows_equations_2_and_3(rng):
 
 def test_one_run_has_no_interval(rng):
     res = rnd_score(rng.normal(size=(260, 5)), runs=1, epochs=2, average_last=1, rng=0)
-    assert math.isnan(res.ci_low) and math.isnan(res.ci_high) and math.isnan(res.std)
+    lo, hi = res.confidence_interval
+    assert math.isnan(lo) and math.isnan(hi) and math.isnan(res.std)
     assert res.score == res.run_scores[0]
     d = res.to_dict()  # the project's JSON convention: NaN as null
     assert d["ci_low"] is None and d["ci_high"] is None and d["std"] is None
@@ -616,7 +617,7 @@ def test_cli_rng_and_the_deprecated_seed_give_the_same_score(tmp_path, rng):
 def test_cli_bad_input_exits_2_with_one_line(tmp_path, rng):
     path = tmp_path / "small.npy"
     np.save(path, rng.normal(size=(100, 3)))
-    out = _cli(path, "--runs", 1)
+    out = _cli(path, "--runs", 1, "--train-size", 200)  # the default now fits the set (issue 41)
     assert out.returncode == 2
     assert out.stdout == ""
     assert "train_size=200 + 50 = 250, got 100 items" in out.stderr

@@ -85,7 +85,7 @@ def test_estimates_are_those_of_compare_at_equal_n(rng):
     )
     for g in ("spread", "tight"):
         e = cmp.estimate(g, "VS_2")
-        assert result.rows[0].estimates[g] == (e.estimate, e.ci_low, e.ci_high)
+        assert result.rows[0].estimates[g] == (e.estimate, *e.confidence_interval)
     assert result.n == 30 and result.group_sizes == (40, 30)
 
 

@@ -14,15 +14,18 @@
 - :mod:`~diversity_core.approx.plan`: :func:`plan_scores` (the large-data policy: which path,
   which sketch and which sizes fit the memory budget, as a :class:`ScorePlan`), :func:`exact_plan`
   (whether the exact path fits the memory budget, by the rule of ``method="auto"``).
+- :mod:`~diversity_core.approx.run`: :func:`run_plan` (carries out a :class:`ScorePlan` beyond the
+  exact paths, yielding a :class:`PlanStep` as each result improves: the orders each estimator
+  takes, the plan's sizes, the refinement schedule), :func:`run_plan_to_end` (its last results).
 - :mod:`~diversity_core.approx._band`: the bound maths on given eigenvalues,
   :func:`bounds_from_eigenvalues` (exact top eigenvalues) and
   :func:`bounds_from_lower_eigenvalues` (lower bounds in the PSD order).
 - :mod:`~diversity_core.approx._results`: :class:`VendiBounds`, :class:`VendiEstimate`, :class:`ExactPlan`.
 
 Imports point one way: ``_band`` <- ``_results`` <- ``sketches`` <- ``loewner`` <- ``bounds`` <- ``plan``;
-``_operators`` <- ``slq`` <- ``plan``;
+``_operators`` <- ``slq`` <- ``plan`` <- ``run``;
 :mod:`diversity_core.vendi` calls :func:`vs_inf_exact` and nothing here imports it. Intervals
-are :class:`~diversity_core._stats.ConfidenceInterval` ``(low, high)``: ``.interval(q)`` on both
+are :class:`~diversity_core.ConfidenceInterval` ``(low, high)``: ``.interval(q)`` on both
 results, ``.vendi(q)`` a float where there is a point value (:class:`VendiEstimate`).
 """
 
@@ -32,6 +35,7 @@ from ._results import ExactPlan, VendiBounds, VendiEstimate
 from .bounds import BOUND_METHODS, DEFAULT_KS, bounds_method, iter_vendi_bounds, vendi_bounds, vs_inf_exact
 from .loewner import nystrom_bounds
 from .plan import ScorePlan, exact_plan, plan_scores
+from .run import PlanResult, PlanStep, run_plan, run_plan_to_end
 from .sketches import ESTIMATORS, vendi_estimate
 from .slq import VendiSLQ, iter_vendi_slq, vendi_slq
 
@@ -42,6 +46,10 @@ __all__ = [
     "exact_plan",
     "plan_scores",
     "ScorePlan",
+    "run_plan",
+    "run_plan_to_end",
+    "PlanStep",
+    "PlanResult",
     "vendi_bounds",
     "iter_vendi_bounds",
     "bounds_from_eigenvalues",

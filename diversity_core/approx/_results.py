@@ -94,14 +94,14 @@ class VendiBounds:
     kind = "bounds"
 
     def interval(self, q) -> ConfidenceInterval:
-        """``ConfidenceInterval(low, high)`` certain to contain VS_q, for order ``q`` (one of :attr:`qs`).
+        """``ConfidenceInterval(low, high)`` certain to contain VS_q (level 1, kind ``"bound"``), for ``q`` in :attr:`qs`.
 
         The counterpart of :meth:`VendiEstimate.interval` (a t-interval there, a guaranteed range
         here); bounds have no point value, so there is no float ``.vendi(q)`` as on
         :class:`~diversity_core.spectrum.Spectrum` and :class:`VendiEstimate`.
         """
         j = _index(self.qs, q, "bounds")
-        return ConfidenceInterval(float(self.low[j]), float(self.high[j]))
+        return ConfidenceInterval.bound(float(self.low[j]), float(self.high[j]))
 
     def bounds_at(self, q=None, *, qs=UNSET) -> tuple[np.ndarray, np.ndarray]:
         """``(low, high)`` at any orders ``q``, from the stored eigenvalues, tolerance and purity (O(k) each).
@@ -228,16 +228,16 @@ class VendiEstimate:
         if self.guaranteed_low is None:
             return None
         j = _index(self.qs, q, "estimates")
-        return ConfidenceInterval(float(self.guaranteed_low[j]), float(self.guaranteed_high[j]))
+        return ConfidenceInterval.bound(float(self.guaranteed_low[j]), float(self.guaranteed_high[j]))
 
     def vendi(self, q) -> float:
         """The point estimate at order ``q`` (one of :attr:`qs`)."""
         return float(self.value[_index(self.qs, q, "estimates")])
 
     def interval(self, q) -> ConfidenceInterval:
-        """``ConfidenceInterval(low, high)``: the replicate t-interval at order ``q``."""
+        """``ConfidenceInterval(low, high)``: the replicate t-interval at order ``q``, at :attr:`confidence_level`."""
         j = _index(self.qs, q, "estimates")
-        return ConfidenceInterval(float(self.low[j]), float(self.high[j]))
+        return ConfidenceInterval(float(self.low[j]), float(self.high[j]), level=self.confidence_level)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (orders as :func:`q_key` strings)."""

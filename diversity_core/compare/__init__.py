@@ -105,8 +105,11 @@ Where things live
 ``_subsample``  the subsampling engine: plans (which n-subsets), replicates, the power-law
                 spread extrapolation, effective degrees of freedom and the intervals, as a
                 ``SubsampleResult`` shaped like ``scipy.stats.bootstrap``'s result (its
-                ``ConfidenceInterval`` is :class:`diversity_core._stats.ConfidenceInterval`,
+                ``ConfidenceInterval`` is :class:`diversity_core.ConfidenceInterval`,
                 re-exported here)
+``_groups``     :func:`groups_for_n`: which groups a comparison at n keeps (the smaller ones left out
+                and named) and the default n that works; the Compare and Robustness pages and
+                ``diversity compare`` call it
 ``_scores``     score adapters: Vendi scores of every q and IntDiv (one spectrum per subset),
                 magnitude (MagArea, MagDiff), RND; the one marked section that calls
                 :mod:`diversity_core.magnitude`
@@ -118,6 +121,7 @@ live values are those of the module that uses them (``_scores.DENSE_MAX``).
 # besides __all__, the constants and curve helpers stay importable from here as before the split
 from .._stats import ConfidenceInterval  # noqa: F401 - kept importable from here (it lives in _stats)
 from ._api import MIN_ITEMS, compare  # noqa: F401
+from ._groups import GroupChoice, groups_for_n, largest_n
 from ._results import FORMAT, Comparison, CurvePoint, PairwiseDifference, ScoreEstimate, score_name
 from ._scores import DENSE_MAX, MAX_EIGENVALUES, PROFILE_QS, SMALL_PROBLEM  # noqa: F401
 from ._subsample import GAMMA_RANGE, INTERVAL_DESCRIPTION, curve_sizes, fit_sizes  # noqa: F401
@@ -128,6 +132,9 @@ __all__ = [
     "PairwiseDifference",
     "CurvePoint",
     "compare",
+    "groups_for_n",
+    "largest_n",
+    "GroupChoice",
     "score_name",
     "PROFILE_QS",
     "FORMAT",

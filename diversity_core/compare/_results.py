@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from .._csv import csv_text, restore_cell
-from .._deprecation import warn_renamed
+from .._deprecation import UNSET, warn_renamed
 from .._json import dumps, from_json_float, to_jsonable
 from .._orders import q_key
+from .._stats import ConfidenceInterval, flat_interval_reader, interval_from_ends
 from ..exceptions import DiversityInputError
 
 __all__ = ["FORMAT", "ScoreEstimate", "PairwiseDifference", "CurvePoint", "Comparison", "score_name"]
@@ -39,7 +40,7 @@ def score_name(q: float) -> str:
 # ---------------------------------------------------------------------------------------------
 # rows
 # ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class ScoreEstimate:
     """One score of one group at the equal n, with its interval.
 
@@ -51,8 +52,11 @@ class ScoreEstimate:
         Mean over the ``replicates`` n-subsets (None when the score could not be computed).
     se : float or None
         Standard error of ``estimate`` (see the package notes of :mod:`diversity_core.compare`).
-    ci_low, ci_high : float or None
-        The interval at the comparison's level.
+    confidence_interval : ConfidenceInterval or None
+        The interval at the comparison's level (:class:`~diversity_core.ConfidenceInterval`:
+        ``lo, hi = e.confidence_interval``, its ``level``); None without one. ``ci_low`` and
+        ``ci_high`` are its deprecated flat readers; the constructor, :meth:`to_dict` and the
+        CSV table keep them as the saved format's keys (files already saved reload).
     n : int
         Items per subset (the equal n).
     replicates : int
@@ -68,14 +72,17 @@ class ScoreEstimate:
         Effective degrees of freedom of ``se`` (inf when it has no Monte Carlo noise); the
         interval is ``estimate -/+ t_df se``. None in comparisons saved before it was recorded
         (their intervals used the normal quantile).
+
+    The constructor takes the fields in the saved order ``(group, score, estimate, se, ci_low,
+    ci_high, n, replicates, interval, role, gamma, df)``, or ``confidence_interval=`` in place
+    of the two ends.
     """
 
     group: str
     score: str
     estimate: Optional[float]
     se: Optional[float]
-    ci_low: Optional[float]
-    ci_high: Optional[float]
+    confidence_interval: Optional[ConfidenceInterval]
     n: int
     replicates: int
     interval: str
@@ -83,19 +90,34 @@ class ScoreEstimate:
     gamma: Optional[float] = None
     df: Optional[float] = None
 
+    def __init__(self, group: str, score: str, estimate: Optional[float], se: Optional[float], ci_low=UNSET,
+                 ci_high=UNSET, n: int = UNSET, replicates: int = UNSET, interval: str = UNSET, role: str = "",
+                 gamma: Optional[float] = None, df: Optional[float] = None, *,
+                 confidence_interval: Optional[ConfidenceInterval] = None):
+        _set_fields(self, group=group, score=score, estimate=estimate, se=se,
+                    confidence_interval=interval_from_ends(confidence_interval, ci_low, ci_high), n=n,
+                    replicates=replicates, interval=interval, role=role, gamma=gamma, df=df)
+
+    ci_low = flat_interval_reader("ScoreEstimate", "ci_low")
+    ci_high = flat_interval_reader("ScoreEstimate", "ci_high")
+
     def to_dict(self) -> Dict[str, Any]:
-        """The fields as a dict (field order)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """The saved fields as a dict: the interval as ``ci_low``/``ci_high`` (column order)."""
+        return _flat_dict(self)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class PairwiseDifference:
     """The difference of one score between two groups: ``group_a - group_b``.
 
     ``resolved`` is True when the interval of the difference excludes 0; ``higher`` then names
-    the group with the larger score (None when unresolved). The interval is
-    ``difference -/+ t_df se`` with ``df`` the Welch-Satterthwaite degrees of freedom of the two
-    groups' standard errors (None in comparisons saved before it was recorded).
+    the group with the larger score (None when unresolved). The interval,
+    ``confidence_interval`` (:class:`~diversity_core.ConfidenceInterval`, None without one;
+    ``ci_low``/``ci_high`` its deprecated flat readers), is ``difference -/+ t_df se`` with
+    ``df`` the Welch-Satterthwaite degrees of freedom of the two groups' standard errors (None
+    in comparisons saved before it was recorded). The constructor takes the fields in the saved
+    order ``(score, group_a, group_b, difference, se, ci_low, ci_high, resolved, higher, df)``,
+    or ``confidence_interval=`` in place of the two ends.
     """
 
     score: str
@@ -103,15 +125,24 @@ class PairwiseDifference:
     group_b: str
     difference: Optional[float]
     se: Optional[float]
-    ci_low: Optional[float]
-    ci_high: Optional[float]
+    confidence_interval: Optional[ConfidenceInterval]
     resolved: bool
     higher: Optional[str]
     df: Optional[float] = None
 
+    def __init__(self, score: str, group_a: str, group_b: str, difference: Optional[float], se: Optional[float],
+                 ci_low=UNSET, ci_high=UNSET, resolved: bool = UNSET, higher: Optional[str] = UNSET,
+                 df: Optional[float] = None, *, confidence_interval: Optional[ConfidenceInterval] = None):
+        _set_fields(self, score=score, group_a=group_a, group_b=group_b, difference=difference, se=se,
+                    confidence_interval=interval_from_ends(confidence_interval, ci_low, ci_high),
+                    resolved=resolved, higher=higher, df=df)
+
+    ci_low = flat_interval_reader("PairwiseDifference", "ci_low")
+    ci_high = flat_interval_reader("PairwiseDifference", "ci_high")
+
     def to_dict(self) -> Dict[str, Any]:
-        """The fields as a dict (field order)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """The saved fields as a dict: the interval as ``ci_low``/``ci_high`` (column order)."""
+        return _flat_dict(self)
 
 
 @dataclass(frozen=True)
@@ -191,6 +222,12 @@ class Comparison:
     spectra: Dict[str, tuple] = field(default_factory=dict)
     settings: Dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # every interval carries the comparison's level (rows rebuilt from JSON have none of their own)
+        for name in ("estimates", "pairwise"):
+            rows = tuple(_at_level(r, self.confidence_level) for r in getattr(self, name))
+            object.__setattr__(self, name, rows)
+
     # -- look-ups ------------------------------------------------------------------------------
     def estimate(self, group: str, score: str) -> ScoreEstimate:
         """The estimate of ``score`` for ``group``."""
@@ -209,9 +246,11 @@ class Comparison:
                 return p
             if p.score == score and (p.group_a, p.group_b) == (group_b, group_a):
                 flip = None if p.difference is None else -p.difference
-                lo = None if p.ci_high is None else -p.ci_high
-                hi = None if p.ci_low is None else -p.ci_low
-                return replace(p, group_a=group_a, group_b=group_b, difference=flip, ci_low=lo, ci_high=hi)
+                ci = p.confidence_interval
+                if ci is not None:
+                    ci = ci._replace(low=None if ci.high is None else -ci.high,
+                                     high=None if ci.low is None else -ci.low)
+                return replace(p, group_a=group_a, group_b=group_b, difference=flip, confidence_interval=ci)
         raise DiversityInputError(f"no pairwise difference of {score!r} between {group_a!r} and {group_b!r}.")
 
     def curve(self, group: str, score: str) -> List[CurvePoint]:
@@ -253,7 +292,8 @@ class Comparison:
         """One row per pairwise difference, with the verdict (display strings)."""
         rows = []
         for p in self.pairwise:
-            ci = "-" if p.ci_low is None else f"[{_fmt(p.ci_low, digits)}, {_fmt(p.ci_high, digits)}]"
+            lo, hi = p.confidence_interval or (None, None)
+            ci = "-" if lo is None else f"[{_fmt(lo, digits)}, {_fmt(hi, digits)}]"
             rows.append({
                 "score": p.score,
                 "pair": f"{p.group_a} - {p.group_b}",
@@ -354,10 +394,9 @@ class Comparison:
         Empty cells stand for missing values. Written to ``path`` when given; read back with
         :meth:`read_csv`.
         """
-        cls = _table_type(table)
-        names = [f.name for f in fields(cls)]
+        names = list(_columns(_table_type(table)))
         # text cells that start like a formula get a quote (diversity_core._csv); read_csv removes it
-        text = csv_text(names, ([getattr(r, k) for k in names] for r in getattr(self, table)))
+        text = csv_text(names, ([r.to_dict()[k] for k in names] for r in getattr(self, table)))
         if path is not None:
             from .._atomic import atomic_write
 
@@ -372,13 +411,13 @@ class Comparison:
         if "\n" not in text and Path(text).is_file():
             text = Path(text).read_text(encoding="utf-8")
         reader = csv.DictReader(io.StringIO(text))
-        expected = [f.name for f in fields(cls)]
-        required = [f.name for f in fields(cls) if f.default is MISSING]
+        types = _columns(cls)
+        expected = list(types)
+        required = [f.name for f in fields(cls) if f.default is MISSING]  # the interval: two columns
         got = list(reader.fieldnames or [])
         # a table written before trailing optional columns (df) existed reads back with their defaults
-        if got != expected[: len(got)] or len(got) < len(required):
+        if got != expected[: len(got)] or len(got) < len(required) + ("confidence_interval" in required):
             raise DiversityInputError(f"CSV columns {reader.fieldnames} do not match the {table!r} table {expected}.")
-        types = {f.name: f.type for f in fields(cls)}
         return tuple(cls(**{k: _csv_value(v, types[k]) for k, v in row.items()}) for row in reader)
 
 
@@ -392,9 +431,44 @@ def _table_type(table: str):
     return _ROW_TYPES[table]
 
 
+def _columns(cls) -> Dict[str, str]:
+    """The saved columns of a row class and their types: its fields, the interval as ``ci_low``, ``ci_high``."""
+    out: Dict[str, str] = {}
+    for f in fields(cls):
+        if f.name == "confidence_interval":
+            out.update(ci_low="Optional[float]", ci_high="Optional[float]")
+        else:
+            out[f.name] = str(f.type)
+    return out
+
+
+def _flat_dict(row) -> Dict[str, Any]:
+    """A row's saved form: its fields in column order, the interval as its two ends (None without one)."""
+    lo, hi = row.confidence_interval or (None, None)
+    ends = {"ci_low": lo, "ci_high": hi}
+    return {k: ends[k] if k in ends else getattr(row, k) for k in _columns(type(row))}
+
+
+def _set_fields(row, **values) -> None:
+    """The fields of a frozen row whose constructor also takes the saved format's flat interval."""
+    missing = [k for k, v in values.items() if v is UNSET]
+    if missing:
+        raise TypeError(f"{type(row).__name__}() missing required arguments: {', '.join(missing)}")
+    for k, v in values.items():
+        object.__setattr__(row, k, v)
+
+
+def _at_level(row, level: float):
+    """The row with its interval at ``level`` (unchanged when it has none or already has a level)."""
+    ci = row.confidence_interval
+    if ci is None or ci.level is not None:
+        return row
+    return replace(row, confidence_interval=ci._replace(level=level))
+
+
 def _row_from_dict(cls, data: Mapping[str, Any]):
     """A row rebuilt from its JSON dict: float fields decoded (``"inf"`` back to inf), None kept."""
-    floats = {f.name for f in fields(cls) if "float" in str(f.type)}
+    floats = {k for k, t in _columns(cls).items() if "float" in t}
     return cls(**{k: (None if v is None else from_json_float(v)) if k in floats else v for k, v in data.items()})
 
 
@@ -425,6 +499,7 @@ def _format_estimate(e: ScoreEstimate, digits: int) -> str:
     """``estimate [low, high]`` (or the estimate alone without an interval)."""
     if e.estimate is None:
         return "-"
-    if e.ci_low is None:
+    if e.confidence_interval is None or e.confidence_interval.low is None:
         return _fmt(e.estimate, digits)
-    return f"{_fmt(e.estimate, digits)} [{_fmt(e.ci_low, digits)}, {_fmt(e.ci_high, digits)}]"
+    lo, hi = e.confidence_interval
+    return f"{_fmt(e.estimate, digits)} [{_fmt(lo, digits)}, {_fmt(hi, digits)}]"

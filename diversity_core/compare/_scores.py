@@ -193,11 +193,26 @@ class SpectralScores:
         return "dual O(m d^2)" if self.dual else "kernel matrix O(m^3)"
 
     def bounds(self, n: int) -> Tuple[np.ndarray, np.ndarray]:
-        """Range of each score: every VS_q in [1, n], IntDiv unbounded."""
+        """Range of each score: every VS_q in [1, n]; IntDiv in [0, 1] for a unit diagonal.
+
+        IntDiv = 1 - p^T K p and K is PSD, so 0 <= p^T K p <= max_i K_ii: at most 1 always.
+        """
         k = self.qs.size + 1
         low, high = np.ones(k), np.full(k, float(n))
-        low[self.n_table], high[self.n_table] = -np.inf, np.inf
+        low[self.n_table] = 0.0 if self._bad_diagonal() == 0 else -np.inf
+        high[self.n_table] = 1.0
         return low, high
+
+    def _bad_diagonal(self) -> int:
+        """How many items' kernel diagonal is not 1 (of the first 200 when K is formed on demand)."""
+        if self.dual:
+            P = self.Phi
+            diag = np.asarray(P.multiply(P).sum(axis=1)).ravel() if sp.issparse(P) else np.einsum("ij,ij->i", P, P)
+        elif self.K is None:
+            diag = np.diagonal(self.block(np.arange(min(self.N, 200))))
+        else:
+            diag = np.diagonal(self.K)
+        return int(np.count_nonzero(np.abs(diag - 1.0) > 1e-6))
 
     def single_thread(self, m: int) -> bool:
         """Many small eigenproblems (order <= SMALL_PROBLEM): BLAS threads cost more than they give."""
@@ -212,14 +227,7 @@ class SpectralScores:
 
     def warn_diagonal(self, group: str, stacklevel: int = 2) -> None:
         """Warn once when the kernel's diagonal is not 1 (e.g. the linear kernel on non-unit rows)."""
-        if self.dual:
-            P = self.Phi
-            diag = np.asarray(P.multiply(P).sum(axis=1)).ravel() if sp.issparse(P) else np.einsum("ij,ij->i", P, P)
-        elif self.K is None:
-            diag = np.diagonal(self.block(np.arange(min(self.N, 200))))
-        else:
-            diag = np.diagonal(self.K)
-        bad = int(np.count_nonzero(np.abs(diag - 1.0) > 1e-6))
+        bad = self._bad_diagonal()
         if bad:
             warnings.warn(
                 KernelDiagonalWarning(

@@ -181,8 +181,9 @@ class SizePoint(NamedTuple):
 class SubsampleResult:
     """Estimate, standard error and interval of k scores of one group (read-only arrays).
 
-    Shaped like the result of ``scipy.stats.bootstrap``: ``confidence_interval`` is a named
-    tuple ``(low, high)``, ``standard_error`` the SE; ``subsample_distribution`` holds the scores
+    Shaped like the result of ``scipy.stats.bootstrap``: ``confidence_interval`` is a
+    :class:`~diversity_core.ConfidenceInterval` ``(low, high)`` at ``confidence_level``,
+    ``standard_error`` the SE; ``subsample_distribution`` holds the scores
     of the n-subsets (the counterpart of ``bootstrap_distribution``, one row per subset).
 
     Attributes
@@ -192,7 +193,8 @@ class SubsampleResult:
     standard_error : ndarray of shape (k,)
         Standard error of ``estimate`` (NaN where it could not be estimated).
     confidence_interval : ConfidenceInterval
-        (:class:`diversity_core._stats.ConfidenceInterval`, arrays of shape (k,)) ``estimate -/+ z SE`` at ``confidence_level``, clipped to the scores' ranges.
+        (:class:`diversity_core.ConfidenceInterval`, arrays of shape (k,), its ``level`` the
+        ``confidence_level``) ``estimate -/+ t_df SE``, clipped to the scores' ranges.
     confidence_level : float
         The two-sided level of the interval.
     method : {"measured", "extrapolated"}
@@ -530,7 +532,7 @@ def _summarise(point: np.ndarray, by_size: Dict[int, np.ndarray], labels: Dict[i
     return SubsampleResult(
         estimate=estimate,
         standard_error=se,
-        confidence_interval=ConfidenceInterval(low, high),
+        confidence_interval=ConfidenceInterval(low, high, level=float(level)),
         confidence_level=float(level),
         method=method,
         gamma=gamma,

@@ -211,7 +211,8 @@ def rescaled_frechet(result, scale: float):
         return out
 
     est = result.value
-    value = replace(est, value=back(est.value), se=back(est.se), ci_low=back(est.ci_low), ci_high=back(est.ci_high))
+    lo, hi = est.confidence_interval or (None, None)
+    value = replace(est, value=back(est.value), se=back(est.se), ci_low=back(lo), ci_high=back(hi))
     return replace(result, value=value, mean_term=back(result.mean_term), trace_reference=back(result.trace_reference),
                    trace_generated=back(result.trace_generated), trace_sqrt=back(result.trace_sqrt))
 

@@ -25,7 +25,9 @@ from typing import Any, Dict, List, Optional, Union
 import numpy as np
 
 from .._csv import csv_text
+from .._deprecation import UNSET
 from .._json import dumps, to_jsonable
+from .._stats import ConfidenceInterval, flat_interval_reader, interval_from_ends
 from ..exceptions import DiversityInputError
 
 __all__ = [
@@ -65,7 +67,7 @@ def _freeze(obj) -> None:
             v.setflags(write=False)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Estimate:
     """One metric's value with its standard error and interval.
 
@@ -75,40 +77,61 @@ class Estimate:
         The metric on all the items given.
     se : float or None
         Standard error (None when no interval was made).
-    ci_low, ci_high : float or None
-        The interval at ``level``.
+    confidence_interval : ConfidenceInterval or None
+        The interval (:class:`~diversity_core.ConfidenceInterval`: ``lo, hi =
+        e.confidence_interval``, its ``level``); None without one. ``ci_low``, ``ci_high`` and
+        ``level`` are its deprecated flat readers; the constructor and :meth:`to_dict` keep
+        them as the saved format's keys.
     df : float or None
         Degrees of freedom of ``se`` (the interval is ``value -/+ t_df se``); inf for a normal one.
-    level : float or None
     interval : str
-        How it was made: ``"extrapolated"`` (the subsampling engine of
+        How it was made (the word of :attr:`ScoreEstimate.interval
+        <diversity_core.compare.ScoreEstimate>`): ``"extrapolated"`` (the subsampling engine of
         :mod:`diversity_core.compare`: spread measured on disjoint subsets and extrapolated to
         the full size), ``"binomial"`` (a proportion of independent items), ``"prompts"`` (a
         Student-t interval over prompts), or ``"none"``.
     note : str
         Why there is no interval when one was asked for (e.g. sets too small for two subset
         sizes); empty otherwise.
+
+    The constructor takes ``(value, se, ci_low, ci_high, df, level, interval, note)`` as saved,
+    or ``confidence_interval=`` in place of ``ci_low``, ``ci_high`` and ``level``.
     """
 
     value: float
     se: Optional[float] = None
-    ci_low: Optional[float] = None
-    ci_high: Optional[float] = None
+    confidence_interval: Optional[ConfidenceInterval] = None
     df: Optional[float] = None
-    level: Optional[float] = None
     interval: str = "none"
     note: str = ""
 
+    def __init__(self, value: float, se: Optional[float] = None, ci_low=UNSET, ci_high=UNSET,
+                 df: Optional[float] = None, level=UNSET, interval: str = "none", note: str = "", *,
+                 confidence_interval: Optional[ConfidenceInterval] = None):
+        values = dict(value=value, se=se, confidence_interval=interval_from_ends(confidence_interval, ci_low,
+                                                                                 ci_high, level),
+                      df=df, interval=interval, note=note)
+        for k, v in values.items():
+            object.__setattr__(self, k, v)
+
+    ci_low = flat_interval_reader("Estimate", "ci_low")
+    ci_high = flat_interval_reader("Estimate", "ci_high")
+    level = flat_interval_reader("Estimate", "level")
+
     def to_dict(self) -> Dict[str, Any]:
-        """The fields as a dict (field order)."""
-        return to_jsonable({f.name: getattr(self, f.name) for f in fields(self)})
+        """The saved fields as a dict: ``value, se, ci_low, ci_high, df, level, interval, note``."""
+        lo, hi = self.confidence_interval or (None, None)
+        level = None if self.confidence_interval is None else self.confidence_interval.level
+        return to_jsonable({"value": self.value, "se": self.se, "ci_low": lo, "ci_high": hi, "df": self.df,
+                            "level": level, "interval": self.interval, "note": self.note})
 
     def text(self, digits: int = 4) -> str:
         """``value [low, high]`` (or the value alone), for tables."""
         v = _fmt(self.value, digits)
-        if self.ci_low is None or self.ci_high is None or not math.isfinite(self.ci_low):
+        lo, hi = self.confidence_interval or (None, None)
+        if lo is None or hi is None or not math.isfinite(lo):
             return v
-        return f"{v} [{_fmt(self.ci_low, digits)}, {_fmt(self.ci_high, digits)}]"
+        return f"{v} [{_fmt(lo, digits)}, {_fmt(hi, digits)}]"
 
 
 def _fmt(v, digits: int = 4) -> str:
@@ -444,15 +467,11 @@ class MemorizationResult:
 
     def headline(self) -> str:
         """The set-level figure against its baseline, then the held-out false-positive rate."""
-        f = self.fraction_flagged
-        text = (f"{_pct(f.value)} [{_pct(f.ci_low)}, {_pct(f.ci_high)}] of {self.n_generated} generated items "
-                f"flagged as likely copies")
+        text = f"{_pct_interval(self.fraction_flagged)} of {self.n_generated} generated items flagged as likely copies"
         if self.baseline_fraction is not None:
-            b = self.baseline_fraction
-            text += (f", against a baseline of {_pct(b.value)} [{_pct(b.ci_low)}, {_pct(b.ci_high)}] of the "
+            text += (f", against a baseline of {_pct_interval(self.baseline_fraction)} of the "
                      f"reference items: excess {100 * self.excess:+.1f} points")
-        h = self.heldout_fpr
-        text += f"; held-out training items flagged: {_pct(h.value)} [{_pct(h.ci_low)}, {_pct(h.ci_high)}] of {self.n_check}"
+        text += f"; held-out training items flagged: {_pct_interval(self.heldout_fpr)} of {self.n_check}"
         return text + "."
 
     def order(self) -> np.ndarray:
@@ -533,6 +552,12 @@ class MemorizationResult:
         return text
 
 
+def _pct_interval(e: Estimate) -> str:
+    """``value [low, high]`` of a share as percentages (``n/a`` for a missing end)."""
+    lo, hi = e.confidence_interval or (None, None)
+    return f"{_pct(e.value)} [{_pct(lo)}, {_pct(hi)}]"
+
+
 def _pct(v) -> str:
     """A share as a percentage for the memorisation texts (2 significant digits below 10 %)."""
     if v is None:
@@ -604,8 +629,9 @@ class EvaluationResult:
             if est is None:
                 return
             e = est if isinstance(est, Estimate) else Estimate(float(est))
-            rows.append({"metric": name, "value": e.value, "se": e.se, "sd": sd, "ci_low": e.ci_low,
-                         "ci_high": e.ci_high, "interval": e.interval, "note": note})
+            lo, hi = e.confidence_interval or (None, None)
+            rows.append({"metric": name, "value": e.value, "se": e.se, "sd": sd, "ci_low": lo,
+                         "ci_high": hi, "interval": e.interval, "note": note})
 
         p, ip = self.prdc, self.improved
         add("precision", p.precision, f"k={p.k}, Naeem et al. 2020")

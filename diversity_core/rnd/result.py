@@ -8,13 +8,15 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
+from .._deprecation import UNSET, warn_renamed
 from .._json import to_jsonable
+from .._stats import ConfidenceInterval, flat_interval_reader, interval_from_ends
 from ._regime import rnd_regime_warning
 
 _ARRAYS = ("run_scores", "curves", "mse_train", "mse_val")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class RNDResult:
     """The RND score of a dataset, with its spread over runs and the training curves.
 
@@ -23,9 +25,13 @@ class RNDResult:
     score : float
         The RND score, Eq. (3) of the RND paper (see :func:`rnd_score`): the mean over runs
         of each run's average of ``RND_i`` over the last ``average_last`` epochs.
-    ci_low, ci_high : float
+    confidence_interval : ConfidenceInterval
         A 95 % Student-t confidence interval for the score over runs
-        (``score -/+ t_{0.975, r-1} * s / sqrt(r)``); NaN when ``runs == 1``.
+        (``score -/+ t_{0.975, r-1} * s / sqrt(r)``; :class:`~diversity_core.ConfidenceInterval`,
+        ``lo, hi = r.confidence_interval``, its ``level`` that of ``settings["confidence"]``);
+        NaN ends when ``runs == 1``. ``ci_low``/``ci_high`` are its deprecated flat readers and
+        ``interval`` its deprecated tuple; the constructor and :meth:`to_dict` keep the flat
+        ``ci_low``/``ci_high`` (the saved format's keys).
     run_scores : ndarray of shape (runs,)
         Each run's average of ``RND_i`` over the averaging window.
     curves : ndarray of shape (runs, epochs)
@@ -38,29 +44,48 @@ class RNDResult:
         between results whose settings agree. :attr:`reliability` says whether the setting is
         one where noise can outscore structured data.
 
-    The arrays are read-only float64 copies.
+    The arrays are read-only float64 copies. The constructor takes ``(score, ci_low, ci_high,
+    run_scores, curves, mse_train, mse_val, settings)`` as saved, or ``confidence_interval=`` in
+    place of the two ends.
     """
 
     score: float
-    ci_low: float
-    ci_high: float
+    confidence_interval: ConfidenceInterval
     run_scores: np.ndarray = field(repr=False)
     curves: np.ndarray = field(repr=False)
     mse_train: np.ndarray = field(repr=False)
     mse_val: np.ndarray = field(repr=False)
     settings: Dict[str, Any] = field(repr=False)
 
-    def __post_init__(self) -> None:
-        """Store the arrays as read-only float64 copies."""
-        for name in _ARRAYS:
-            a = np.array(getattr(self, name), dtype=np.float64)
-            a.setflags(write=False)
-            object.__setattr__(self, name, a)
+    def __init__(self, score: float, ci_low: float = UNSET, ci_high: float = UNSET, run_scores=UNSET,
+                 curves=UNSET, mse_train=UNSET, mse_val=UNSET, settings: Dict[str, Any] = UNSET, *,
+                 confidence_interval: Optional[ConfidenceInterval] = None):
+        values = dict(score=score, run_scores=run_scores, curves=curves, mse_train=mse_train, mse_val=mse_val,
+                      settings=settings)
+        missing = [k for k, v in values.items() if v is UNSET]
+        if missing:
+            raise TypeError(f"RNDResult() missing required arguments: {', '.join(missing)}")
+        level = settings.get("confidence") if isinstance(settings, dict) else None
+        ci = interval_from_ends(confidence_interval, ci_low, ci_high,
+                                UNSET if confidence_interval is not None else level)
+        if ci is None:
+            raise TypeError("RNDResult() needs its interval: ci_low and ci_high, or confidence_interval=.")
+        object.__setattr__(self, "confidence_interval", ci)
+        for name, v in values.items():
+            if name in _ARRAYS:  # read-only float64 copies
+                v = np.array(v, dtype=np.float64)
+                v.setflags(write=False)
+            object.__setattr__(self, name, v)
+
+    ci_low = flat_interval_reader("RNDResult", "ci_low")
+    ci_high = flat_interval_reader("RNDResult", "ci_high")
 
     @property
     def interval(self) -> Tuple[float, float]:
-        """The 95 % confidence interval ``(ci_low, ci_high)``."""
-        return (self.ci_low, self.ci_high)
+        """Deprecated: the interval as a tuple; use :attr:`confidence_interval` (which unpacks the same)."""
+        warn_renamed("RNDResult.interval", "RNDResult.confidence_interval",
+                     why="the one interval type on every estimate; .interval names how an interval was made")
+        return self.confidence_interval
 
     @property
     def reliability(self) -> Optional[str]:
@@ -85,8 +110,8 @@ class RNDResult:
         return to_jsonable(
             {
                 "score": self.score,
-                "ci_low": self.ci_low,
-                "ci_high": self.ci_high,
+                "ci_low": self.confidence_interval.low,
+                "ci_high": self.confidence_interval.high,
                 "std": self.std,
                 "run_scores": self.run_scores,
                 "curves": self.curves,

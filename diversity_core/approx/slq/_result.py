@@ -95,7 +95,7 @@ class VendiSLQ:
     def interval(self, q) -> ConfidenceInterval:
         """``ConfidenceInterval(low, high)`` of VS_q: probes' t-interval plus the quadrature and rounding bounds."""
         j = _index(self.qs, q, "SLQ estimates")
-        return ConfidenceInterval(float(self.low[j]), float(self.high[j]))
+        return ConfidenceInterval(float(self.low[j]), float(self.high[j]), level=self.confidence_level)
 
     def relative_half_width(self, q) -> float:
         """``(high - low) / (2 value)`` at order q."""

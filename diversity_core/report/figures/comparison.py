@@ -50,19 +50,17 @@ def comparison_figures(cmp: Comparison, *, presentation: bool = False) -> Dict[s
         for g in cmp.groups:
             e = _maybe_estimate(cmp, g, s)
             if e is not None and e.estimate is not None:
-                rows.append((g, e.estimate, e.ci_low, e.ci_high))
+                rows.append((g, e.estimate, *_ends(e)))
         if rows:
             bars[s] = rows
     figs["scores"] = score_bars_figure(bars, groups=cmp.groups, title=f"Scores at n = {cmp.n} with "
                                        f"{cmp.confidence_level:.0%} intervals")
     diffs: Dict[str, list] = {}
     for p in cmp.pairwise:
-        diffs.setdefault(p.score, []).append((f"{p.group_a} − {p.group_b}", p.difference, p.ci_low, p.ci_high,
-                                              p.resolved))
+        diffs.setdefault(p.score, []).append((f"{p.group_a} − {p.group_b}", p.difference, *_ends(p), p.resolved))
     for s in cmp.scores:
         if s.startswith("MagDiff"):
-            rows = [(f"{e.group} − {cmp.reference}", e.estimate, e.ci_low, e.ci_high,
-                     bool(e.ci_low is not None and (e.ci_low > 0 or e.ci_high < 0)))
+            rows = [(f"{e.group} − {cmp.reference}", e.estimate, *_ends(e), _excludes_zero(e))
                     for e in cmp.estimates if e.score == s and e.role == "candidate"]
             if rows:
                 diffs[s] = rows
@@ -113,3 +111,14 @@ def _maybe_estimate(cmp: Comparison, group: str, score: str):
         if e.group == group and e.score == score:
             return e
     return None
+
+
+def _ends(row) -> tuple:
+    """``(low, high)`` of a row's interval, ``(None, None)`` without one."""
+    return tuple(row.confidence_interval or (None, None))
+
+
+def _excludes_zero(row) -> bool:
+    """Whether a row's interval lies wholly on one side of 0 (False without an interval)."""
+    lo, hi = _ends(row)
+    return bool(lo is not None and (lo > 0 or hi < 0))

@@ -26,7 +26,7 @@ EVALUATION_TITLES = {
 def _bars(est) -> tuple:
     """``(value, minus, plus)`` of an Estimate (NaN error bars without an interval)."""
     v = _num(est.value)
-    lo, hi = est.ci_low, est.ci_high
+    lo, hi = est.confidence_interval or (None, None)
     if lo is None or hi is None:
         return v, float("nan"), float("nan")
     return v, v - float(lo), float(hi) - v
