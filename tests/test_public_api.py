@@ -16,13 +16,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: (file relative to the root, module) pairs allowed to import private core names, each with its reason.
-ALLOWED = {
-    # rank_figure builds a plotly figure in the app with the report's figure internals (plotly
-    # imported on first use, the palette, the common layout); the fix is to move rank_figure into
-    # diversity_core.report.figures, which is outside the app.
-    ("ui/robustness_ui.py", "diversity_core.report.figures._base"),
-}
+#: (file relative to the root, module) pairs allowed to import private core names, each with its reason
+#: (none left: the robustness page's rank chart moved to ``diversity_core.report.figures.rank_figure``).
+ALLOWED: set[tuple[str, str]] = set()
 
 
 def _app_files() -> list[Path]:

@@ -16,14 +16,22 @@ import pandas as pd
 import streamlit as st
 
 from diversity_core import DETAIL_SEPARATOR, format_q
+from diversity_core.data import capped_rows
+from diversity_core.exceptions import DiversityInputError
 from diversity_core.featurizers import FEATURIZERS, default_kernel, featurize, kernel_support
-from diversity_core.robustness import BackgroundReport, background_dominance, default_kernels
+from diversity_core.report.figures import rank_figure
+from diversity_core.robustness import (
+    BackgroundReport,
+    background_dominance,
+    default_kernels,
+    representation_robustness,
+)
 
 from . import compute
 from .cache import shared_cache
 from .data import View, view_hash
 from .feedback import literal
-from .tasks import Outcome
+from .tasks import Outcome, show_notes
 
 #: Items per group the robustness test reads at most (a seeded subsample beyond it): a kernel without a
 #: feature map (rbf) slices one N x N matrix per group.
@@ -163,11 +171,20 @@ def _min_items() -> int:
 
 
 def groups_used(view: View) -> tuple:
-    """``(row indices, group names left out for having fewer than the comparison's minimum items)``."""
-    from diversity_core.data import capped_rows
+    """``(row indices, group names left out for having fewer than the comparison's minimum items)``.
+
+    The groups kept follow Compare's rule (:func:`~diversity_core.compare.groups_for_n`: the groups
+    smaller than its default n, the smallest group of at least ``MIN_ITEMS`` items, are left out).
+    """
+    from diversity_core.compare import groups_for_n
 
     labels = np.asarray(view.data.groups).astype(str)
-    chosen = capped_rows(labels, labels.size, GROUP_MAX, min_items=_min_items())
+    names, counts = np.unique(labels, return_counts=True)
+    try:
+        least = groups_for_n(dict(zip(names.tolist(), counts.tolist()))).n
+    except DiversityInputError:  # fewer than two groups of enough items: all left out (the page says so)
+        return np.empty(0, dtype=np.intp), sorted(names.tolist())
+    chosen = capped_rows(labels, labels.size, GROUP_MAX, min_items=least)
     return chosen.rows, sorted(chosen.left_out)
 
 
@@ -178,8 +195,6 @@ def result_key(view: View, pairs: list, q: float, seed: int) -> tuple:
 
 def task(view: View, pairs: list, q: float, seed: int) -> Callable:
     """``fn(progress)`` for :func:`ui.tasks.run`: the missing features, then every comparison."""
-    from diversity_core.robustness import representation_robustness
-
     def fn(progress):
         ds = view.data
         reps = list(dict.fromkeys(r for r, _ in pairs))
@@ -235,43 +250,6 @@ def table_frame(result) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def rank_figure(result):
-    """The groups' ranks under each representation (1 at the top): crossing lines are rank flips."""
-    from diversity_core.report.figures._base import _colour, _go, _layout, escape_label
-
-    go = _go()
-    x = [r.label for r in result.rows]
-    fig = go.Figure()
-    for i, g in enumerate(result.groups):
-        ranks = [r.ranking.index(g) + 1 for r in result.rows]
-        text = [
-            f"VS = {r.estimates[g][0]:.3g} [{r.estimates[g][1]:.3g}, {r.estimates[g][2]:.3g}]"
-            for r in result.rows
-        ]
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=ranks,
-                mode="lines+markers",
-                name=escape_label(g),
-                text=text,
-                line={"color": _colour(i), "width": 3},
-                marker={"size": 12},
-                hovertemplate="%{x}<br>rank %{y}<br>%{text}<extra>" + escape_label(g) + "</extra>",
-            )
-        )
-    fig.update_yaxes(
-        title="rank (1 = most diverse)", autorange="reversed", tickvals=list(range(1, len(result.groups) + 1))
-    )
-    fig.update_xaxes(type="category")  # the tick labels name the representation and kernel
-    return _layout(
-        fig,
-        title=f"Ranking of the groups by VS (q = {format_q(result.q)}) at n = {result.n}",
-        height=380,
-        legend=True,
-    )
-
-
 def show(out: Outcome, left_out: list) -> None:
     """The headline, the rank chart, the table with intervals and the flips."""
     result = out.value
@@ -297,6 +275,5 @@ def show(out: Outcome, left_out: list) -> None:
                 for f in result.flips
             ]
             st.markdown("**Rank flips**\n\n" + "\n".join(lines))
-        from .tasks import show_notes
 
         show_notes(out)

@@ -181,13 +181,13 @@ def run_until(at: AppTest, done, timeout: float = 240.0) -> None:
 def test_hover_cards_show_the_item(demo):
     from PIL import Image
 
-    from ui import map_ui
+    from ui import map_cards
     from ui.data.view import View
 
     _, sub = view_subset(demo, 40)
     view = View(full=sub, data=sub, indices=None, key=f"cards-{demo}", description="")
-    cards = map_ui.hover_cards(view)
-    pictures = map_ui.card_pictures_task(view, 0)(None)
+    cards = map_cards.hover_cards(view)
+    pictures = map_cards.card_pictures_task(view, 0)(None)
     assert cards["kind"] == sub.modality and cards["ids"] == [str(i) for i in sub.ids] and cards["rows"] is None
     if demo == "digits":  # the thumbnail itself, pixel for pixel (small images stay lossless PNG)
         png = Image.open(io.BytesIO(base64.b64decode(pictures[3].split(",", 1)[1])))
@@ -207,7 +207,7 @@ def test_hover_cards_reach_a_few_thousand_photographs(tmp_path, monkeypatch):
     from PIL import Image
     from sklearn.datasets import load_sample_images
 
-    from ui import map_ui
+    from ui import card_pictures, map_cards
 
     n = 3000
     photos, rng = load_sample_images().images, np.random.default_rng(0)
@@ -218,7 +218,7 @@ def test_hover_cards_reach_a_few_thousand_photographs(tmp_path, monkeypatch):
         crops[k] = np.asarray(Image.fromarray(im[y : y + 160, x : x + 160]).resize((64, 64), Image.BILINEAR))
     np.save(tmp_path / "photos.npy", crops)
     monkeypatch.setenv("DIVERSITY_DATA_DIR", str(tmp_path))
-    monkeypatch.setattr(map_ui, "CARD_WAIT_S", 0.0)  # always the background path
+    monkeypatch.setattr(map_cards, "CARD_WAIT_S", 0.0)  # always the background path
     at = AppTest.from_file(APP, default_timeout=240)
     at.query_params.update({"path": "photos.npy"})
     at.switch_page(PAGE).run()  # straight to the map (the Dataset page's summary of 3,000 images is not tested here)
@@ -233,8 +233,8 @@ def test_hover_cards_reach_a_few_thousand_photographs(tmp_path, monkeypatch):
         data = base64.b64decode(uri.split(",", 1)[1])
         sizes.append(len(data))
     thumb = Image.open(io.BytesIO(base64.b64decode(cards["img"][7].split(",", 1)[1])))
-    assert max(thumb.size) == map_ui.CARD_THUMB_PX
-    assert sum(len(u) for u in cards["img"]) < map_ui.CARD_BYTES and np.mean(sizes) < 1500
+    assert max(thumb.size) == card_pictures.CARD_THUMB_PX
+    assert sum(len(u) for u in cards["img"]) < map_cards.CARD_BYTES and np.mean(sizes) < 1500
     # the next run sends the cards' hash only: the browser keeps them
     at.run()
     assert_clean(at)
@@ -260,9 +260,9 @@ def test_hover_cards_of_every_molecule_of_the_demo():
 
 
 def test_cards_beyond_the_budget_say_how_far_they_reach(monkeypatch):
-    from ui import map_ui
+    from ui import map_cards
 
-    monkeypatch.setattr(map_ui, "CARD_BYTES", 6_000)
+    monkeypatch.setattr(map_cards, "CARD_BYTES", 6_000)
     at = start("text")
     assert not hover_payloads(at)
     [note] = [c.value for c in at.caption if c.value.startswith("Hovering a point shows its first lines")]
@@ -361,13 +361,13 @@ def test_a_lasso_of_two_vertices_is_an_error_message(monkeypatch):
 
 
 def test_neighbour_and_hover_card_failures_are_error_messages(monkeypatch):
-    from ui import map_ui
+    from ui import map_cards, map_ui
 
     def fail(*a, **k):
         raise DiversityInputError("the index is broken")
 
     monkeypatch.setattr(map_ui, "nearest_items", fail)
-    monkeypatch.setattr(map_ui, "card_plan", fail)
+    monkeypatch.setattr(map_cards, "card_plan", fail)
     map_ui.neighbours.clear()
     at = AppTest.from_file(APP, default_timeout=240)
     at.query_params.update({"demo": "digits", "n": str(N), "seed": str(SEED)})

@@ -23,6 +23,11 @@ magnitude_dimension_figure the magnitude dimension profile d log Mag / d log t, 
 mag_diff_heatmap           all-pairs MagDiff (signed or absolute) as an annotated heatmap
 rnd_figure                 RND_i per epoch: each run, their mean, the averaging window
 projection_figure          a 2-D map of the items, WebGL above a few thousand points
+map_figure                 the map of any size: every point, or a density image with a
+                           sample of points on top; search matches ringed
+map_3d_figure              the 3-D map in the same colours, every point or a sample
+rank_figure                the groups' ranks under each representation and kernel (the
+                           robustness test): crossing lines are rank flips
 bar_figure                 one value per label, optionally with an interval
 histogram_figure           a histogram of one quantity
 score_bars_figure          groups' scores with intervals, one panel per score
@@ -35,11 +40,13 @@ comparison_figures         every figure of a Comparison, keyed as in FIGURE_TITL
 
 Where things live: ``_base`` (palette, layout, axis helpers), ``vendi`` (q-profile, spectrum,
 kernel matrix, sensitivity), ``curves`` (magnitude, RND), ``items`` (projection, bars,
-histogram), ``groups`` (the comparison builders), ``comparison`` (the figures of a Comparison).
+histogram), ``maps`` (the maps of any size, 2-D and 3-D), ``robustness`` (the rank chart),
+``groups`` (the comparison builders), ``comparison`` (the figures of a Comparison).
 
 Group, file and item names are escaped by the builders (:func:`escape_label`): plotly renders
-some HTML, links included, in labels, legends and hover boxes. ``projection_figure``'s ``hover``
-is the one argument taken as markup (its caller escapes the user text inside it).
+some HTML, links included, in labels, legends and hover boxes. The ``hover`` of
+``projection_figure``, ``map_figure`` and ``map_3d_figure`` is the one argument taken as markup
+(its caller escapes the user text inside it).
 
 Every builder takes keyword-only styling arguments (``title``, ``height``) and leaves the
 data untouched; plotting infinite orders uses positions at the ends of the axis with tick
@@ -59,6 +66,8 @@ from .groups import (
     spectra_overlay_figure,
 )
 from .items import bar_figure, histogram_figure, projection_figure
+from .maps import map_3d_figure, map_figure
+from .robustness import rank_figure
 from .vendi import (
     kernel_heatmap,
     q_profile_figure,
@@ -84,6 +93,9 @@ __all__ = [
     "mag_diff_heatmap",
     "rnd_figure",
     "projection_figure",
+    "map_figure",
+    "map_3d_figure",
+    "rank_figure",
     "bar_figure",
     "sensitivity_figure",
     "histogram_figure",
