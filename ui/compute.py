@@ -26,10 +26,13 @@ import streamlit as st
 
 import diversity_core as dc
 from diversity_core import format_q, store
+from diversity_core.data import resolve_user_path
+from diversity_core.exceptions import DiversityInputError
 from diversity_core.featurizers import (
     cached_features,
     featurize,
     featurizer_version,
+    get_featurizer,
     list_featurizers,
     resolve_featurizer,
 )
@@ -38,7 +41,8 @@ from diversity_core.kernels import row_norms
 from . import workers
 from .cache import shared_cache
 from .data import View, view_hash
-from .feedback import progress_bar
+from .data.folder import data_dir
+from .feedback import literal, progress_bar
 
 HASH = {View: view_hash}
 
@@ -80,9 +84,6 @@ def check_own_model(text: str) -> tuple:
     visitor types) and is made absolute (the worker processes run elsewhere); a hub id must be in
     the local Hugging Face cache; nothing is downloaded. Raises :class:`~diversity_core.exceptions.DiversityInputError` saying what is wrong.
     """
-    from diversity_core.exceptions import DiversityInputError
-    from diversity_core.featurizers import get_featurizer
-
     text = text.strip()
     prefix, _, rest = text.partition(":")
     if prefix not in ("hf", "inception"):
@@ -99,10 +100,6 @@ def check_own_model(text: str) -> tuple:
     # config.json must not pass as a hub id)
     hub_id = prefix == "hf" and re.fullmatch(r"[A-Za-z0-9_][\w.-]*(/[A-Za-z0-9_][\w.-]*)?", rest) is not None
     if not (hub_id and not Path(rest).exists() and hf_found_locally(text)):
-        from diversity_core.data import resolve_user_path
-
-        from .data.folder import data_dir
-
         # the served app's path rule: a visitor reads only inside $DIVERSITY_DATA_DIR
         text = f"{prefix}:{resolve_user_path(rest, data_dir=data_dir())}"
     return text, get_featurizer(text).modality
@@ -298,7 +295,6 @@ def reading(vs: float, n: int, group_vs: dict, q_label: str, sizes: Optional[dic
         return head + "."
     ranked = sorted(group_vs.items(), key=lambda kv: kv[1], reverse=True)
     (top, vtop), (low, vlow) = ranked[0], ranked[-1]
-    from .feedback import literal
 
     # group names come from the data: literal text inside the sentence's Markdown
     if sizes and len({sizes[g] for g in group_vs}) > 1:

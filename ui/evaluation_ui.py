@@ -24,10 +24,15 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from diversity_core import DiversityError
+from diversity_core.data import TABLE_EXTENSIONS, condition_columns, resolve_user_path
 from diversity_core.report.figures.evaluation import EVALUATION_TITLES, evaluation_figures
 
 from . import compute
+from . import data as uidata
 from .cache import shared_cache
+from .data import data_dir, load_path
+from .data.uploads import load_upload
 from .feedback import literal, plain
 from .gallery import show_items
 
@@ -427,10 +432,6 @@ def table_source() -> Optional[tuple]:
     demo, several uploads, a folder, a file that is not a table, or a dataset kept from before a
     failed load (its table is not the one asked for).
     """
-    from diversity_core.data import TABLE_EXTENSIONS
-
-    from . import data as uidata
-
     ss = st.session_state
     uploads = ss.get("upload") if ss.get("source") == "Upload" else None
     spec = uidata.requested_source(ss, uploads)
@@ -448,10 +449,6 @@ def table_source() -> Optional[tuple]:
 @contextlib.contextmanager
 def _table_file(spec: tuple, upload):
     """A path to read the source's table from: the data-folder path, or the upload in a temporary file."""
-    from diversity_core.data import resolve_user_path
-
-    from .data import data_dir
-
     if spec[0] == "path":
         yield resolve_user_path(spec[1], data_dir=data_dir())
         return
@@ -473,8 +470,6 @@ def _columns(spec: tuple, modality: str, _upload=None) -> tuple:
     The columns the loader used (group, weight, text, SMILES; the text column also when it was
     found by its name) are left out.
     """
-    from diversity_core.data import condition_columns
-
     options = dict(spec[-1])
     with _table_file(spec, _upload) as path:
         return tuple(condition_columns(path, modality=modality, **{k: options.get(k) for k in _COLUMN_OPTIONS}))
@@ -482,8 +477,6 @@ def _columns(spec: tuple, modality: str, _upload=None) -> tuple:
 
 def prompt_columns(source: Optional[tuple], modality: str) -> tuple:
     """The columns of the loaded table that can name prompts (none without a table source)."""
-    from diversity_core import DiversityError
-
     if source is None:
         return ()
     try:
@@ -495,9 +488,6 @@ def prompt_columns(source: Optional[tuple], modality: str) -> tuple:
 @shared_cache("data", spinner="Reading the prompt column…")
 def _labels_by_id(spec: tuple, column: str, _upload=None) -> dict:
     """``item id -> prompt`` from the table loaded again with ``column`` as its group column."""
-    from .data import load_path
-    from .data.uploads import load_upload
-
     options = {**{k: v for k, v in spec[-1] if k in _COLUMN_OPTIONS}, "group_column": column}
     if spec[0] == "path":
         ds = load_path(spec[1], options)
@@ -512,8 +502,6 @@ def prompt_labels(source: Optional[tuple], column: str, ids) -> Optional[object]
     The table is read again with ``column`` as its group column (the loaders' own rows and ids,
     so the rows line up with the loaded items); a str is the reason it could not be read.
     """
-    from diversity_core import DiversityError
-
     if source is None:
         return None
     try:

@@ -28,6 +28,7 @@ import os
 from typing import Any
 
 import streamlit as st
+from streamlit.components.v2 import component
 
 #: Environment variable: ``0`` draws every run in full.
 FIRST_PAINT_ENV = "DIVERSITY_FIRST_PAINT"
@@ -147,8 +148,6 @@ def _report_when_drawn() -> None:
     """Mount the script that reports the drawn run (its trigger reruns the page)."""
     global _COMPONENT
     if _COMPONENT is None:
-        from streamlit.components.v2 import component
-
         _COMPONENT = component("diversity_first_paint", js=_JS)
     _COMPONENT(key="first_paint", on_painted_change=_reported)
 

@@ -17,6 +17,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 import streamlit as st
+from PIL import Image
 
 from diversity_core.data import Dataset
 from diversity_core.data.images import enlarge_thumbnail
@@ -127,8 +128,6 @@ TEXT_ROW_HEIGHT = 66
 
 def _png(img: np.ndarray) -> bytes:
     """PNG bytes of an image array (values outside 0-255 clipped, as ``st.image(clamp=True)``)."""
-    from PIL import Image
-
     a = np.asarray(img)
     if a.dtype != np.uint8:
         a = np.clip(a * 255.0 if a.size and float(np.nanmax(a)) <= 1.0 else a, 0, 255).astype(np.uint8)

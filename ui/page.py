@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from diversity_core import get_kernel
+
 from . import compute
 from .data import View, current_view
 from .feedback import literal, require, show_warning
@@ -31,8 +33,6 @@ class Context:
 
     def spectrum(self):
         """The cached spectrum of the view (a hint first when it needs the slow dense path)."""
-        from diversity_core import get_kernel
-
         n = self.view.n
         if n > DENSE_HINT and not get_kernel(self.settings.kernel).has_feature_map:
             st.caption(f"The {self.settings.kernel} kernel has no finite feature map, so the spectrum needs a dense "

@@ -22,6 +22,7 @@ import hashlib
 from typing import Any, Callable, Optional
 
 import numpy as np
+import plotly.graph_objects as go
 
 from diversity_core.store import array_digest
 
@@ -79,8 +80,6 @@ def _spec(builder: Callable[..., Any], *args: Any, **kwargs: Any) -> dict:
 
 def _unvalidated(spec: dict) -> Any:
     """A figure holding ``spec``, which came out of a validated figure (not validated again)."""
-    import plotly.graph_objects as go
-
     return go.Figure(spec, _validate=False)
 
 
