@@ -16,6 +16,13 @@ ctx = header(
 view = ctx.view
 
 settings = magnitude_ui.settings_form(view, ctx.featurizer)
+caveat = magnitude_ui.size_caveat(view, settings)  # as the Scores page: MagArea grows with the items
+if caveat:
+    st.warning(caveat, icon=":material/straighten:")
+problem = magnitude_ui.equal_n_problem(view, settings)
+if problem:
+    st.error(problem)
+    st.stop()
 key = magnitude_ui.result_key(view, ctx.featurizer, settings)
 out = tasks.stored("magnitude", key)
 if out is None and ((not magnitude_ui.needs_click(view) and not tasks.cancelled("magnitude", key)) or tasks.start_button(
@@ -24,7 +31,10 @@ if out is None and ((not magnitude_ui.needs_click(view) and not tasks.cancelled(
 )):
     out = tasks.run("magnitude", key, magnitude_ui.task(view, ctx.featurizer, settings), "Computing magnitude")
 if out is not None:
-    magnitude_ui.show(out)
+    if settings.equal_n:
+        magnitude_ui.show_equal_n(out, view)
+    else:
+        magnitude_ui.show(out)
 
 st.subheader("Magnitude dimension")
 st.markdown("How fast magnitude grows with the scale: d log Mag / d log t, the local dimension the points show at "

@@ -17,6 +17,8 @@ ctx = header(
 view = ctx.view
 
 settings = rnd_ui.settings_form(view, ctx.featurizer)
+# groups (or a pooled set) too small for a meaningful score: said before training and beside the result
+rnd_ui.show_reliability([rnd_ui.small_groups_warning(view, settings)])
 key = rnd_ui.result_key(view, ctx.featurizer, settings)
 out = tasks.stored("rnd", key)
 warning = st.empty()  # the setting's warning before training; a result shows its own

@@ -3,7 +3,9 @@
 import streamlit as st
 
 from diversity_core.projection import UMAP_METRICS
-from ui import compute, map_ui, tasks
+from diversity_core.report.figures import map_3d_figure, map_figure
+from diversity_core.spectrum import is_mean_direction
+from ui import compute, map_cards, map_ui, tasks
 from ui.data import selection_buttons, selection_csv
 from ui.feedback import attempt
 from ui.fragments import q_local
@@ -105,9 +107,16 @@ def selected_items(projection, method: str, colour: str, axes: tuple, query: str
     if colour.startswith("eigenvector"):
         j = int(colour.split()[-1]) - 1
         values, categorical, title = spec.eigenvectors[:, j], False, f"eigenvector {j + 1}"
+        if is_mean_direction(values):  # issue 41, item 10: a one-sign vector shows no contrast
+            st.caption(
+                f"Eigenvector {j + 1} is the **mean direction**: its entries (from {values.min():.3g} to "
+                f"{values.max():.3g}) nearly all share one sign, so its colour shows how typical each item is "
+                "(how close to the average item), not a split between two kinds of items; the colour scale "
+                "runs over these values only. The next eigenvectors show the directions of contrast."
+            )
     else:
         values, categorical, title = compute.optional_group_labels(view), True, "group"
-    cards, card_note = attempt(lambda: map_ui.page_cards(view), "Hover cards") or (None, None)
+    cards, card_note = attempt(lambda: map_cards.page_cards(view), "Hover cards") or (None, None)
     sample = map_ui.drawn_items(view)  # None: every point is drawn
     hover = map_ui.hover_text(view, map_ui.sample_size(data.n))  # the drawn points' only
     matches = map_ui.matching_items(data, query)
@@ -118,20 +127,20 @@ def selected_items(projection, method: str, colour: str, axes: tuple, query: str
         selection_buttons(view, matches, key="proj_matches", what="the matching items")
     caption = f"{method} of {data.n:,} items ({ctx.featurizer} features)"
     if projection.coords.shape[1] == 3:
-        fig = map_ui.figure_3d(
-            projection,
+        fig = map_3d_figure(
+            projection.coords,
             color=values,
             categorical=categorical,
             hover=hover,
             color_title=title,
             title=caption,
-            cards=cards is not None,
+            hover_box=cards is None,
             highlight=matches,
             sample=sample,
-            axes=axes,
+            axis_titles=axes,
         )
         st.plotly_chart(fig, key=f"projection3d_{method}_{view.key}")
-        map_ui.hover_layer(cards, key=f"proj_hover3d_{view.key}")
+        map_cards.hover_layer(cards, key=f"proj_hover3d_{view.key}")
         if card_note:
             st.caption(card_note)
         if sample is not None:
@@ -141,15 +150,15 @@ def selected_items(projection, method: str, colour: str, axes: tuple, query: str
             )
         st.caption("Drag to rotate, scroll to zoom. Turn 3-D off to select items on the map.")
         return
-    fig = map_ui.map_figure(
-        projection,
+    fig = map_figure(
+        projection.coords,
         color=values,
         categorical=categorical,
         hover=hover,
         color_title=title,
-        axes=axes,
+        axis_titles=axes,
         title=caption,
-        cards=cards is not None,
+        hover_box=cards is None,
         highlight=matches,
         sample=sample,
     )
@@ -169,7 +178,7 @@ def selected_items(projection, method: str, colour: str, axes: tuple, query: str
         on_select="rerun",
         selection_mode=("points", "box", "lasso"),
     )
-    map_ui.hover_layer(cards, key=f"proj_hover_{view.key}")
+    map_cards.hover_layer(cards, key=f"proj_hover_{view.key}")
     if card_note:
         st.caption(card_note)
     picked = attempt(lambda: map_ui.region_items(projection.coords, event), "Selection") or compute.selected_items(

@@ -26,13 +26,19 @@ sizes = {g: int(ds.group_indices(g).size) for g in groups}
 if ds.weights is not None:
     st.caption("This dataset has item weights; the comparison ignores them (every subset is a uniform sample).")
 
-presentation = compare_ui.presentation_toggle()
-settings, submitted = compare_ui.settings_form(groups, min(sizes.values()), ctx.settings.seed,
-                                                featurizer=ctx.featurizer, collapsed=presentation)
-problem = compare_ui.check(settings)
-if problem and (submitted or presentation):
-    st.error(problem)  # numbers and our own words only (compare_ui.check)
+if compare_ui.default_choice(sizes) is None:
+    st.info(f"Compare needs at least two groups of at least {compare_ui.MIN_ITEMS} items (to put an interval on "
+            f"their scores); these have {literal(', '.join(f'{g}: {sizes[g]}' for g in groups))}.")
     st.stop()
+
+presentation = compare_ui.presentation_toggle()
+settings, submitted = compare_ui.settings_form(sizes, ctx.settings.seed, featurizer=ctx.featurizer,
+                                                collapsed=presentation)
+problem = compare_ui.check(settings, sizes)
+if problem and (submitted or presentation):
+    st.error(problem)  # our own words, group names as literal text (compare_ui.check)
+    st.stop()
+left_out = compare_ui.left_out_note(sizes, settings)
 # the reference role (issue 24): one group is real data, the others are judged against it
 evaluation = evaluation_ui.section(ctx, groups, sizes)
 key = compare_ui.result_key(ctx, settings)
@@ -48,6 +54,8 @@ if out is None and (submitted or (presentation and not tasks.cancelled("compare"
                     expanded=True, on_data=compare_ui.StageView())
 if out is None:
     compare_ui.background_warning(ctx)  # pixel features ruled by a constant background: before a run too
+    if left_out:
+        st.warning(left_out, icon=":material/filter_alt:")
     st.info(f"{len(groups)} groups ({literal(', '.join(f'{g}: {sizes[g]}' for g in groups))}). Choose the settings and "
             "press **Run comparison**; results stay cached for these settings.")
     st.stop()

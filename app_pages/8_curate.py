@@ -4,7 +4,7 @@ import streamlit as st
 
 from diversity_core.curation import default_threshold
 from diversity_core.curation.selection import METHODS
-from diversity_core.data.export import item_file_type, items_file
+from diversity_core.data.export import item_file_type, items_file, items_file_note
 from ui import curate_ui, tasks
 from ui.data import selection_buttons
 from ui.gallery import show_items
@@ -111,6 +111,7 @@ def selection_view(box, comparison) -> None:
         ext, mime = file_type
         d2.download_button(f"Selected items ({ext})", lambda: items_file(data, sel.indices)[0],
                            file_name=f"selected_{method}_{k}{ext}", mime=mime, key="curate_items", on_click="ignore")
+    (d2 if file_type is not None else d1).caption(items_file_note(data))
     show_items(data, sel.indices[:32], columns=8, notes=[f"#{r + 1}" for r in range(min(32, sel.k))])
     selection_buttons(view, sel.indices, key="curate_sel", what=f"the {k} items chosen by {curate_ui.METHOD_LABELS[method]}")
 

@@ -50,7 +50,7 @@ from .streaming import (
     _Moments,
 )
 
-__all__ = ["Spectrum", "compute_spectrum", "spectrum_from_kernel", "spectrum_from_eigenvalues"]
+__all__ = ["Spectrum", "compute_spectrum", "spectrum_from_kernel", "spectrum_from_eigenvalues", "is_mean_direction"]
 
 METHODS = ("auto", "dense", "dual")
 DEVICES = ("cpu", "cuda", "auto")
@@ -70,6 +70,61 @@ def _eigenvector_ends(vectors: np.ndarray, j: int, m: int) -> tuple[np.ndarray, 
     order = np.argsort(u, kind="stable")
     m = min(m, u.size // 2 or 1)
     return order[::-1][:m], order[:m]
+
+
+#: Cosine with the all-ones direction above which an eigenvector counts as the mean direction.
+MEAN_DIRECTION_COSINE = 0.95
+
+
+def is_mean_direction(vector, *, threshold: float = MEAN_DIRECTION_COSINE) -> bool:
+    """Whether an eigenvector (one entry per item) points along the items' mean direction.
+
+    The top eigenvector of a kernel with non-negative entries (cosine of non-negative features,
+    an RBF) usually has all its entries of one sign: it measures how typical each item is, not a
+    contrast between two kinds of items, and colouring a map by it shows no split (issue 41,
+    item 10). Pure: no kernel is computed.
+
+    Parameters
+    ----------
+    vector : array-like of shape (n,)
+        The eigenvector's entries (any scale, any sign convention).
+    threshold : float
+        The cosine with the all-ones direction ``1/sqrt(n)`` at or above which the vector counts
+        as the mean direction even when a few entries take the other sign.
+
+    Returns
+    -------
+    bool
+        True when every non-zero entry has the same sign or the absolute cosine with the
+        all-ones direction reaches ``threshold``.
+
+    Examples
+    --------
+    >>> is_mean_direction([-0.019, -0.033, -0.025])
+    True
+    >>> is_mean_direction([0.5, -0.5, 0.1])
+    False
+    """
+    v = np.asarray(vector, dtype=np.float64).ravel()
+    if v.size < 2 or not np.all(np.isfinite(v)):
+        raise DiversityInputError(
+            f"is_mean_direction needs at least 2 finite entries; got {v.size} entries"
+            + ("" if np.all(np.isfinite(v)) else " with NaN or infinity") + ". Pass one eigenvector's entries."
+        )
+    if not 0.0 < float(threshold) <= 1.0:
+        raise DiversityInputError(f"threshold must lie in (0, 1] (a cosine); got {threshold!r}.")
+    return _is_mean_direction(v, float(threshold))
+
+
+def _is_mean_direction(v: np.ndarray, threshold: float) -> bool:
+    nonzero = v[np.abs(v) > np.finfo(np.float64).eps * float(np.max(np.abs(v), initial=0.0))]
+    if nonzero.size and bool(np.all(nonzero > 0) or np.all(nonzero < 0)):
+        return True
+    norm = float(np.linalg.norm(v))
+    if norm == 0.0:
+        return False
+    cosine = abs(float(np.sum(v, dtype=np.float64))) / (norm * math.sqrt(v.size))
+    return bool(cosine >= threshold)
 
 
 @dataclass(frozen=True)

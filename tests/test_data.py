@@ -928,7 +928,8 @@ def test_items_file_for_each_modality():
     with zipfile.ZipFile(io.BytesIO(content)) as zf:
         names = zf.namelist()
     assert ext == ".zip" and mime == "application/zip" and len(names) == 3
-    assert names[0].startswith("00001_") and all("/" not in n for n in names)
+    # a demo has no original files: PNG files of its pixels, named by id (issue 41 item 9)
+    assert names[0] == "blue_circle_3.png" and all("/" not in n for n in names)
 
 
 # --------------------------------------------------------------------------------------------

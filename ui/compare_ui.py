@@ -15,10 +15,19 @@ from typing import Callable, Optional
 import pandas as pd
 import streamlit as st
 
-from diversity_core import format_q
-from diversity_core.compare import Comparison, compare
-from diversity_core.report import FIGURE_TITLES, comparison_figures, presentation_style, report_html
-from diversity_core.rnd import MIN_VALIDATION, rnd_regime_warning
+from diversity_core import format_q, parse_q
+from diversity_core.compare import MIN_ITEMS, Comparison, GroupChoice, compare, groups_for_n, largest_n
+from diversity_core.exceptions import DiversityInputError
+from diversity_core.report import (
+    FIGURE_TITLES,
+    STEP_LEGEND,
+    comparison_figures,
+    presentation_style,
+    ranking,
+    report_html,
+)
+from diversity_core.report import headline_score as _lead_score
+from diversity_core.rnd import MIN_VALIDATION, PAPER_TRAIN_SIZE, default_train_size, rnd_regime_warning
 
 from . import compute, robustness_ui
 from .cache import shared_cache
@@ -55,6 +64,7 @@ class CompareSettings:
     magnitude_replicates: int
     seed: int
     metric: str = "euclidean"  # magnitude's distance (the representation's default unless chosen)
+    leave_out: bool = True  # groups smaller than n are left out (and listed) rather than refused
 
 
 #: Subsets per size of the magnitude spread: the core's own default (``compare``'s ``magnitude_replicates``).
@@ -65,9 +75,21 @@ MAGNITUDE_REPLICATES = inspect.signature(compare).parameters["magnitude_replicat
 RND_BATCH = MIN_VALIDATION
 
 
-def rnd_train_default(n: int) -> int:
-    """RND training items per run that fit n items per group (the paper's 200 when n >= 250)."""
-    return int(max(10, min(200, n - RND_BATCH)))
+def default_choice(sizes: dict) -> Optional[GroupChoice]:
+    """The core's default: n and the groups kept (:func:`~diversity_core.compare.groups_for_n`), or None
+    when fewer than two groups have enough items."""
+    try:
+        return groups_for_n(sizes)
+    except DiversityInputError:
+        return None
+
+
+def group_choice(sizes: dict, s: CompareSettings) -> tuple:
+    """``(GroupChoice, None)`` for the form's n and option, or ``(None, why not)`` (the core's message)."""
+    try:
+        return groups_for_n(sizes, n=s.n, leave_out_smaller=s.leave_out), None
+    except DiversityInputError as exc:
+        return None, str(exc)
 
 
 def presentation_toggle() -> bool:
@@ -81,32 +103,44 @@ def presentation_toggle() -> bool:
     return on
 
 
-def settings_form(groups: list, smallest: int, seed: int, *, featurizer: str = "default",
-                  collapsed: bool = False) -> tuple:
+def settings_form(sizes: dict, seed: int, *, featurizer: str = "default", collapsed: bool = False) -> tuple:
     """Draw the form (inside a closed expander when ``collapsed``); return ``(settings, submitted)``.
 
+    ``sizes``: items per group. n opens on the core's default (:func:`default_choice`: the
+    smallest group of at least ``MIN_ITEMS`` items, the smaller groups left out and listed).
     Every widget keeps its value across pages and in the link (:data:`~ui.state.KEEP`).
     """
+    groups = list(sizes)
+    default = default_choice(sizes)
+    smallest = min(sizes.values())
+    first = default.n if default is not None else smallest
+    top = max(first, largest_n(sizes))
     box = st.expander("Comparison settings", expanded=False) if collapsed else st.container()
     with box, st.form("cmp_settings"):
         c1, c2, c3 = st.columns(3)
         qs = c1.multiselect("Orders q", QS, default=[0.5, 1.0, 2.0, math.inf], format_func=format_q, key="cmp_qs",
                             **KEEP)
-        n = c1.number_input("Items per group n", min_value=min(10, smallest), max_value=smallest, value=smallest,
+        n = c1.number_input("Items per group n", min_value=min(MIN_ITEMS, first), max_value=top, value=first,
                             key="cmp_n", **KEEP,
-                            help=f"At most the smallest group's {smallest} items: every group is scored at the "
-                                 "same n.")
+                            help=f"Every group is scored at the same n (at least {MIN_ITEMS}, to put an interval on "
+                                 "it). The default keeps every group of that many items.")
+        leave_out = c1.checkbox("Leave out groups smaller than n", value=True, key="cmp_leave_out", **KEEP,
+                                help="The groups with fewer than n items are left out of the comparison and listed "
+                                     "below the form; untick to compare every group (n is then at most the "
+                                     "smallest group's size).")
         level = c2.select_slider("Confidence level", [0.8, 0.9, 0.95, 0.99], value=0.95, key="cmp_level", **KEEP)
-        reference = c2.selectbox("MagDiff reference", [NONE] + groups, index=1, key="cmp_reference", **KEEP,
+        ref_index = 1 + groups.index(default.kept[0]) if default is not None else 0
+        reference = c2.selectbox("MagDiff reference", [NONE] + groups, index=ref_index, key="cmp_reference", **KEEP,
                                  help="MagDiff = ∫ (Mag_group − Mag_reference) dt over [0, t_conv(reference)].")
         magnitude = c3.checkbox("Magnitude (MagArea, MagDiff)", value=True, key="cmp_magnitude", **KEEP)
         metric = metric_select(c3, featurizer, key="cmp_metric", label="Magnitude distance")
         rnd = c3.checkbox("RND score (slow)", value=False, key="cmp_rnd", **KEEP)
         rnd_train = c3.number_input(
-            "RND training items per run", min_value=10, max_value=max(10, smallest - RND_BATCH),
-            value=rnd_train_default(smallest), step=10, key="cmp_rnd_train", **KEEP,
+            "RND training items per run", min_value=10, max_value=max(10, top - RND_BATCH),
+            value=default_train_size(first), step=10, key="cmp_rnd_train", **KEEP,
             help=f"Each RND run trains on this many of the n items and validates on the rest, which must hold "
-                 f"at least {RND_BATCH} items: at most n − {RND_BATCH}. The paper uses 200 (n ≥ 250).")
+                 f"at least {RND_BATCH} items: at most n − {RND_BATCH}. The paper uses {PAPER_TRAIN_SIZE} "
+                 f"(n ≥ {PAPER_TRAIN_SIZE + RND_BATCH}).")
         with st.expander("Replicates and seed"):
             e1, e2, e3, e4 = st.columns(4)
             n_subsamples = e1.number_input("n-subsets averaged", 1, 1000, 100, key="cmp_nsub", **KEEP)
@@ -117,19 +151,32 @@ def settings_form(groups: list, smallest: int, seed: int, *, featurizer: str = "
         submitted = st.form_submit_button("Run comparison", type="primary")
     settings = CompareSettings(tuple(sorted(qs)), int(n), float(level), None if reference == NONE else reference,
                                bool(magnitude), bool(rnd), int(rnd_train), int(n_subsamples), int(n_resamples),
-                               int(mag_reps), int(seed), metric)
+                               int(mag_reps), int(seed), metric, bool(leave_out))
     return settings, submitted
 
 
-def check(s: CompareSettings) -> Optional[str]:
+def check(s: CompareSettings, sizes: dict) -> Optional[str]:
     """Why these settings cannot run (None when they can): said before any work starts."""
     if not s.qs:
         return "Choose at least one order q."
+    choice, problem = group_choice(sizes, s)
+    if problem:
+        return literal(problem)  # it may name groups: literal text
+    if s.reference is not None and s.reference not in choice.kept:
+        return (f"The MagDiff reference {literal(s.reference)} is left out: it has {sizes[s.reference]} items, fewer than "
+                f"n = {s.n}. Choose another reference, or lower n.")
     if s.rnd and s.rnd_train + RND_BATCH > s.n:
         return (f"RND needs the training items plus {RND_BATCH} validation items in each n-subset: "
                 f"{s.rnd_train} + {RND_BATCH} > n = {s.n}. Lower **RND training items per run** to at most "
                 f"{max(10, s.n - RND_BATCH)}, or raise n.")
     return None
+
+
+def left_out_note(sizes: dict, s: CompareSettings) -> Optional[str]:
+    """The groups these settings leave out, with their sizes, as literal text (None: none, or settings that
+    cannot run: :func:`check` says why)."""
+    choice, _ = group_choice(sizes, s)
+    return None if choice is None or choice.note is None else literal(choice.note)
 
 
 def rnd_warning(ctx, s: CompareSettings) -> Optional[str]:
@@ -178,7 +225,9 @@ def task(ctx, s: CompareSettings) -> Callable:
             progress(done, total, message)
 
         X = compute.features(view, ctx.featurizer, show_progress=False)
-        groups = ds.group_names()
+        # the core's rule: the groups smaller than n are left out when the form says so
+        sizes = {g: int(ds.group_indices(g).size) for g in ds.group_names()}
+        groups = groups_for_n(sizes, n=s.n, leave_out_smaller=s.leave_out).kept
         data = {g: X[ds.group_indices(g)] for g in groups}
         sources = {g: {"dataset": ds.name, "source": ds.source, "dataset_hash": view.full.content_hash,
                        "featurizer": ctx.featurizer} for g in groups}
@@ -241,7 +290,8 @@ def _literal_frame(df: pd.DataFrame) -> pd.DataFrame:
 
 def _table(df: pd.DataFrame, presentation: bool, *, hide_index: bool) -> None:
     if presentation:  # an HTML table, whose type grows with the page's CSS; group names as plain text
-        st.table(_literal_frame(df))
+        # st.table always draws an index: the first column takes its place, never the frame's raw row numbers
+        st.table(_literal_frame(df.set_index(df.columns[0]) if hide_index else df))
     else:
         st.dataframe(df, hide_index=hide_index, width="stretch")
 
@@ -249,8 +299,6 @@ def _table(df: pd.DataFrame, presentation: bool, *, hide_index: bool) -> None:
 def score_label(name: str) -> str:
     """The app's one notation for a score: ``VS_inf`` -> ``VS (q = ∞)``, ``VS_1`` -> ``VS (q = 1)``."""
     if name.startswith("VS_"):
-        from diversity_core import parse_q
-
         return f"VS (q = {format_q(parse_q(name[3:]))})"
     return {"MagDiff_rel": "MagDiff / reference area"}.get(name, name)
 
@@ -275,7 +323,7 @@ def table_frame(cmp) -> pd.DataFrame:
                 e = None
             cells[g] = e
             if e is not None:
-                values += [e.estimate, e.ci_low, e.ci_high]
+                values += [e.estimate, *(e.confidence_interval or (None, None))]
         d = _decimals(values)
         row = {}
         for g, size in zip(cmp.groups, cmp.group_sizes):
@@ -284,10 +332,11 @@ def table_frame(cmp) -> pd.DataFrame:
                 text = "reference" if e is not None and e.role == "reference" else "-"
             elif e.role == "reference":
                 text = "reference"
-            elif e.ci_low is None:
+            elif e.confidence_interval is None:
                 text = f"{e.estimate:.{d}f}"
             else:
-                text = f"{e.estimate:.{d}f} [{e.ci_low:.{d}f}, {e.ci_high:.{d}f}]"
+                lo, hi = e.confidence_interval
+                text = f"{e.estimate:.{d}f} [{lo:.{d}f}, {hi:.{d}f}]"
             row[f"{g} (N={size})"] = text
         rows[score_label(name)] = row
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("score")
@@ -306,36 +355,27 @@ def magnitude_line(cmp) -> str:
 
 
 def headline_score(cmp) -> str:
-    """The score the headline shows: VS at q = 1 when computed, else the first spectral score."""
-    return "VS_1" if "VS_1" in cmp.scores else cmp.scores[0]
+    """The score the headline shows: the core's (VS at q = 1 when computed, else the first score)."""
+    return _lead_score(cmp)
 
 
 def _headline(cmp) -> None:
-    """One line per group of the headline score, best first, and how many pairs are resolved."""
-    score = headline_score(cmp)
-    rows = []
-    for g in cmp.groups:
-        try:
-            e = cmp.estimate(g, score)
-        except Exception:  # noqa: BLE001 - a group without this score is left out of the headline
-            continue
-        if e.estimate is not None:
-            rows.append((g, e))
-    rows.sort(key=lambda r: r[1].estimate, reverse=True)
+    """One column per group of the headline score, best first, and the resolved steps between them
+    (the core's :func:`~diversity_core.report.ranking`, whose text the report's summary leads with too)."""
+    ranked = ranking(cmp, headline_score(cmp))
+    score, rows = ranked.score, ranked.rows
     st.subheader(f"{score_label(score)} at n = {cmp.n}: most to least diverse")
     cols = st.columns(max(1, len(rows)))
     for col, (g, e) in zip(cols, rows):
-        ci = "" if e.ci_low is None else f"{cmp.confidence_level:.0%} interval [{e.ci_low:.2f}, {e.ci_high:.2f}]"
+        ci = ("" if e.confidence_interval is None else f"{cmp.confidence_level:.0%} interval "
+              f"[{e.confidence_interval.low:.2f}, {e.confidence_interval.high:.2f}]")
         # markdown, not st.metric: long group names wrap instead of being cut, and the number is large
         col.markdown(f"**{literal(g)}**")
         col.markdown(f"## {e.estimate:.2f}")
         if ci:
             col.caption(ci)
-    pairs = [p for p in cmp.pairwise if p.score == score]
-    resolved = [p for p in pairs if p.resolved]
-    st.markdown(f"**{len(resolved)} of {len(pairs)}** pairs of groups differ at the {cmp.confidence_level:.0%} level on "
-                f"{score_label(score)}" + (": " + "; ".join(f"{literal(p.higher)} > {literal(p.group_b if p.higher == p.group_a else p.group_a)}"
-                                               for p in resolved) if resolved else "."))
+    st.markdown(f"{ranked.text(literal)} (**{ranked.count_text()}** on {score_label(score)})")
+    st.caption(plain(STEP_LEGEND) + ".")
 
 
 def _large(fig, size: int = 22):
@@ -376,6 +416,10 @@ def show(out: Outcome, ctx, key: tuple, presentation: bool, evaluation=None) -> 
     st.caption(f"n = **{cmp.n}** items per group ({literal(cmp.settings['n_rule'])}) · kernel "
                f"{literal(cmp.settings['kernel_description'])} · {cmp.confidence_level:.0%} intervals · seed {cmp.settings['seed']}"
                + (f" · MagDiff reference **{literal(cmp.reference)}**" if cmp.reference else "") + magnitude_line(cmp))
+    ds = ctx.view.data
+    left = {g: int(ds.group_indices(g).size) for g in ds.group_names() if g not in cmp.groups}
+    if left:
+        st.caption(literal(GroupChoice(n=cmp.n, kept=tuple(cmp.groups), left_out=left).note))
     show_notes(out)
     show_rnd_warnings(cmp)
     background_warning(ctx)

@@ -35,7 +35,7 @@ AUTO_MAX_K = 200
 #: Orders every result reports besides the current q.
 BASE_QS = (0.5, 1.0, 2.0, float("inf"))
 METHOD_LABELS = {"greedy": "greedy (VS_2)", "kcenter": "k-centre", "random": "random"}
-#: Duplicate groups drawn as galleries (the table lists all of them).
+#: Duplicate groups drawn as galleries at a time (a box pages through the rest; the table lists all of them).
 MAX_GROUPS_SHOWN = 12
 
 
@@ -140,10 +140,23 @@ def duplicates_task(ctx, threshold: float) -> Callable:
     return fn
 
 
+def count(n: int, word: str, words: str = "") -> str:
+    """``"1 group"``, ``"3 groups"``: ``n`` and the word in the number it takes (``words``: an irregular plural)."""
+    return f"{n} {word if n == 1 else (words or word + 's')}"
+
+
+def duplicates_frame(view, dup) -> pd.DataFrame:
+    """Every item of every duplicate group (the core's table: its group, the group's size, whether it is the
+    item kept, its closest pair), the group named ``duplicate group`` as in the item table."""
+    return dup.to_frame(ids=view.data.ids).rename(columns={"group": "duplicate group"})
+
+
 def show_duplicates(view, dup, q: float) -> None:
-    """Scores with and without the duplicates, then one gallery per group (representative first)."""
-    st.markdown(f"**{dup.n_groups}** groups hold **{dup.n_in_groups}** items; removing all but one of each "
-                f"drops **{dup.n_removable}** items.")
+    """Scores with and without the duplicates, the table of every group (and its CSV), then the groups'
+    galleries (representative first), :data:`MAX_GROUPS_SHOWN` at a time."""
+    st.markdown(f"**{count(dup.n_groups, 'group')}** {'holds' if dup.n_groups == 1 else 'hold'} "
+                f"**{count(dup.n_in_groups, 'item')}**; removing all but one of each drops "
+                f"**{count(dup.n_removable, 'item')}**.")
     if dup.vendi_original is not None:
         cols = st.columns(len(dup.qs) + 1)
         for col, qq, before, after in zip(cols, dup.qs, dup.vendi_original, dup.vendi_deduplicated):
@@ -162,18 +175,32 @@ def show_duplicates(view, dup, q: float) -> None:
                "scores of the deduplicated set on the Scores or Spectrum page:")
     selection_buttons(view, dup.removable, key="curate_dups", modes=("exclude",),
                       what="the near-duplicates (all but the first of each group)")
-    best = dup.to_frame(ids=view.data.ids)
+    best = duplicates_frame(view, dup)
     value = "max_similarity" if "max_similarity" in best.columns else "min_distance"
+    st.caption(f"Every group, one row per item (largest group first; the representative is kept), "
+               f"{count(len(best), 'row')}:")
+    st.dataframe(best, hide_index=True, width="stretch", height=min(400, 38 + 35 * len(best)),
+                 key="curate_dup_table")
+    st.download_button(f"Duplicate groups (CSV, {count(dup.n_groups, 'group')})",
+                       frame_csv(best).encode("utf-8"), file_name="near_duplicates.csv", mime="text/csv",
+                       key="curate_dup_csv", on_click="ignore")
+    pages = -(-dup.n_groups // MAX_GROUPS_SHOWN)
+    page = 0
+    if pages > 1:
+        page = st.selectbox(
+            "Groups shown", range(pages), key="curate_dup_page",
+            format_func=lambda p: f"groups {p * MAX_GROUPS_SHOWN + 1}-{min(dup.n_groups, (p + 1) * MAX_GROUPS_SHOWN)} "
+                                  f"of {dup.n_groups}")
     closest = dict(zip(best["item"], best[value]))
-    for g, (members, rep) in enumerate(zip(dup.groups[:MAX_GROUPS_SHOWN], dup.representatives)):
+    first = page * MAX_GROUPS_SHOWN
+    shown = range(first, min(dup.n_groups, first + MAX_GROUPS_SHOWN))
+    for g in shown:
+        members, rep = dup.groups[g], dup.representatives[g]
         order = [int(rep)] + [int(i) for i in members if i != rep]
         with st.container(border=True):
-            st.caption(f"Group {g} · {members.size} items · the first is kept")
+            st.caption(f"Group {g} · {count(members.size, 'item')} · the first is kept")
             show_items(view.data, order, columns=8,
                        notes=["kept"] + [f"{closest[i]:.3f}" for i in order[1:]])
-    if dup.n_groups > MAX_GROUPS_SHOWN:
-        st.caption(f"The first {MAX_GROUPS_SHOWN} of {dup.n_groups} groups (largest first); the table above "
-                   "lists every item's group.")
 
 
 # ------------------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from diversity_core.compare import Comparison, GroupChoice, compare, groups_for_n
+from diversity_core.exceptions import DiversityInputError
 from diversity_core.featurizers import default_kernel
 from diversity_core.magnitude import (
     MagDiffMatrix,
@@ -17,7 +19,12 @@ from diversity_core.magnitude import (
     magnitude_dimension,
     magnitude_method,
 )
-from diversity_core.report.figures import mag_diff_heatmap, magnitude_dimension_figure, magnitude_figure
+from diversity_core.report.figures import (
+    bar_figure,
+    mag_diff_heatmap,
+    magnitude_dimension_figure,
+    magnitude_figure,
+)
 
 from . import compute
 from .feedback import literal
@@ -66,6 +73,7 @@ class MagnitudeSettings:
     n_scales: int
     per_group: bool
     reference: Optional[str]
+    equal_n: bool = False  # every group on subsets of one n (compare's subsampling engine)
 
 
 def settings_form(view, featurizer: str) -> MagnitudeSettings:
@@ -80,8 +88,33 @@ def settings_form(view, featurizer: str) -> MagnitudeSettings:
         reference = c3.selectbox("Reference group (MagDiff)", [NO_REFERENCE] + groups, key="mag_reference", **KEEP,
                                  help="With a reference, t_cut is its t_conv and every other group gets "
                                       "MagDiff = ∫ (Mag_group − Mag_reference) dt over [0, t_cut].")
+    sizes = group_sizes(view)
+    equal_n = False
+    if per_group and len(set(sizes.values())) > 1:
+        equal_n = c2.checkbox(
+            "Equal n (as Compare)", value=False, key="mag_equal_n", **KEEP,
+            help="Score every group on random subsets of the same n items (the smallest group of at least "
+                 "10 items; smaller groups are left out and listed), with an interval: the subsampling Compare "
+                 "uses. Mag(t) grows towards the number of distinct points, so MagArea of groups of different sizes "
+                 "compares sizes as much as diversity.")
     return MagnitudeSettings(metric, int(n_scales), bool(per_group and groups),
-                             None if reference == NO_REFERENCE else reference)
+                             None if reference == NO_REFERENCE else reference, bool(equal_n))
+
+
+def group_sizes(view) -> dict:
+    """Items per group of the view (empty without groups)."""
+    ds = view.data
+    return {g: int(ds.group_indices(g).size) for g in ds.group_names()}
+
+
+def size_caveat(view, s: MagnitudeSettings) -> Optional[str]:
+    """The Scores page's caveat for groups of different sizes, for MagArea (None: one size, or equal n)."""
+    sizes = group_sizes(view)
+    if not s.per_group or s.equal_n or len(set(sizes.values())) < 2:
+        return None
+    return (f"The groups differ in size ({min(sizes.values()):,} to {max(sizes.values()):,} items) and Mag(t) grows "
+            "towards the number of distinct points, so these MagAreas are not compared at equal n: tick **Equal n "
+            "(as Compare)** to score every group on subsets of the same n, with intervals (or use **Compare**).")
 
 
 def result_key(view, featurizer: str, s: MagnitudeSettings) -> tuple:
@@ -112,12 +145,82 @@ def task(view, featurizer: str, s: MagnitudeSettings) -> Callable:
     is :func:`~diversity_core.magnitude.compare_magnitude`'s): the all-pairs MagDiff costs nothing more.
     """
 
+    if s.equal_n:
+        return equal_n_task(view, featurizer, s)
+
     def fn(progress):
         sets = _sets(view, featurizer, s.per_group)
         compute_ = mag_diff_matrix if len(sets) > 1 else compare_magnitude
         return compute_(sets, reference=s.reference, n_scales=s.n_scales, metric=s.metric, progress=progress)
 
     return fn
+
+
+def equal_n_task(view, featurizer: str, s: MagnitudeSettings) -> Callable:
+    """``fn(progress)``: MagArea (and MagDiff) of every group at one n, through :func:`~diversity_core.compare.compare`.
+
+    The groups kept and n follow the core's rule (:func:`~diversity_core.compare.groups_for_n`);
+    the intervals are compare's subsampling intervals. Only the order q = 1 of the Vendi score
+    comes along (compare scores it anyway; it is cheap and not shown here).
+    """
+
+    def fn(progress):
+        choice = groups_for_n(group_sizes(view))
+        X = compute.features(view, featurizer, show_progress=False)
+        ds = view.data
+        reference = s.reference if s.reference in choice.kept else None
+        return compare({g: X[ds.group_indices(g)] for g in choice.kept}, kernel=default_kernel(featurizer), qs=(1.0,),
+                       n=choice.n, reference=reference, metric=s.metric, n_scales=s.n_scales, n_subsamples=1,
+                       n_resamples=3, size_curve=False, rng=0, progress=progress)
+
+    return fn
+
+
+def equal_n_problem(view, s: MagnitudeSettings) -> Optional[str]:
+    """Why equal n cannot run on these groups (fewer than two of enough items), as literal text; None when it can."""
+    if not s.equal_n:
+        return None
+    try:
+        groups_for_n(group_sizes(view))
+    except DiversityInputError as exc:
+        return literal(str(exc))
+    return None
+
+
+def show_equal_n(out: Outcome, view) -> None:
+    """MagArea (and MagDiff) per group at the equal n with intervals, the left-out groups, the resolved pairs."""
+    cmp: Comparison = out.value
+    mag = cmp.settings.get("magnitude") or {}
+    st.caption(f"Every group scored at the same **n = {cmp.n}** items (one random n-subset each; intervals from "
+               f"{cmp.confidence_level:.0%} subsampling, as on **Compare**) · MagArea on [0, t_cut = "
+               f"{mag.get('t_cut', float('nan')):.4g}] ({literal(str(mag.get('t_cut_rule', '')))}; "
+               f"{literal(str(mag.get('metric', '')))} distance)")
+    left = {g: v for g, v in group_sizes(view).items() if g not in cmp.groups}
+    if left:
+        st.caption(literal(GroupChoice(n=cmp.n, kept=tuple(cmp.groups), left_out=left).note))
+    rows = []
+    for g, size in zip(cmp.groups, cmp.group_sizes):
+        e = cmp.estimate(g, "MagArea")
+        lo, hi = e.confidence_interval or (None, None)
+        row = {"group": g, "items": size, "n": cmp.n, "MagArea": e.estimate, "low": lo, "high": hi}
+        if cmp.reference is not None:
+            d = cmp.estimate(g, "MagDiff")
+            row["MagDiff vs reference"] = d.estimate
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    st.dataframe(table, hide_index=True, width="stretch", key="magnitude_equal_n_table",
+                 column_config={c: st.column_config.NumberColumn(format="%.4g") for c in table.columns
+                                if c not in ("group", "items", "n")})
+    st.plotly_chart(bar_figure(table["group"], table["MagArea"], low=table["low"], high=table["high"],
+                               y_title="MagArea", title=f"MagArea at n = {cmp.n} ({cmp.confidence_level:.0%} interval)"),
+                    key="magnitude_equal_n_bars")
+    pairs = [p for p in cmp.pairwise if p.score == "MagArea"]
+    resolved = [p for p in pairs if p.resolved]
+    st.markdown(f"**{len(resolved)} of {len(pairs)}** pairs of groups differ in MagArea at the "
+                f"{cmp.confidence_level:.0%} level" + (": " + "; ".join(
+                    f"{literal(p.higher)} > {literal(p.group_b if p.higher == p.group_a else p.group_a)}"
+                    for p in resolved) if resolved else "."))
+    show_notes(out)
 
 
 def comparison(value):

@@ -21,11 +21,16 @@ from diversity_core import DETAIL_SEPARATOR
 from diversity_core.report.figures import bar_figure, rnd_figure
 from diversity_core.rnd import (
     MIN_ITEMS,
+    MIN_TRAIN_SIZE,
+    MIN_VALIDATION,
     MLP_MAX_FEATURES,
+    PAPER_TRAIN_SIZE,
     PCA_COMPONENTS,
+    default_train_size,
     rnd_regime_warning,
     rnd_reliable_setting,
     rnd_score,
+    rnd_small_groups_warning,
 )
 
 from . import compute
@@ -73,9 +78,19 @@ def _smallest_group(ds) -> int:
     return min((int(np.sum(ds.groups == g)) for g in ds.group_names()), default=ds.n)
 
 
-def _train_default(ds) -> int:
-    """Training items per run: up to 200, leaving one validation batch of 50 in the smallest group."""
-    return int(min(200, max(10, _smallest_group(ds) - 50)))
+def _group_sizes(ds) -> dict:
+    """Items per group (``{"all": n}`` without groups)."""
+    return {g: int(np.sum(ds.groups == g)) for g in ds.group_names()} or {"all": ds.n}
+
+
+def _train_default(ds, per_group: bool) -> int:
+    """Training items per run for the set scored (the core's rule: the paper's 200 when it fits)."""
+    return default_train_size(_group_sizes(ds), per_group=per_group)
+
+
+def small_groups_warning(view, s: RNDSettings):
+    """The core's message naming the scored sets too small for a meaningful RND score, or None."""
+    return rnd_small_groups_warning(_group_sizes(view.data), per_group=s.per_group)
 
 
 def _per_group_default(ds) -> bool:
@@ -116,9 +131,9 @@ def reliable_option(view, featurizer: str, s: RNDSettings | None = None):
     X = attempt(lambda: compute.features_at_hand(view, featurizer), f"Reading {featurizer} features")
     features = None if X is None else X.shape[1:]
     tries = [] if s is None else [s]
-    tries.append(RNDSettings("auto", _train_default(ds), DEFAULT_EPOCHS, DEFAULT_LAST,
-                             s.runs if s else DEFAULT_RUNS, DEFAULT_LR, s.seed if s else 0,
-                             s.per_group if s else _per_group_default(ds)))
+    per_group = s.per_group if s else _per_group_default(ds)
+    tries.append(RNDSettings("auto", _train_default(ds, per_group), DEFAULT_EPOCHS, DEFAULT_LAST,
+                             s.runs if s else DEFAULT_RUNS, DEFAULT_LR, s.seed if s else 0, per_group))
     for t in tries:
         rec = rnd_reliable_setting(t.kwargs("auto"), pixel_shape=pixels, feature_shape=features, has_features=True)
         if rec is not None and _option(rec) is not None:
@@ -134,9 +149,15 @@ def _use(option: str, s: RNDSettings) -> None:
     st.session_state["rnd_lr"] = s.lr
 
 
-def _pool() -> None:
-    """``on_click`` of "score all items together": untick "Per group"."""
+def _follow_scoring(ds) -> None:
+    """``on_change`` of "Per group": the training split follows the set now scored (pooled or per group)."""
+    st.session_state["rnd_train"] = _train_default(ds, bool(st.session_state.get("rnd_per_group")))
+
+
+def _pool(ds) -> None:
+    """``on_click`` of "score all items together": untick "Per group" (and train on the pooled set's split)."""
     st.session_state["rnd_per_group"] = False
+    _follow_scoring(ds)
 
 
 def offer_reliable(view, featurizer: str, s: RNDSettings) -> None:
@@ -148,13 +169,18 @@ def offer_reliable(view, featurizer: str, s: RNDSettings) -> None:
     n = scored_size(view, s)
     if n < MIN_ITEMS:
         if s.per_group and view.data.n >= MIN_ITEMS:
-            st.button(f"Score all {view.data.n} items together", key="rnd_pool", on_click=_pool,
+            st.button(f"Score all {view.data.n} items together", key="rnd_pool", on_click=_pool, args=(view.data,),
                       icon=":material/verified:",
                       help=f"Its smallest group has {n} items; the regime study (docs/rnd.md) found data and noise "
                            f"apart only in sets of {MIN_ITEMS} items or more.")
         else:
             st.caption(f"These {view.data.n} items are fewer than the {MIN_ITEMS} in which the regime study "
                        "(docs/rnd.md) found data and noise apart: read the score as a comparison under one setting.")
+    if s.train_size < MIN_TRAIN_SIZE <= _train_default(view.data, s.per_group):
+        st.button(f"Train on {_train_default(view.data, s.per_group)} items per run", key="rnd_train_default",
+                  on_click=_follow_scoring, args=(view.data,), icon=":material/verified:",
+                  help=f"The paper trains on {PAPER_TRAIN_SIZE}; this set allows this many and keeps "
+                       f"{MIN_VALIDATION} for validation.")
     if regime_warning(view, featurizer, s, sized=False) is None:
         return  # the network and its training are in the regime
     found = reliable_option(view, featurizer, s)
@@ -190,13 +216,16 @@ def settings_form(view, featurizer: str) -> RNDSettings:
                         help="The default is a setting the regime study (docs/rnd.md) found reliable for such "
                              "items, when there is one.")
     per_group = c1.checkbox("Per group", value=_per_group_default(ds), key="rnd_per_group", **KEEP,
-                            disabled=not groups,
+                            disabled=not groups, on_change=_follow_scoring, args=(ds,),
                             help=f"Score each group on its own (the default when every group has at least {MIN_ITEMS} "
                                  "items: in smaller sets the regime study found data and noise not apart).")
-    fit = _train_default(ds)  # leave at least one validation batch of 50
+    fit = _train_default(ds, bool(per_group and groups))
+    scored = "the smallest group's" if per_group and groups else "the"
     train = c2.number_input("Training items per run", min_value=10, max_value=max(10, ds.n), value=fit, step=10,
-                            key="rnd_train", **KEEP, help="Each run trains on this many random items and validates on "
-                            "the rest (at least one batch of 50 must remain in every set).")
+                            key="rnd_train", **KEEP,
+                            help=f"Each run trains on this many random items and validates on the rest. Default: the "
+                                 f"paper's {PAPER_TRAIN_SIZE}, or {scored} set's items minus {MIN_VALIDATION} "
+                                 f"validation items when fewer remain (here {fit}); it follows \"Per group\".")
     epochs = c2.number_input("Epochs", min_value=2, max_value=500, value=DEFAULT_EPOCHS, step=5, key="rnd_epochs",
                              **KEEP)
     last = c3.number_input("Average the last … epochs", min_value=1, max_value=int(epochs),
@@ -205,8 +234,14 @@ def settings_form(view, featurizer: str) -> RNDSettings:
     lr = c4.number_input("Learning rate", min_value=1e-5, max_value=1.0, value=DEFAULT_LR, format="%.4g",
                          key="rnd_lr", **KEEP)
     seed = c4.number_input("Seed", min_value=0, value=0, step=1, key="rnd_seed", **KEEP)
-    st.caption("The paper's protocol: ResNet-18, 200 training items, 50 epochs averaged over the last 10, "
-               "40 runs, lr 0.01 (SGD, momentum 0.9). Scores are comparable only under the same settings.")
+    scored_n = min(_group_sizes(ds).values()) if per_group and groups else ds.n
+    where = f"its smallest group has {scored_n} items" if per_group and groups else f"all {scored_n} items scored together"
+    split = (f"the paper's {PAPER_TRAIN_SIZE} training items per run" if fit == PAPER_TRAIN_SIZE else
+             f"{fit} training items per run, fewer than the paper's {PAPER_TRAIN_SIZE}: {where}, and "
+             f"{MIN_VALIDATION} must stay for validation")
+    st.caption(f"Default here: {split}. The paper's protocol: ResNet-18, {PAPER_TRAIN_SIZE} training items, 50 "
+               "epochs averaged over the last 10, 40 runs, lr 0.01 (SGD, momentum 0.9). Scores are comparable only "
+               "under the same settings.")
     return RNDSettings(arch, int(train), int(epochs), int(last), int(runs), float(lr), int(seed),
                        bool(per_group and groups))
 
@@ -230,8 +265,8 @@ def _input(view, featurizer: str, arch: str):
 def regime_warning(view, featurizer: str, s: RNDSettings, *, sized: bool = True):
     """The core's warning (:func:`~diversity_core.rnd.rnd_regime_warning`) for these settings, or None.
 
-    With ``sized`` the number of items of the smallest scored set (:func:`scored_size`) is
-    judged too; without it only the network and its training.
+    With ``sized`` the number of items of the smallest scored set (:func:`scored_size`) and the
+    training split are judged too; without it only the network and its training.
 
     The input shape is one image's (convolutional networks) or the representation's number of
     features (MLP). The features are never computed for it: when they are not in the core's
@@ -249,7 +284,8 @@ def regime_warning(view, featurizer: str, s: RNDSettings, *, sized: bool = True)
         if X is None and s.architecture != "mlp_pca":
             return None
         arch, shape = "mlp", ((PCA_COMPONENTS,) if X is None else X.shape[1:])
-    return rnd_regime_warning(s.kwargs(arch), input_shape=shape, n_items=scored_size(view, s) if sized else None)
+    return rnd_regime_warning(s.kwargs(arch), input_shape=shape, n_items=scored_size(view, s) if sized else None,
+                              sized=sized)
 
 
 def show_reliability(messages) -> None:
@@ -345,11 +381,13 @@ def show(out: Outcome, s: RNDSettings) -> None:
     if len(results) == 1:
         name, r = next(iter(results.items()))
         st.metric("RND score", f"{r.score:.4f}", help="Higher means more diverse; about 0 for data with no variety.")
-        st.caption(f"95 % interval over {r.run_scores.size} runs: [{r.ci_low:.4f}, {r.ci_high:.4f}] · "
+        lo, hi = r.confidence_interval
+        st.caption(f"95 % interval over {r.run_scores.size} runs: [{lo:.4f}, {hi:.4f}] · "
                    f"network {first.settings['architecture']} on {first.settings['n_items']} items")
     else:
         table = pd.DataFrame([{"group": k, "items": r.settings["n_items"], "RND score": r.score,
-                               "95% low": r.ci_low, "95% high": r.ci_high, "std over runs": r.std}
+                               "95% low": r.confidence_interval.low, "95% high": r.confidence_interval.high,
+                               "std over runs": r.std}
                               for k, r in results.items()])
         st.dataframe(table, hide_index=True, width="stretch",
                      column_config={c: st.column_config.NumberColumn(format="%.4f") for c in table.columns[2:]})

@@ -8,6 +8,7 @@ their widgets are drawn and fall back to the dataset's defaults when they no lon
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -53,11 +54,8 @@ def _dataset_section(sb) -> None:
     else:
         uidata.path_input(sb)
     if ss["source"] != "Demo":
-        box = sb.expander("Column options")
-        box.text_input("Group column", key="group_column", help="e.g. model; sub-folders are image groups")
-        box.text_input("Weight column", key="weight_column")
-        box.text_input("Text column", key="text_column")
-        box.text_input("SMILES column", key="smiles_column")
+        _reset_columns_for_new_file(ss, upload)
+        _column_boxes(sb.expander("Column options"), ss, upload)
     before = ss.get("dataset")
     ds = uidata.ensure_dataset(upload)
     if ds.groups is not None and ss["source"] != "Demo":
@@ -76,6 +74,71 @@ def _dataset_section(sb) -> None:
         sb.error(f"Loading failed (see the page); still measuring **{literal(ds.name)}**.")
     sb.caption(f"**{literal(ds.name)}** · {ds.modality} · {ds.n} items"
                + (f" · {len(ds.group_names())} groups" if ds.groups is not None else ""))
+
+
+#: The column options, the loader's keyword arguments of the same names.
+COLUMN_KEYS = ("group_column", "weight_column", "text_column", "smiles_column")
+
+
+#: The column boxes: label and help.
+COLUMN_BOXES = {
+    "group_column": ("Group column", "The column whose values name the groups, e.g. model; sub-folders are image "
+                                     "groups."),
+    "weight_column": ("Weight column", "A column of non-negative item weights."),
+    "text_column": ("Text column", "The column that holds the text items."),
+    "smiles_column": ("SMILES column", "The column that holds the molecules as SMILES."),
+}
+#: The column boxes' choice for "no column".
+NO_COLUMN = "none"
+
+
+def _column_boxes(box, ss, upload) -> None:
+    """The four column options: the file's columns with the detected ones chosen (issue 41, item 7).
+
+    A file without columns (an array, images, before a file is chosen) keeps free-text boxes, for
+    the named arrays of an ``.npz`` or a column named before the file. The selectboxes' state is
+    keyed by the file, so the next file opens on its own columns.
+    """
+    spec = uidata.requested_source(ss, upload)
+    found = uidata.file_columns(ss, spec, upload)
+    if not found.columns:
+        for name, (label, help_) in COLUMN_BOXES.items():
+            box.text_input(label, key=name, help=help_)
+        return
+    tag = hashlib.sha1(repr(uidata.file_key(spec)).encode()).hexdigest()[:12]
+    detected = found.as_options()
+    for name, (label, help_) in COLUMN_BOXES.items():
+        # a detected group column is a string column: without it the loader refuses the table, no "none"
+        options = [*found.columns] if name == "group_column" and name in detected else [NO_COLUMN, *found.columns]
+        chosen = (ss.get(name) or "").strip() or detected.get(name) or NO_COLUMN
+        widget = f"colbox_{name}_{tag}"
+        box.selectbox(label, options, index=options.index(chosen) if chosen in options else 0, key=widget,
+                      on_change=_column_chosen, args=(name, widget, detected.get(name)),
+                      help=help_ + (f" Detected: {detected[name]}." if name in detected else ""))
+
+
+def _column_chosen(name: str, widget: str, detected) -> None:
+    """A column box changed: the loader's option (empty for "none" or the detected column: left to detection)."""
+    ss = st.session_state
+    value = ss.get(widget)
+    ss[name] = "" if value in (None, NO_COLUMN) or value == detected else str(value)
+
+
+def _reset_columns_for_new_file(ss, upload) -> None:
+    """Clear the column options when another file is chosen (issue 41, item 7).
+
+    They name columns of the file they were typed for; carried over, the next file failed with
+    "no column named 'section'". Runs before the column boxes are drawn; the first file of a
+    session (or a link's) keeps what was set before it.
+    """
+    spec = uidata.requested_source(ss, upload)
+    key = None if spec is None else spec[:-1]  # the file, without the column options
+    before = ss.get("_columns_file")
+    if key is not None and before is not None and key != before:
+        for name in COLUMN_KEYS:
+            ss[name] = ""
+    if key is not None:
+        ss["_columns_file"] = key
 
 
 def _reset_for_new_dataset() -> None:

@@ -19,9 +19,11 @@ import math
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from .._atomic import output_transaction
 from .._table import format_table
-from ..data import load_dataset
+from ..data import Dataset, load_dataset
 from ..exceptions import DiversityInputError
 from ._guards import check_feature_scale, check_kernel_params, check_n_scales, check_outputs
 from ._progress import TqdmProgress, warn_skipped
@@ -49,7 +51,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     add_kernel_arguments(p)
     p.add_argument("--q", type=_q_value, nargs="+", default=list(DEFAULT_QS),
                    help="orders q of the Vendi scores (default 0.5 1 2 inf)")
-    p.add_argument("--n", type=int, default=None, help="items per group (default: the smallest group's size)")
+    p.add_argument("--n", type=int, default=None,
+                   help="items per group (default: the smallest group of at least 10 items)")
+    p.add_argument("--leave-out-smaller", action=argparse.BooleanOptionalAction, default=True,
+                   help="leave out (and name on stderr) the groups of fewer than n items (default); "
+                        "--no-leave-out-smaller refuses them instead")
     p.add_argument("--reference", default=None, help="reference group of MagDiff (default: none)")
     p.add_argument("--confidence-level", "--level", dest="confidence_level", type=float, default=0.95,
                    help="confidence level of every interval (default 0.95; --level is its old name)")
@@ -120,6 +126,25 @@ def _load_groups(args) -> tuple:
         datasets[name] = ds
     first = next(iter(datasets.values()))
     return datasets, datasets, default_kernel(args.featurizer, dataset=first)
+
+
+def _keep_groups(args, groups, datasets) -> tuple:
+    """The groups kept by the core's rule (:func:`~diversity_core.compare.groups_for_n`), and its n.
+
+    Returns ``(groups for compare, datasets, n or None)``; the left-out groups are named on stderr.
+    """
+    from ..compare import groups_for_n
+
+    sizes = {g: int(ds.n) for g, ds in datasets.items()}
+    choice = groups_for_n(sizes, n=args.n, leave_out_smaller=args.leave_out_smaller)
+    if not choice.left_out:
+        return groups, datasets, args.n
+    print(f"note: {choice.note}", file=sys.stderr)
+    kept = {g: datasets[g] for g in choice.kept}
+    if isinstance(groups, Dataset):  # one file holds every group: one Dataset of the kept groups' rows
+        rows = np.sort(np.concatenate([groups.group_indices(g) for g in choice.kept]))
+        return groups.subset(rows), kept, choice.n
+    return kept, kept, choice.n
 
 
 def _refuse_repeated_files(files) -> None:
@@ -195,6 +220,7 @@ def run(args: argparse.Namespace) -> int:
         raise DiversityInputError(f"--rng must be a non-negative seed; got {args.rng}.")
     _check_output_paths(args)
     groups, datasets, featurizer_kernel = _load_groups(args)
+    groups, datasets, n = _keep_groups(args, groups, datasets)
     if args.kernel is None:
         args.kernel = featurizer_kernel
     for name, ds in datasets.items():  # features at hand (embeddings, companions): checked before any work
@@ -208,7 +234,7 @@ def run(args: argparse.Namespace) -> int:
             kernel=args.kernel,
             qs=list(dict.fromkeys(args.q)),
             reference=args.reference,
-            n=args.n,
+            n=n,
             n_subsamples=args.n_subsamples,
             n_resamples=args.n_resamples,
             confidence_level=args.confidence_level,

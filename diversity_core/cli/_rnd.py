@@ -33,7 +33,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         ),
     )
     p.add_argument("file", help="data file or folder (.npy .npz .csv .tsv .parquet, images, text, molecules)")
-    p.add_argument("--train-size", type=int, default=200, help="training items per run (default 200)")
+    p.add_argument("--train-size", type=int, default=None,
+                   help="training items per run (default: the paper's 200, or n - 50 when the smallest scored set "
+                        "has n < 250 items)")
     p.add_argument("--epochs", type=int, default=50, help="training epochs per run (default 50)")
     p.add_argument(
         "--average-last", type=int, default=10, help="average RND_i over this many final epochs (default 10)"
@@ -121,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     check_lr(args.lr)
     if args.threads > 1024:
         raise DiversityInputError(f"--threads must be at most 1024; got {args.threads}.")
-    from ..rnd import rnd_score
+    from ..rnd import default_train_size, rnd_score, rnd_small_groups_warning
 
     if args.threads:
         require("torch", purpose="the RND score").set_num_threads(args.threads)
@@ -133,15 +135,22 @@ def run(args: argparse.Namespace) -> int:
     arch = args.architecture
     if args.featurizer != "default" and arch == "auto":
         arch = "mlp"
+    sets = _sets(dataset)
+    sizes = {name: len(subset) for name, subset in sets.items()}
+    # every set under one training split: the paper's 200 when the smallest set allows it
+    train_size = args.train_size if args.train_size is not None else default_train_size(sizes, per_group=True)
+    small = rnd_small_groups_warning(sizes, per_group=True)
+    if small:
+        print(f"warning: {small}", file=sys.stderr)
     rows = []
-    for name, subset in _sets(dataset).items():
+    for name, subset in sets.items():
         start = time.perf_counter()
         data = _inputs(subset, arch, args.featurizer)
         bar = TqdmProgress(name, stages=False, unit="run-epoch", disable=False)
         try:
             res = rnd_score(
                 data,
-                train_size=args.train_size,
+                train_size=train_size,
                 epochs=args.epochs,
                 average_last=args.average_last,
                 runs=args.runs,
@@ -189,7 +198,8 @@ def run(args: argparse.Namespace) -> int:
     header = ["set", "n", "RND", "95% CI", "std", "seconds"]
     table = []
     for name, n, res, seconds in rows:
-        ci = "-" if math.isnan(res.ci_low) else f"[{res.ci_low:.4f}, {res.ci_high:.4f}]"
+        lo, hi = res.confidence_interval
+        ci = "-" if math.isnan(lo) else f"[{lo:.4f}, {hi:.4f}]"
         std = "-" if math.isnan(res.std) else f"{res.std:.4f}"
         table.append([str(name), str(n), f"{res.score:.4f}", ci, std, f"{seconds:.1f}"])
     widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(header)]

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from ._dataset import MODALITIES, THUMBNAIL_SIDE, Dataset, GroupRows, SkippedItem, capped_rows
 from ._files import DEFAULT_MAX_BYTES
-from ._load import condition_columns, detect_modality, load_dataset
+from ._load import DetectedColumns, condition_columns, detect_columns, detect_modality, load_dataset
 from ._paths import resolve_user_path
 from ._tables import TABLE_EXTENSIONS
 from .demos import DEMOS, DemoSpec, list_demos, load_demo
@@ -37,6 +37,8 @@ __all__ = [
     "load_dataset",
     "condition_columns",
     "detect_modality",
+    "detect_columns",
+    "DetectedColumns",
     "resolve_user_path",
     "load_demo",
     "list_demos",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import stat
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
 
@@ -160,6 +160,73 @@ def _detect(p: Path, *, text_column, smiles_column, group_column, weight_column,
             return "text", table, "a table with one string column: text"
         return "embeddings", table, f"a table with {len(rest)} numeric or vector columns: embeddings"
     raise _unknown(p, suffix)
+
+
+@dataclass(frozen=True)
+class DetectedColumns:
+    """A table's columns and the ones :func:`load_dataset` takes when none is named.
+
+    ``columns`` is empty for a source without columns (an array, images, plain text lines).
+    Each role is a column name or None (the loader never guesses a weight column).
+    """
+
+    columns: tuple = ()
+    group_column: Optional[str] = None
+    weight_column: Optional[str] = None
+    text_column: Optional[str] = None
+    smiles_column: Optional[str] = None
+
+    def as_options(self) -> dict:
+        """The detected roles as :func:`load_dataset` keyword arguments (the unset ones left out)."""
+        roles = ("group_column", "weight_column", "text_column", "smiles_column")
+        return {r: getattr(self, r) for r in roles if getattr(self, r) is not None}
+
+
+def detect_columns(path: PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES,
+                   data_dir: Optional[PathLike] = None) -> DetectedColumns:
+    """The columns of a table and the roles :func:`load_dataset` gives them when none is named.
+
+    The same detection the loader runs (its modality sniffing and group-column rule), for a form
+    that offers the file's columns with the detected ones chosen (issue 41, item 7). Reads the
+    table once; a source without columns gives an empty :class:`DetectedColumns`.
+
+    Parameters
+    ----------
+    path : str or Path
+        A file or folder, as for :func:`load_dataset`.
+    max_bytes : int
+        Refuse a file larger than this (as the loader does).
+    data_dir : str or Path, optional
+        Confine ``path`` to this folder (as the loader does).
+
+    Returns
+    -------
+    DetectedColumns
+
+    Examples
+    --------
+    >>> detect_columns("scores.csv").group_column  # doctest: +SKIP
+    'model'
+    """
+    max_bytes = check_max_bytes(max_bytes)
+    return _detect_columns(_resolve(path, data_dir), max_bytes)
+
+
+def _detect_columns(p: Path, max_bytes: int) -> DetectedColumns:
+    modality, table, _why = _detect(p, text_column=None, smiles_column=None, group_column=None,
+                                    weight_column=None, max_bytes=max_bytes)
+    if table is None or modality == "images":
+        return DetectedColumns()
+    smiles = table.find_column(SMILES_COLUMN_NAMES) if modality == "molecules" else None
+    text = None
+    if modality == "text":
+        try:
+            text = _pick_text_column(table, None, None, None)
+        except DiversityInputError:
+            text = None
+    group = _find_group_column(table, modality, None, text, smiles)
+    return DetectedColumns(tuple(str(c) for c in table.df.columns), group_column=group, text_column=text,
+                           smiles_column=smiles)
 
 
 def _unknown(p: Path, suffix: str) -> DiversityInputError:

@@ -452,3 +452,49 @@ def iter_original_images(dataset: Dataset, max_bytes: Optional[int] = None) -> O
 
         return gen_npy()
     return None
+
+
+def original_source_kind(dataset: Dataset) -> Optional[str]:
+    """The kind of file an image dataset was read from: ``"folder"``, ``"zip"`` or ``"npy"``, or None.
+
+    None for a demo, a dataset built in memory, or a source moved or deleted since loading.
+    """
+    src = Path(dataset.source) if dataset.source and not dataset.source.startswith("demo:") else None
+    if dataset.modality != "images" or src is None or not src.exists():
+        return None
+    if src.is_dir():
+        return "folder"
+    return {".zip": "zip", ".npy": "npy"}.get(src.suffix.lower())
+
+
+def original_files(dataset: Dataset, indices, max_bytes: Optional[int] = None) -> Optional[list]:
+    """``[(file name, bytes)]`` of the files the images at ``indices`` were read from, byte for byte.
+
+    The name is the file's own (its last path part; a zip's second entry of one name keeps that
+    name). Returns None when the source is not a folder or zip that still holds every one of them
+    (a demo, an ``.npy`` array, a file moved since loading); callers then write the pixels.
+    """
+    limit = max_bytes or DEFAULT_MAX_BYTES
+    kind = original_source_kind(dataset)
+    ids = [str(dataset.ids[int(i)]) for i in indices]
+    src = Path(dataset.source)
+    out = []
+    if kind == "folder":
+        if not all((src / i).is_file() for i in ids):
+            return None
+        for i in ids:
+            data = read_regular_bytes(src / i, limit, shown=f"{src}/{i}")
+            limit -= len(data)
+            out.append((PurePosixPath(i).name, data))
+        return out
+    if kind == "zip":
+        with open_zip(src, limit) as zf:
+            entries, _skipped = _list_zip(zf, src)
+            by_id = {m: (rel, info) for rel, m, info in entries}
+            if not all(i in by_id for i in ids):
+                return None
+            for i in ids:
+                rel, info = by_id[i]
+                out.append((PurePosixPath(rel).name, _read_zip_entry(zf, info, src)))
+        return out
+    return None

@@ -6,6 +6,8 @@ html       ``report_html`` and ``write_report``: one offline HTML file rendered 
            template ``templates/report.html.j2`` (autoescaped), plotly.js embedded once
 figures    the plotly figure builders shared by the app and the report (``figures.comparison``:
            the figures of a Comparison, ``FIGURE_TITLES``, ``presentation_style``)
+_ranking   ``ranking`` (``Ranking``, ``headline_score``): the groups ranked on one score with the resolved steps between
+           neighbours, the one ranking text of the report's summary and the presentation layout
 export     ``figure_bytes``, ``export_figure``, ``export_figures``: PNG/SVG through kaleido
 
 plotly, jinja2 and kaleido are optional (``pip install 'diversity-explorer[report]'``): they are
@@ -25,6 +27,10 @@ _LAZY = {
     "FIGURE_TITLES": "diversity_core.report.figures.comparison",
     "comparison_figures": "diversity_core.report.figures.comparison",
     "presentation_style": "diversity_core.report.figures.comparison",
+    "Ranking": "diversity_core.report._ranking",
+    "ranking": "diversity_core.report._ranking",
+    "headline_score": "diversity_core.report._ranking",
+    "STEP_LEGEND": "diversity_core.report._ranking",
     "report_html": "diversity_core.report.html",
     "write_report": "diversity_core.report.html",
     "figure_bytes": "diversity_core.report.export",
@@ -41,6 +47,10 @@ __all__ = [
     "export_figure",
     "export_figures",
     "presentation_style",
+    "Ranking",
+    "ranking",
+    "headline_score",
+    "STEP_LEGEND",
 ]
 
 

@@ -195,16 +195,18 @@ def _gallery(ds, k: int, seed: int) -> Dict[str, Any]:
     return {"kind": "vectors", "name": ds.name, "n": n, "dim": ds.features.shape[1]}
 
 
-def _summary(cmp: Comparison) -> List[Dict[str, Any]]:
-    """Per score with pairs: the resolved pairs as (higher, lower) and the counts."""
-    out = []
-    for s in cmp.scores:
-        pairs = [p for p in cmp.pairwise if p.score == s]
-        if not pairs:
-            continue
-        resolved = [(p.higher, p.group_b if p.higher == p.group_a else p.group_a) for p in pairs if p.resolved]
-        out.append({"score": s, "resolved": resolved, "n_pairs": len(pairs)})
-    return out
+def _summary(cmp: Comparison) -> Dict[str, Any]:
+    """The summary: the headline score's ranked list, then one ranking line per other score with pairs.
+
+    Every ranking and its text come from :func:`~diversity_core.report.ranking` (the
+    presentation layout's too): the groups in order with the resolved steps between neighbours,
+    not every resolved pair.
+    """
+    from ._ranking import STEP_LEGEND, headline_score, ranking
+
+    lead = headline_score(cmp)
+    others = [ranking(cmp, s) for s in cmp.scores if s != lead and any(p.score == s for p in cmp.pairwise)]
+    return {"lead": ranking(cmp, lead), "others": others, "legend": STEP_LEGEND}
 
 
 def _score_rows(cmp: Comparison) -> List[Dict[str, Any]]:
@@ -219,7 +221,8 @@ def _score_rows(cmp: Comparison) -> List[Dict[str, Any]]:
             elif e.role == "reference":
                 cells.append({"kind": "reference"})
             else:
-                cells.append({"kind": "value", "estimate": e.estimate, "ci_low": e.ci_low, "ci_high": e.ci_high,
+                lo, hi = e.confidence_interval or (None, None)
+                cells.append({"kind": "value", "estimate": e.estimate, "ci_low": lo, "ci_high": hi,
                               "interval": e.interval, "replicates": e.replicates})
         rows.append({"score": s, "cells": cells})
     return rows

@@ -23,7 +23,7 @@ from typing import Any, Mapping, Optional, Sequence
 from ..exceptions import DiversityInputError
 
 __all__ = ["rnd_regime_warning", "rnd_reliable_setting", "update_budget", "MLP_MAX_FEATURES", "SGD_MAX_BUDGET",
-           "CONV_MIN_SIDE", "PCA_COMPONENTS", "MIN_ITEMS"]
+           "CONV_MIN_SIDE", "PCA_COMPONENTS", "MIN_ITEMS", "MIN_TRAIN_SIZE"]
 
 #: Largest MLP input (features, or pixels of a flattened image) at which the digits scored above
 #: uniform noise; with 1024 pixel features noise scored above them at every training length
@@ -53,6 +53,12 @@ PCA_COMPONENTS = 32
 #: demos (1,200-2,000 items) all separated.
 MIN_ITEMS = 500
 
+#: Fewest training items per run the paper used (100: its 128 x 128 GAN comparisons and
+#: single-image GANs, Appendix A.2, and the training-split ablation, Fig. 11; its default is 200).
+#: With too few training items "the generalization gap will be large for any dataset, diverse
+#: or not" (Appendix A.4): a 527-item set trained on 10 items scored 0.818 (issue 41).
+MIN_TRAIN_SIZE = 100
+
 # rnd_score's defaults, for settings given in part (the app asks before running)
 _DEFAULTS = {"architecture": "auto", "train_size": 200, "epochs": 50, "batch_size": None, "lr": 0.01,
              "momentum": 0.9, "optimizer": "sgd", "device": "cpu", "n_components": None}
@@ -79,7 +85,7 @@ def update_budget(*, epochs: int, train_size: int, batch_size: int, lr: float, m
 
 
 def rnd_regime_warning(settings: Optional[Mapping[str, Any]] = None, input_shape: Optional[Sequence[int]] = None,
-                       *, n_items: Optional[int] = None) -> Optional[str]:
+                       *, n_items: Optional[int] = None, sized: bool = True) -> Optional[str]:
     """A message when the setting is in a regime where RND may rank i.i.d. noise above structured data.
 
     Parameters
@@ -96,6 +102,10 @@ def rnd_regime_warning(settings: Optional[Mapping[str, Any]] = None, input_shape
     n_items : int, optional
         The number of items of the scored set (of the smallest, when several are scored alike).
         Default ``settings["n_items"]`` (an RNDResult's settings have it); None: not judged.
+    sized : bool, default True
+        Judge the sizes (the scored set's items and the training split) as well as the network
+        and its training; False judges the network and its training only (what another network
+        could fix).
 
     Returns
     -------
@@ -128,7 +138,9 @@ def rnd_regime_warning(settings: Optional[Mapping[str, Any]] = None, input_shape
       convolutional network on images smaller than :data:`CONV_MIN_SIDE` pixels a side;
     - a set of fewer than :data:`MIN_ITEMS` items, whatever the network: single groups of a few
       hundred items (text, digits, molecules) did not separate from noise of the same features,
-      groups of 500 molecules did.
+      groups of 500 molecules did;
+    - a training split of fewer than :data:`MIN_TRAIN_SIZE` items (the paper's smallest): the
+      generalisation gap is then large for any data, diverse or not (Appendix A.4 of the paper).
 
     None is no guarantee: the thresholds come from one data set. Scores of different settings
     are not comparable in any regime.
@@ -201,12 +213,18 @@ def rnd_regime_warning(settings: Optional[Mapping[str, Any]] = None, input_shape
     if s["optimizer"] == "adam":
         reasons.append("Adam: it memorises the training split within a few epochs (noise far above the digits)")
     n = n_items if n_items is not None else (settings or {}).get("n_items")
-    if n is not None and int(n) < MIN_ITEMS:
+    if sized and n is not None and int(n) < MIN_ITEMS:
         reasons.append(
             f"a set of {int(n)} items (fewer than {MIN_ITEMS}): single groups of a few hundred items (the text "
             "demo's 200 and 300, the digits' 300, 250 molecules) did not separate from noise of the same features "
             f"at 40 runs with the reliable networks, groups of {MIN_ITEMS} molecules did (score the items pooled, "
             "or larger sets)"
+        )
+    if sized and int(s["train_size"]) < MIN_TRAIN_SIZE:
+        reasons.append(
+            f"a training split of {int(s['train_size'])} items (fewer than {MIN_TRAIN_SIZE}, the paper's smallest; "
+            "its default is 200): with too few training items the generalisation gap is large for any data, "
+            "diverse or not (Appendix A.4 of the paper)"
         )
     if not reasons:
         return None
@@ -280,7 +298,7 @@ def rnd_reliable_setting(settings: Optional[Mapping[str, Any]] = None, *, pixel_
         candidates.append(("resnet18", "pixels", None, tuple(int(v) for v in pixel_shape)))
     for arch, source, k, shape in candidates:
         trial = {**base, "architecture": arch, "device": device, "n_components": k}
-        if rnd_regime_warning(trial, input_shape=shape) is None:
+        if rnd_regime_warning(trial, input_shape=shape, sized=False) is None:
             read = shape if k is None else (min(k, math.prod(shape)),)
             return {"architecture": arch, "input": source, "n_components": k, "input_shape": read}
     return None

@@ -12,6 +12,32 @@ if TYPE_CHECKING:
     import plotly.graph_objects as go
 
 
+#: Both signs are "material" when the smaller side reaches this share of the larger (issue 41, item 10).
+DIVERGING_SHARE = 0.1
+
+
+def value_colour_scale(values) -> dict:
+    """Plotly marker colour settings for one number per item, scaled to the values' own range.
+
+    A diverging scale (``RdBu``) centred on 0 when the values take both signs materially (the
+    smaller side at least :data:`DIVERGING_SHARE` of the larger); otherwise a sequential scale
+    (``Viridis``) from the smallest to the largest value, so values of one sign (an eigenvector
+    entries -0.033 .. -0.019, issue 41 item 10) are not all painted the same colour.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if not v.size:
+        return {"colorscale": "Viridis", "cmin": 0.0, "cmax": 1.0}
+    lo, hi = float(v.min()), float(v.max())
+    if lo < 0 < hi and min(-lo, hi) >= DIVERGING_SHARE * max(-lo, hi):
+        lim = max(-lo, hi)
+        return {"colorscale": "RdBu", "cmin": -lim, "cmax": lim}
+    if lo == hi:
+        pad = abs(lo) * 1e-6 or 1e-12
+        lo, hi = lo - pad, hi + pad
+    return {"colorscale": "Viridis", "cmin": lo, "cmax": hi}
+
+
 def projection_figure(
     coords: np.ndarray,
     *,
@@ -60,10 +86,9 @@ def projection_figure(
             ))
     else:
         values = np.asarray(color, dtype=np.float64)
-        lim = float(np.nanmax(np.abs(values))) if values.size else 1.0
         fig.add_trace(trace(
             x=XY[:, 0], y=XY[:, 1], mode="markers", name=color_title or "value",
-            marker={"color": values, "colorscale": "RdBu", "cmin": -lim, "cmax": lim, "size": size,
+            marker={"color": values, **value_colour_scale(values), "size": size,
                     "opacity": 0.85, "colorbar": {"title": color_title}},
             customdata=index, text=text,
             hovertemplate=("%{text}<br>" if text is not None else "item %{customdata}<br>")
