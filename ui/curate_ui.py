@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Callable
 
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from diversity_core import format_q, frame_csv, q_key
@@ -231,8 +232,6 @@ def selection_task(ctx, k: int, seed: int) -> Callable:
 
 def selection_figure(comparison: SelectionComparison, q: float):
     """VS_q of every method's first k items against k (one line per method)."""
-    import plotly.graph_objects as go
-
     fig = go.Figure()
     for name, sel in comparison.selections.items():
         fig.add_trace(go.Scatter(x=sel.curve_k, y=sel.curve(q), mode="lines+markers", name=METHOD_LABELS[name]))

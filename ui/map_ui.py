@@ -24,6 +24,7 @@ import streamlit as st
 
 from diversity_core import format_q, q_key
 from diversity_core.curation import default_threshold, nearest_items
+from diversity_core.data.images import enlarge_thumbnail
 from diversity_core.data.search import contains_any_mask
 from diversity_core.projection import points_in_regions, project
 
@@ -155,8 +156,6 @@ def neighbours(view: View, featurizer: str, kernel: str, kernel_params: tuple, i
 
 def show_item(ds, i: int) -> None:
     """One item, large: the image, the drawing and its SMILES, or the whole text."""
-    from diversity_core.data.images import enlarge_thumbnail
-
     if ds.modality == "images":
         st.image(enlarge_thumbnail(ds.items[i], 160), clamp=True)
     elif ds.modality == "molecules":

@@ -12,16 +12,27 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import streamlit as st
 
 from diversity_core import format_q
+from diversity_core.exceptions import DiversityError
 from diversity_core.featurizers import FEATURIZERS, default_kernel, kernel_support, resolve_featurizer
 
 from . import data as uidata
 from . import fragments
-from .feedback import literal
+from .feedback import error_message, literal
 from .first_paint import Unseen
-from .state import BANDWIDTH_KERNELS, KEEP, KERNEL_CHOICES, LINK_MAX_ROWS, PREP_KEY, q_options
+from .state import (
+    BANDWIDTH_KERNELS,
+    KEEP,
+    KERNEL_CHOICES,
+    LINK_MAX_ROWS,
+    PREP_KEY,
+    q_options,
+    settings,
+    write_query_params,
+)
 
 UPLOAD_TYPES = ["npy", "npz", "csv", "tsv", "parquet", "jsonl", "txt", "smi", "smiles", "sdf", "zip"]
 
@@ -203,8 +214,6 @@ def _search_section(sb) -> None:
 
 def _weight_inputs(box, ds) -> None:
     """The weight range: keep the items whose weight lies in [at least, at most] (empty: no bound)."""
-    import numpy as np
-
     w = np.asarray(ds.weights, dtype=np.float64)
     lo, hi = float(np.min(w)), float(np.max(w))
     c1, c2 = box.columns(2)
@@ -273,7 +282,6 @@ def _sigma_auto_changed() -> None:
     if ss["sigma_auto"]:
         return
     from . import compute
-    from .state import settings
 
     try:
         view = uidata.current_view()
@@ -301,10 +309,7 @@ def _own_model_input(sb, ds) -> None:
     ).strip()
     if not text or text == ss.get("own_model_checked"):
         return
-    from diversity_core.exceptions import DiversityError
-
     from .compute import check_own_model
-    from .feedback import error_message
 
     try:
         name, modality = check_own_model(text)
@@ -353,8 +358,6 @@ def _set_q(q: float) -> None:
     """A q preset's callback: set q, then rerun the app. Not only the q views, as the slider does:
     the slider must show the new value too (rerun in its fragment with the q views, it kept its
     old value in the browser and sent it back on the next full run)."""
-    from .state import write_query_params
-
     st.session_state["q"] = q
     write_query_params()
     st.rerun()
