@@ -94,7 +94,8 @@ def test_curate_page_table_and_selection_download(page, app_url, artifacts):
     n = 150
     open_page(page, f"{app_url}/curate?demo=digits&n={n}&seed={SEED}", timeout=180_000)
     assert page.locator('[data-testid="stMain"] h1').first.inner_text().startswith("Curate")
-    table = page.locator('[data-testid="stDataFrame"]').first
+    # the item table (the near-duplicates' table above it takes no ticks)
+    table = page.locator('[class*="st-key-curate_items_table"] [data-testid="stDataFrame"]').first
     table.wait_for(timeout=120_000)
     page.get_by_role("button", name="Selected ids (CSV)").wait_for(timeout=180_000)
     assert_no_traceback(page)
