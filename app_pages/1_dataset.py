@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+import ui.data as uidata
 from diversity_core.report.figures import bar_figure, histogram_figure
 from ui import compute
 from ui.feedback import attempt, literal, plain, show_warning
@@ -28,7 +29,7 @@ c1.metric("Items loaded", f"{(view.loaded or full).n}")
 c2.metric("Items selected", f"{view.n}")
 c3.metric("Groups", f"{len(summary['groups']) if full.groups is not None else 0}")
 c4.metric("Skipped on loading", f"{summary['skipped']['count']}")
-st.caption(f"Source: {literal(full.source)} · modality: **{full.modality}**"
+st.caption(f"Source: {literal(uidata.shown_source(full.source))} · modality: **{full.modality}**"
            + (f" · {summary['n_features']} feature dimensions" if summary["n_features"] else "")
            + (f" · item shape {summary['item_shape']}" if summary["item_shape"] else "")
            + f" · content hash `{full.content_hash[:12]}`")
@@ -38,7 +39,8 @@ if full.detected:  # how the loader read the file: modality, delimiter, the grou
 counts = summary["groups"]
 left, right = st.columns([3, 2])
 with left:
-    st.plotly_chart(bar_figure(list(counts), list(counts.values()), y_title="items", title="Items per group"),
+    st.plotly_chart(bar_figure(list(counts), list(counts.values()), y_title="items", title="Items per group",
+                               colours=view.colours),
                     key="group_counts")
 with right:
     table = pd.DataFrame({"group": list(counts), "items": list(counts.values())})

@@ -97,7 +97,7 @@ for name, gs in groups.items():
 @q_view("scores_profile")
 def profile() -> None:
     # the curves are built once per content for every session (ui.shared_figures); q adds its mark
-    st.plotly_chart(shared_figures.q_profile(profiles, q=current_q(), n=view.n), key="q_profile")
+    st.plotly_chart(shared_figures.q_profile(profiles, q=current_q(), n=view.n, colours=view.colours), key="q_profile")
 
 
 @q_view("scores_groups")
@@ -107,7 +107,8 @@ def per_group(intdivs: dict) -> None:
     st.dataframe(table, hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(format="%.3f") for c in table.columns[2:]})
     st.plotly_chart(shared_figures.figure(bar_figure, table["group"], table.iloc[:, 2], y_title=f"VS (q = {label})",
-                                          title=f"Vendi score per group at q = {label}"), key="group_bars")
+                                          title=f"Vendi score per group at q = {label}", colours=view.colours),
+                    key="group_bars")
 
 
 profile()
@@ -131,7 +132,7 @@ def sensitivity() -> None:
     st.plotly_chart(
         shared_figures.figure(
             sensitivity_figure, result.values, result.vendi(q), result.groups, parameter=result.parameter,
-            reference=result.reference, current=current, q=q,
+            reference=result.reference, current=current, q=q, colours=view.colours,
             title=f"VS (q = {current_q_label()}) against the {result.kernel} {result.parameter}"),
         key="sensitivity",
     )

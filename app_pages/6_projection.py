@@ -46,6 +46,7 @@ def projection_map() -> None:
         placeholder="id, group or text",
         help="Ring the items whose id, group, text or SMILES contains this (the sidebar's search "
         "keeps only them instead).",
+        **KEEP,  # in the URL like the page's other controls: a shared link keeps what is ringed
     )
     projection, shown, axes = None, method, ("UMAP 1", "UMAP 2", "UMAP 3")
     if method == "UMAP":
@@ -137,6 +138,7 @@ def selected_items(projection, method: str, colour: str, axes: tuple, query: str
             hover_box=cards is None,
             highlight=matches,
             sample=sample,
+            colours=view.colours,
             axis_titles=axes,
         )
         st.plotly_chart(fig, key=f"projection3d_{method}_{view.key}")
@@ -150,6 +152,17 @@ def selected_items(projection, method: str, colour: str, axes: tuple, query: str
             )
         st.caption("Drag to rotate, scroll to zoom. Turn 3-D off to select items on the map.")
         return
+    # the selection is the page's own state, set by the chart's callback (the figure marks it and the
+    # clicked item's neighbours, so each selection draws a new chart: its return value would drop it)
+    ss = st.session_state
+    if ss.get("_proj_view") != view.key:  # a selection made on other items is not this view's
+        ss["proj_selected"], ss["_proj_marked"] = [], []
+    picked = map_ui.new_selection(projection.coords)
+    if picked is not None:
+        ss["proj_selected"] = picked
+    selected = list(ss.get("proj_selected", []))
+    nn = map_ui.item_neighbours(ctx, selected[0]) if len(selected) == 1 else None
+    near = [] if nn is None else nn.indices[0].tolist()
     fig = map_figure(
         projection.coords,
         color=values,
@@ -160,32 +173,31 @@ def selected_items(projection, method: str, colour: str, axes: tuple, query: str
         title=caption,
         hover_box=cards is None,
         highlight=matches,
+        neighbours=near,
         sample=sample,
+        colours=view.colours,
     )
     if sample is not None:
         st.caption(
             f"{data.n:,} items: the grey image counts the items in each cell (darker: more); the "
             f"{sample.size:,} coloured points are a seeded sample. A box or lasso selects every item inside it."
         )
-    # the selection is the page's own state: redrawing the map (other colours) keeps it
-    ss = st.session_state
-    signature = (view.key, method, colour)
-    previous = ss.get("proj_selected", []) if ss.get("_proj_view") == view.key else []
-    # the chart's key names the view: a selection made on other items never comes back as this view's
-    event = st.plotly_chart(
-        compute.mark_selected(fig, previous),
-        key=f"projection_{method}_{view.key}",
-        on_select="rerun",
+    # a chart drawn as before keeps showing the selection just made on it (and stays the same chart:
+    # a double click clears it); a chart drawn anew marks the selection
+    drawn = (view.key, method, colour, query.strip(), tuple(near))
+    if picked is None or drawn != ss.get("_proj_drawn"):
+        ss["_proj_marked"] = selected
+    chart_key = f"projection_{method}_{view.key}"  # names the view: no selection of other items comes back
+    st.plotly_chart(
+        compute.mark_selected(fig, ss.get("_proj_marked", [])),
+        key=chart_key,
+        on_select=map_ui.selection_callback(chart_key),
         selection_mode=("points", "box", "lasso"),
     )
+    ss["_proj_drawn"], ss["_proj_view"] = drawn, view.key
     map_cards.hover_layer(cards, key=f"proj_hover_{view.key}")
     if card_note:
         st.caption(card_note)
-    picked = attempt(lambda: map_ui.region_items(projection.coords, event), "Selection") or compute.selected_items(
-        event
-    )
-    selected = compute.keep_selection(previous, picked, signature, ss.get("_proj_signature"))
-    ss["proj_selected"], ss["_proj_signature"], ss["_proj_view"] = selected, signature, view.key
     if not selected:
         st.caption(
             "Click a point to open that item with its nearest neighbours, or pick the lasso or box in the "
@@ -195,7 +207,7 @@ def selected_items(projection, method: str, colour: str, axes: tuple, query: str
         return
     st.subheader(f"{len(selected)} selected item{'s' if len(selected) != 1 else ''}")
     if len(selected) == 1:
-        map_ui.item_panel(ctx, selected[0])
+        map_ui.item_panel(ctx, selected[0], nn)
         return
     show_items(data, selected[:SHOW_MAX], columns=min(8, max(4, len(selected))))
     if len(selected) > SHOW_MAX:

@@ -113,6 +113,37 @@ def test_highlight_rings_the_matches_and_counts_them_all(rng, monkeypatch):
     assert len(F.map_figure(XY, highlight=np.array([], dtype=np.int64)).data) == 1  # no matches: no ring
 
 
+def test_neighbours_of_a_clicked_item_are_ringed_on_top_and_stay_visible(rng):
+    """Issue 41, item 11: a clicked item's nearest neighbours are marked on the map (all of them,
+    sampled or not), above the search's rings, undimmed by a selection."""
+    XY = rng.normal(size=(60, 2))
+    near = np.array([4, 17, 33])
+    fig = F.map_figure(XY, highlight=np.array([1, 2]), neighbours=near)
+    matches, ring = fig.data[-2:]
+    assert matches.name == "matches (2)"
+    assert ring.name == "neighbours (3)" and ring.type == "scattergl" and ring.hoverinfo == "skip"
+    assert ring.marker.color == "rgba(0,0,0,0)" and ring.marker.line.color == M.NEIGHBOUR_RING
+    assert ring.marker.line.color != RING and ring.marker.size > matches.marker.size
+    assert ring.unselected.marker.opacity == 1  # a selection's dimming leaves the rings readable
+    np.testing.assert_array_equal(ring.customdata, near)
+    np.testing.assert_array_equal(ring.x, XY[near, 0])
+    np.testing.assert_array_equal(ring.y, XY[near, 1])
+    assert [t.name for t in points(fig)] == ["all items", "neighbours (3)"]
+    # a density view rings them whether or not they are in the sample
+    dense = F.map_figure(XY, sample=np.array([0, 4, 5]), neighbours=near)
+    np.testing.assert_array_equal(dense.data[-1].customdata, near)
+    # none: no ring
+    for empty in (None, np.array([], dtype=np.int64)):
+        assert not any(t.name.startswith("neighbours") for t in F.map_figure(XY, neighbours=empty).data)
+    # the 3-D map rings them too
+    XYZ = rng.normal(size=(60, 3))
+    ring3 = F.map_3d_figure(XYZ, neighbours=near).data[-1]
+    assert ring3.type == "scatter3d" and ring3.name == "neighbours (3)"
+    np.testing.assert_array_equal(ring3.z, XYZ[near, 2])
+    with pytest.raises(DiversityInputError, match=r"neighbours names items outside 0 \.\. 59"):
+        F.map_figure(XY, neighbours=[3, 60])
+
+
 # ------------------------------------------------------------------------------------------
 # the 3-D map
 # ------------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from diversity_core.rnd import MIN_VALIDATION, PAPER_TRAIN_SIZE, default_train_s
 
 from . import compute, robustness_ui
 from .cache import shared_cache
+from .data import current_colours
 from .feedback import literal, plain
 from .magnitude_ui import metric_select
 from .rnd_ui import show_reliability
@@ -392,7 +393,7 @@ def _figures(cmp, presentation: bool) -> None:
     """The comparison's figures (drawn in a fragment: their download format redraws only them)."""
     fmt = st.radio("Figure download format (camera button of each chart)", ["png", "svg"], horizontal=True,
                    key="cmp_figfmt", **KEEP)
-    figs = comparison_figures(cmp, presentation=presentation)
+    figs = comparison_figures(cmp, presentation=presentation, colours=current_colours())
     config = {"displaylogo": False, "toImageButtonOptions": {"format": fmt, "scale": 2}}
     if presentation:
         for name, fig in figs.items():

@@ -27,6 +27,7 @@ from diversity_core.report.figures import (
 )
 
 from . import compute
+from .data import current_colours
 from .feedback import literal
 from .state import KEEP
 from .tasks import Outcome, show_notes
@@ -133,6 +134,24 @@ def _sets(view, featurizer: str, per_group: bool) -> dict:
     return {name: X if rows is None else X[rows] for name, rows in _set_rows(view, per_group).items()}
 
 
+class _SetIds:
+    """The names (``Dataset.ids``: file names, ids) of one set's items, read when a warning names them."""
+
+    def __init__(self, ids, rows):
+        self.ids, self.rows = ids, rows
+
+    def __len__(self) -> int:
+        return len(self.ids) if self.rows is None else len(self.rows)
+
+    def __getitem__(self, j):
+        return self.ids[int(j if self.rows is None else self.rows[j])]
+
+
+def _set_ids(view, per_group: bool) -> dict:
+    """Each set's item names, so the core's duplicate warning names items rather than rows (issue 41, item 11)."""
+    return {name: _SetIds(view.data.ids, rows) for name, rows in _set_rows(view, per_group).items()}
+
+
 def needs_click(view) -> bool:
     """Whether the computation waits for a click (large views)."""
     return view.n > AUTO_MAX_ITEMS
@@ -151,7 +170,8 @@ def task(view, featurizer: str, s: MagnitudeSettings) -> Callable:
     def fn(progress):
         sets = _sets(view, featurizer, s.per_group)
         compute_ = mag_diff_matrix if len(sets) > 1 else compare_magnitude
-        return compute_(sets, reference=s.reference, n_scales=s.n_scales, metric=s.metric, progress=progress)
+        return compute_(sets, reference=s.reference, n_scales=s.n_scales, metric=s.metric, progress=progress,
+                        ids=_set_ids(view, s.per_group))
 
     return fn
 
@@ -212,7 +232,8 @@ def show_equal_n(out: Outcome, view) -> None:
                  column_config={c: st.column_config.NumberColumn(format="%.4g") for c in table.columns
                                 if c not in ("group", "items", "n")})
     st.plotly_chart(bar_figure(table["group"], table["MagArea"], low=table["low"], high=table["high"],
-                               y_title="MagArea", title=f"MagArea at n = {cmp.n} ({cmp.confidence_level:.0%} interval)"),
+                               y_title="MagArea", title=f"MagArea at n = {cmp.n} ({cmp.confidence_level:.0%} interval)",
+                               colours=current_colours()),
                     key="magnitude_equal_n_bars")
     pairs = [p for p in cmp.pairwise if p.score == "MagArea"]
     resolved = [p for p in pairs if p.resolved]
@@ -234,7 +255,8 @@ def show(out: Outcome) -> None:
     curves = {k: (f.ts, f.values) for k, f in c.functions.items()}
     sizes = {k: f.n_distinct for k, f in c.functions.items()}
     st.plotly_chart(magnitude_figure(curves, t_conv=c.t_conv, t_cut=c.t_cut, sizes=sizes,
-                                     title=f"Mag(t) on [0, t_cut]; t_cut = {c.t_cut:.4g} ({c.t_cut_rule})"),
+                                     title=f"Mag(t) on [0, t_cut]; t_cut = {c.t_cut:.4g} ({c.t_cut_rule})",
+                                     colours=current_colours()),
                     key="magnitude_curves")
     rows = []
     for k, f in c.functions.items():
@@ -334,7 +356,8 @@ def show_dimension(out: Outcome) -> None:
     """The magnitude dimension profiles and, per set, the magnitude dimension and where it is reached."""
     dims = out.value
     st.plotly_chart(magnitude_dimension_figure({k: (d.ts, d.profile) for k, d in dims.items()},
-                                               maxima={k: (d.t_dimension, d.dimension) for k, d in dims.items()}),
+                                               maxima={k: (d.t_dimension, d.dimension) for k, d in dims.items()},
+                                               colours=current_colours()),
                     key="magnitude_dimension")
     table = pd.DataFrame([{"set": k, "magnitude dimension": d.dimension, "at t": d.t_dimension}
                           for k, d in dims.items()])

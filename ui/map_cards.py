@@ -206,7 +206,7 @@ export default function (component) {
   const track = (e) => { mouse = { x: e.clientX, y: e.clientY }; };
   document.addEventListener("mousemove", track, true);
   const hide = () => { card.style.display = "none"; };
-  const show = (ev) => {
+  const show = (ev, gd) => {
     const p = ev && ev.points && ev.points[0];
     // the set the map shows now: a handler of an earlier run may still fire (its cards without pictures)
     const cs = store.get(window.__dxCardHash) || cards;
@@ -245,10 +245,21 @@ export default function (component) {
     card.appendChild(id);
     const e = ev.event || {};
     const x = e.clientX ?? mouse.x, y = e.clientY ?? mouse.y;
+    // measured at the window's left edge, at its full width (where the last card stood, it would
+    // shrink to the room left there); then beside the pointer, on the side where it fits
+    card.style.left = "0px";
+    card.style.top = "0px";
     card.style.display = "block";
     const w = card.offsetWidth, h = card.offsetHeight;
-    card.style.left = Math.max(4, Math.min(window.innerWidth - w - 4, x + 16)) + "px";
-    card.style.top = Math.max(4, Math.min(window.innerHeight - h - 4, y + 16)) + "px";
+    const vw = document.documentElement.clientWidth, vh = document.documentElement.clientHeight;
+    const r = gd && gd.getBoundingClientRect ? gd.getBoundingClientRect() : { left: 0, right: vw };
+    const lo = Math.max(4, r.left), hi = Math.min(vw, r.right) - 4;  // within the chart and the window
+    let left = x + 16 + w <= hi ? x + 16 : x - 16 - w;  // right of the pointer, else left of it
+    left = Math.max(lo, Math.min(hi - w, left));
+    let top = y + 16 + h <= vh - 4 ? y + 16 : y - 16 - h;  // below the pointer, else above it
+    top = Math.max(4, Math.min(vh - h - 4, top));
+    card.style.left = left + "px";
+    card.style.top = top + "px";
   };
   const attach = () => {
     const plots = Array.from(document.querySelectorAll(".js-plotly-plot")).filter(
@@ -260,8 +271,9 @@ export default function (component) {
       gd.removeListener("plotly_unhover", gd.__dxHandlers[1]);
     }
     gd.__dxCards = cards;
-    gd.__dxHandlers = [show, hide];
-    gd.on("plotly_hover", show);
+    const onHover = (ev) => show(ev, gd);
+    gd.__dxHandlers = [onHover, hide];
+    gd.on("plotly_hover", onHover);
     gd.on("plotly_unhover", hide);
     gd.dataset.dxHover = "ready";
   };

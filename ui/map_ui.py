@@ -4,7 +4,10 @@
   image with a seeded sample of :data:`DENSITY_SAMPLE` points on top (:func:`drawn_items`), which
   carries hover and lets the box and lasso select; the items the boxes and lassos hold are found
   in the coordinates (:func:`diversity_core.projection.points_in_regions`), so a selection is
-  exact at any size. The 3-D view draws the same sample above :data:`SCATTER_MAX`. The figures
+  exact at any size. Each selection reaches the page through the chart's callback
+  (:func:`selection_callback`, :func:`new_selection`): the figure marks the selection and the
+  clicked item's neighbours, so it changes with them, and a chart's event would otherwise
+  belong to the figure drawn last. The 3-D view draws the same sample above :data:`SCATTER_MAX`. The figures
   themselves are the core's (:func:`diversity_core.report.figures.map_figure`,
   :func:`~diversity_core.report.figures.map_3d_figure`), so the report and notebooks draw the
   same maps.
@@ -40,8 +43,12 @@ SCATTER_MAX = 200_000
 #: Points drawn over a density view, and in a 3-D view above :data:`SCATTER_MAX` (they carry hover
 #: and make the box and lasso work; plotly's WebGL keeps 20,000 points interactive on a laptop GPU).
 DENSITY_SAMPLE = 20_000
-#: Neighbours shown for a clicked item.
+#: Neighbours shown for a clicked item (and ringed on the map).
 NEIGHBOURS_K = 8
+#: Session-state key of the map's selection event since the page's last run (:func:`selection_callback`).
+_EVENT = "_proj_event"
+#: Session-state key of the boxes and lassos of the map's last selection event.
+_REGIONS = "_proj_regions"
 
 
 # ------------------------------------------------------------------------------------------
@@ -138,6 +145,52 @@ def region_items(coords: np.ndarray, event) -> list:
     ).tolist()
 
 
+def selection_callback(chart_key: str):
+    """The map's ``on_select`` callback: it keeps the event of the chart the user selected on.
+
+    Streamlit names a chart by its figure, and the figure marks the selection (and a clicked
+    item's neighbours), so the figure a run draws is not the one the user selected on: the
+    chart's return value, the new figure's, would drop the selection (issue 41, item 6: every
+    other box or lasso, and each one after a click). The callback runs before the page, for the
+    chart that was acted on; :func:`new_selection` reads what it kept.
+    """
+
+    def keep() -> None:
+        st.session_state[_EVENT] = st.session_state.get(chart_key)
+
+    return keep
+
+
+def _regions(event) -> tuple:
+    """The boxes and lassos of a selection event, as plain values (comparable)."""
+    try:
+        selection = event.selection
+        shapes = list(selection.get("box") or []) + list(selection.get("lasso") or [])
+    except (AttributeError, KeyError, TypeError):
+        return ()
+    return tuple((tuple(s.get("x") or ()), tuple(s.get("y") or ())) for s in shapes)
+
+
+def new_selection(coords: np.ndarray) -> Optional[list]:
+    """The items of the selection made on the map since the last run (empty: the user deselected),
+    or None when none was made; a lasso it cannot use is shown as an error and read as its points.
+
+    A click on a chart that keeps a box or lasso (plotly keeps them in the chart's layout and sends
+    them with the click's point) selects the clicked point: its event carries the same regions as
+    the last one and new points.
+    """
+    ss = st.session_state
+    if _EVENT not in ss:
+        return None
+    event = ss.pop(_EVENT)
+    regions, before = _regions(event), ss.get(_REGIONS)
+    ss[_REGIONS] = regions
+    points = compute.selected_items(event)
+    if regions and regions == before and points:
+        return points
+    return attempt(lambda: region_items(coords, event), "Selection") or points
+
+
 def matching_items(ds, text: str) -> np.ndarray:
     """Items whose id, group or content (the text, the SMILES) contains ``text`` (case-insensitive),
     by :func:`diversity_core.data.search.contains_any_mask`."""
@@ -152,6 +205,16 @@ def neighbours(view: View, featurizer: str, kernel: str, kernel_params: tuple, i
     """The ``k`` nearest neighbours of ``item`` under the kernel (a :class:`~diversity_core.curation.Neighbours`)."""
     X = compute.features(view, featurizer, show_progress=False)
     return nearest_items(X, [int(item)], k=min(int(k), view.n - 1), kernel=kernel, **dict(kernel_params))
+
+
+def item_neighbours(ctx, item: int):
+    """The clicked item's :data:`NEIGHBOURS_K` nearest neighbours under the kernel (None, with the
+    error shown, when they cannot be found): the item panel lists them and the map rings them."""
+    s = ctx.settings
+    return attempt(
+        lambda: neighbours(ctx.view, ctx.featurizer, s.kernel, s.kernel_params, int(item), NEIGHBOURS_K),
+        "Nearest neighbours",
+    )
 
 
 def show_item(ds, i: int) -> None:
@@ -209,18 +272,15 @@ def item_numbers(ctx, item: int, started: bool) -> Optional[dict]:
     return out
 
 
-def item_panel(ctx, item: int) -> None:
-    """The clicked item, its nearest neighbours under the kernel, its numbers, and "keep only these"."""
+def item_panel(ctx, item: int, nn) -> None:
+    """The clicked item, its nearest neighbours under the kernel (``nn``, :func:`item_neighbours`; None
+    when they could not be found), its numbers, and "keep only these"."""
     view, s = ctx.view, ctx.settings
     ds = view.data
     left, right = st.columns([1, 3])
     with left:
         show_item(ds, item)
     with right:
-        nn = attempt(
-            lambda: neighbours(view, ctx.featurizer, s.kernel, s.kernel_params, int(item), NEIGHBOURS_K),
-            "Nearest neighbours",
-        )
         idx = [] if nn is None else nn.indices[0].tolist()
         if nn is not None:
             sim = nn.similarities[0].tolist()

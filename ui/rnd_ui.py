@@ -34,6 +34,7 @@ from diversity_core.rnd import (
 )
 
 from . import compute
+from .data import current_colours
 from .feedback import attempt, error_message, show_error, show_warning
 from .state import KEEP
 from .tasks import Outcome
@@ -322,7 +323,7 @@ class LiveCurves:
             self.slot = st.empty()
         self.curves[data["live"]] = np.asarray(data["curves"], dtype=float)
         self.slot.plotly_chart(rnd_figure(self.curves, average_last=self.s.average_last,
-                                          total_epochs=self.s.epochs),
+                                          total_epochs=self.s.epochs, colours=current_colours()),
                                key=f"rnd_live_{next(self._frames)}")
 
 
@@ -392,9 +393,10 @@ def show(out: Outcome, s: RNDSettings) -> None:
         st.dataframe(table, hide_index=True, width="stretch",
                      column_config={c: st.column_config.NumberColumn(format="%.4f") for c in table.columns[2:]})
         st.plotly_chart(bar_figure(table["group"], table["RND score"], low=table["95% low"], high=table["95% high"],
-                                   y_title="RND score", title="RND score per group (95 % interval)"),
+                                   y_title="RND score", title="RND score per group (95 % interval)",
+                                   colours=current_colours()),
                         key="rnd_bars")
         st.caption(f"Network {first.settings['architecture']}; {first.settings['runs']} runs of "
                    f"{first.settings['epochs']} epochs, averaged over the last {first.settings['average_last']}.")
     st.plotly_chart(rnd_figure({k: r.curves for k, r in results.items()}, average_last=s.average_last,
-                               total_epochs=s.epochs), key="rnd_curves")
+                               total_epochs=s.epochs, colours=current_colours()), key="rnd_curves")

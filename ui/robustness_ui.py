@@ -29,7 +29,7 @@ from diversity_core.robustness import (
 
 from . import compute
 from .cache import shared_cache
-from .data import View, view_hash
+from .data import View, current_colours, view_hash
 from .feedback import literal
 from .tasks import Outcome, show_notes
 
@@ -264,7 +264,7 @@ def show(out: Outcome, left_out: list) -> None:
         )
         if left_out:
             st.caption(f"Left out (fewer than {_min_items()} items): " + literal(", ".join(left_out)) + ".")
-        st.plotly_chart(rank_figure(result), key="robustness_ranks")
+        st.plotly_chart(rank_figure(result, colours=current_colours()), key="robustness_ranks")
         frame = table_frame(result)
         st.dataframe(frame, hide_index=True, width="stretch")
         if result.flips:

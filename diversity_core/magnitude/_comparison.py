@@ -228,6 +228,7 @@ def compare_magnitude(
     p: Optional[float] = None,
     ts: Optional[Sequence[float]] = None,
     method: str = "auto",
+    ids: Optional[Mapping[str, Sequence]] = None,
 ) -> MagnitudeComparison:
     """MagArea of several sets on a common interval, and MagDiff against a reference ([1]_, Sec. 3.4).
 
@@ -263,6 +264,9 @@ def compare_magnitude(
         ``"given ts"``, ``t_cut = max ts``). Excludes ``t_cut``.
     method : {"auto", "dense", "matrix-free"}, default "auto"
         As :func:`magnitude_function`.
+    ids : mapping of str to sequence, optional
+        The items' names of some sets (file names, ids; one per row): the warning about merged
+        duplicates names those items rather than their row numbers.
 
     Returns
     -------
@@ -275,7 +279,8 @@ def compare_magnitude(
     Raises
     ------
     DiversityInputError
-        Empty ``sets``, a non-string name, an unknown ``reference``, bad data.
+        Empty ``sets``, a non-string name, an unknown ``reference``, bad data, ``ids`` of
+        another set or of another length.
     NumericalError
         A curve is numerically singular on the common grid.
 
@@ -301,6 +306,7 @@ def compare_magnitude(
         raise DiversityInputError(
             f"reference {reference!r} is not one of the sets: {', '.join(repr(k) for k in names)}."
         )
+    ids = _check_ids(ids, sets)
     n_scales = _check_n_scales(n_scales)
     fraction = _check_fraction(fraction)
     if ts is not None:
@@ -326,7 +332,7 @@ def compare_magnitude(
     done = 0
     if need_tconv:
         for name in names:
-            space = _prepare_any(sets[name], metric, p=p, name=name, method=method)
+            space = _prepare_any(sets[name], metric, p=p, name=name, method=method, ids=ids.get(name))
             if space.n * fraction <= 1.0:
                 raise DiversityInputError(
                     f"set {name!r} has {space.n} distinct point(s): its convergence scale needs "
@@ -352,7 +358,8 @@ def compare_magnitude(
         space = spaces.pop(name, None)
         if space is None:
             # the first pass (if any) already warned about duplicates
-            space = _prepare_any(sets[name], metric, p=p, name=name, warn=not need_tconv, method=method)
+            space = _prepare_any(sets[name], metric, p=p, name=name, warn=not need_tconv, method=method,
+                                 ids=ids.get(name))
         sub = _sub_progress(progress, done, total, name)
         functions[name] = _function_of_space(space, ts, n_scales=n_scales, t_cut=None, fraction=fraction,
                                              progress=sub, total=n_scales - 1, t_conv=t_conv[name])
@@ -393,6 +400,7 @@ def mag_diff_matrix(
     ts: Optional[Sequence[float]] = None,
     progress: Optional[ProgressCallback] = None,
     method: str = "auto",
+    ids: Optional[Mapping[str, Sequence]] = None,
 ) -> MagDiffMatrix:
     """MagDiff between every pair of sets, all curves on one common grid (magnipy's ``Diversipy``).
 
@@ -408,7 +416,7 @@ def mag_diff_matrix(
     ----------
     sets : mapping of str to array-like
         Named point sets (or distance matrices with ``metric="precomputed"``).
-    reference, t_cut, n_scales, fraction, metric, p, ts, progress, method
+    reference, t_cut, n_scales, fraction, metric, p, ts, progress, method, ids
         As :func:`compare_magnitude`.
 
     Returns
@@ -435,7 +443,7 @@ def mag_diff_matrix(
     (True, True)
     """
     comp = compare_magnitude(sets, reference=reference, t_cut=t_cut, n_scales=n_scales, fraction=fraction,
-                             metric=metric, progress=progress, p=p, ts=ts, method=method)
+                             metric=metric, progress=progress, p=p, ts=ts, method=method, ids=ids)
     names = comp.names
     k = len(names)
     ts_grid = comp.functions[names[0]].ts
@@ -450,6 +458,24 @@ def mag_diff_matrix(
     return MagDiffMatrix(names=names, values=values, absolute=absolute, values_scaled=values / comp.t_cut,
                          absolute_scaled=absolute / comp.t_cut, t_cut=comp.t_cut, t_cut_rule=comp.t_cut_rule,
                          comparison=comp)
+
+
+def _check_ids(ids, sets: Mapping[str, Any]) -> dict:
+    """``ids`` as a dict set name -> names, each naming one set's rows (``{}`` without ids)."""
+    if ids is None:
+        return {}
+    if not isinstance(ids, Mapping):
+        raise DiversityInputError("ids must map a set's name to its items' names (e.g. {'model A': ['a.png', ...]}).")
+    out = {}
+    for k, v in ids.items():
+        if k not in sets:
+            raise DiversityInputError(f"ids name a set {k!r} that is not one of the sets.")
+        if v is None:
+            continue
+        if len(v) != _n_rows(sets[k]):
+            raise DiversityInputError(f"ids of set {k!r}: {len(v)} names for {_n_rows(sets[k])} rows; give one per row.")
+        out[k] = v
+    return out
 
 
 def _n_rows(data: Any) -> int:

@@ -480,22 +480,22 @@ def _resolve_method(method: str, n: int, metric: str) -> str:
 
 
 def _prepare_any(X_or_D, metric: str, *, p=None, name: str = "X", warn: bool = True,
-                 method: str = "auto") -> _Space:
-    """:func:`_prepare` (dense D) or the matrix-free preparation, by :func:`_resolve_method`."""
+                 method: str = "auto", ids=None) -> _Space:
+    """:func:`_prepare` (dense D) or the matrix-free preparation, by :func:`_resolve_method` (``ids``: the warnings' names)."""
     metric, p = _check_metric(metric, p)
     if _resolve_method(method, _n_input_rows(X_or_D), metric) == "dense":
-        return _prepare(X_or_D, metric, p=p, name=name, warn=warn)
+        return _prepare(X_or_D, metric, p=p, name=name, warn=warn, ids=ids)
     X = _check_points(X_or_D, name)
     n_points = X.shape[0]
     X, n_merged, keep = _merge_duplicates(X)
     if warn and n_merged:
-        _warn_merged(name, np.setdiff1d(np.arange(n_points), keep), keep.size, "duplicate rows")
+        _warn_merged(name, np.setdiff1d(np.arange(n_points), keep), keep.size, "duplicate rows", ids=ids)
     space = _FreeSpace(_PointMetric(X, metric, p))
     twins = space.twins()
     if twins.any():
         sub = np.flatnonzero(~twins)
         if warn:
-            _warn_merged(name, keep[twins], sub.size, f"rows at {metric} distance 0 from an earlier row")
+            _warn_merged(name, keep[twins], sub.size, f"rows at {metric} distance 0 from an earlier row", ids=ids)
         keep = keep[sub]
         space = _FreeSpace(_PointMetric(X[sub], metric, p))
     return _Space(D=None, indices=keep, n_points=n_points, metric=metric, free=space)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -87,16 +87,26 @@ class _Space:
         return self.n_points - self.n
 
 
-def _rows_text(rows: np.ndarray, limit: int = 5) -> str:
-    """The first row numbers of ``rows`` as text ("3, 7, ... (12 in all)")."""
-    shown = ", ".join(str(int(r)) for r in rows[:limit])
+def _rows_text(rows: np.ndarray, limit: int = 5, ids: Optional[Sequence] = None) -> str:
+    """The first row numbers of ``rows`` as text ("3, 7, ... (12 in all)"), or the items' ``ids``."""
+    shown = ", ".join(str(int(r)) if ids is None else str(ids[int(r)]) for r in rows[:limit])
     return shown + (f", ... ({rows.size} in all)" if rows.size > limit else "")
 
 
-def _warn_merged(name: str, dropped: np.ndarray, n_distinct: int, what: str) -> None:
-    """Say which rows were merged into earlier ones (DuplicatesMergedWarning)."""
+def _warn_merged(name: str, dropped: np.ndarray, n_distinct: int, what: str,
+                 ids: Optional[Sequence] = None) -> None:
+    """Say which rows were merged into earlier ones (DuplicatesMergedWarning).
+
+    With ``ids`` (the items' names: file names, ids) the message names the items rather than
+    their row numbers (issue 41, item 11): "rows 120, 121" means nothing to the reader of a folder.
+    """
+    if ids is None:
+        which = f"rows {_rows_text(dropped)} repeat earlier rows"
+    else:
+        what = what.replace("rows", "items").replace("row", "item")
+        which = f"{_rows_text(dropped, ids=ids)} repeat earlier items"
     warnings.warn(
-        f"{name} has {dropped.size} {what} (rows {_rows_text(dropped)} repeat earlier rows); "
+        f"{name} has {dropped.size} {what} ({which}); "
         f"magnitude is computed on the {n_distinct} distinct points (the twin property). "
         "Drop the repeats to silence this warning.",
         DuplicatesMergedWarning,
@@ -443,10 +453,12 @@ def _check_points(X_or_D, name: str) -> np.ndarray:
     return X
 
 
-def _prepare(X_or_D, metric: str, *, p: Optional[float] = None, name: str = "X", warn: bool = True) -> _Space:
+def _prepare(X_or_D, metric: str, *, p: Optional[float] = None, name: str = "X", warn: bool = True,
+             ids: Optional[Sequence] = None) -> _Space:
     """Validate once, merge duplicates (saying so when ``warn``), and build the distances of the distinct points.
 
-    ``metric`` and ``p`` are validated here (:func:`_check_metric`).
+    ``metric`` and ``p`` are validated here (:func:`_check_metric`); ``ids`` name the items in
+    the warning (row numbers without).
     """
     metric, p = _check_metric(metric, p)
     if metric == "precomputed":
@@ -462,18 +474,18 @@ def _prepare(X_or_D, metric: str, *, p: Optional[float] = None, name: str = "X",
             _check_pseudometric(D, twins)
         D, keep = _drop_twins(D, twins)
         if warn and twins.any():
-            _warn_merged(name, np.flatnonzero(twins), keep.size, "items at distance 0 from another")
+            _warn_merged(name, np.flatnonzero(twins), keep.size, "items at distance 0 from another", ids=ids)
         return _Space(D=D, indices=keep, n_points=n_points, metric=metric)
 
     X = _check_points(X_or_D, name)
     n_points = X.shape[0]
     X, n_merged, keep = _merge_duplicates(X)
     if warn and n_merged:
-        _warn_merged(name, np.setdiff1d(np.arange(n_points), keep), keep.size, "duplicate rows")
+        _warn_merged(name, np.setdiff1d(np.arange(n_points), keep), keep.size, "duplicate rows", ids=ids)
     D, twins = _distances(X, metric, p)
     if twins.any():  # e.g. parallel rows under the cosine distance, or rows equal after centring
         D, sub = _drop_twins(D, twins)
         if warn:
-            _warn_merged(name, keep[twins], sub.size, f"rows at {metric} distance 0 from an earlier row")
+            _warn_merged(name, keep[twins], sub.size, f"rows at {metric} distance 0 from an earlier row", ids=ids)
         keep = keep[sub]
     return _Space(D=D, indices=keep, n_points=n_points, metric=metric)

@@ -26,6 +26,7 @@ from .folder import (
     load_path,
     path_input,
     refuse_local_path,
+    shown_source,
     sources,
 )
 from .loading import check_demo_link, demo_names, demo_titles, ensure_dataset, requested_source
@@ -42,13 +43,13 @@ from .selection import (
     use_selection,
 )
 from .uploads import MAX_UPLOAD_BYTES, discard_uploads, load_upload, load_uploads, release_memory
-from .view import View, current_view, view_hash
+from .view import View, current_colours, current_view, view_hash
 
 __all__ = [
     "DATA_DIR_ENV", "GROUP_FILE_SUFFIXES", "LOCAL_SOURCE", "MAX_UPLOAD_BYTES", "MIN_MATCHES", "SELECTION_KEY",
     "SELECTION_LINK_KEY", "SELECTION_MODES", "Search", "Searched", "Selection", "View", "check_demo_link",
-    "clear_selection", "combine_as_groups", "current_search", "current_selection", "current_view", "data_dir",
+    "clear_selection", "combine_as_groups", "current_colours", "current_search", "current_selection", "current_view", "data_dir",
     "demo_names", "demo_titles", "discard_uploads", "ensure_dataset", "file_columns", "file_key", "folder_files", "group_files", "load_path",
     "load_upload", "load_uploads", "path_input", "refuse_local_path", "release_memory", "requested_source",
-    "searched", "selection_buttons", "selection_csv", "sources", "use_selection", "view_hash", "working_dataset",
+    "searched", "selection_buttons", "selection_csv", "shown_source", "sources", "use_selection", "view_hash", "working_dataset",
 ]

@@ -125,6 +125,34 @@ def inside_folder(message: str, root: Path) -> str:
     return message.replace(base + os.sep, "").replace(base, "the data folder")
 
 
+def shown_source(source: str, root: Optional[Path] = None) -> str:
+    """A dataset's source as visitors see it: never where a file lies on the server (issue 41, item 11).
+
+    A file or folder inside the data folder (``root``, default :func:`data_dir`) is named by its
+    path relative to it, an upload by its file name(s), a demo by its name; any other path by its
+    last part alone.
+
+    >>> shown_source("/srv/data/sprites/a.npy", Path("/srv/data"))
+    'data folder: sprites/a.npy'
+    >>> shown_source("upload:table.csv")
+    'upload: table.csv'
+    """
+    text = str(source)
+    if text.startswith("upload:"):
+        return "upload: " + text[len("upload:"):]
+    if not text or text.startswith("demo:"):
+        return text
+    root = data_dir() if root is None else root
+    if root is not None:
+        try:
+            rel = Path(text).resolve().relative_to(Path(root).resolve())
+        except (ValueError, OSError):
+            rel = None
+        if rel is not None:
+            return "data folder" + ("" if rel == Path(".") else f": {rel.as_posix()}")
+    return Path(text).name or "a file"
+
+
 def _load_inside(p: Path, options: dict, root: Path) -> Dataset:
     """Load a resolved path inside the data folder (cached by path, modification time and size)."""
     try:

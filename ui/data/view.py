@@ -51,6 +51,18 @@ class View:
     def groups(self) -> list:
         return self.data.group_names()
 
+    @property
+    def colours(self) -> dict:
+        """Each group's colour on every chart, by its place among the dataset's groups (not the view's).
+
+        The groups of the loaded dataset first, then any the search made (scaffold groups), so a
+        group keeps its colour whichever groups a page, a filter or a chart shows.
+        """
+        from diversity_core.report.figures.colours import group_colours  # the figures' package, on demand
+
+        names = [] if self.loaded is None else self.loaded.group_names()
+        return group_colours(list(dict.fromkeys([*names, *self.full.group_names()])))
+
 
 def view_hash(view: View) -> str:
     """Cache key of a view (``hash_funcs`` of every cached wrapper)."""
@@ -97,6 +109,13 @@ def _view(full: Dataset, groups: Optional[tuple], subsample: Optional[int], seed
     description = f"{full.name}: {data.n} items" + (f" ({', '.join(parts)})" if parts else "")
     return View(full=full, data=data, indices=indices, key=key, description=description, preprocess=preprocess,
                 loaded=None if loaded is None or loaded is full else loaded, rows=rows, selection_note=note)
+
+def current_colours() -> dict:
+    """Each group's colour on every chart (:attr:`View.colours` of the current view; {} before a dataset)."""
+    if st.session_state.get("dataset") is None:
+        return {}
+    return current_view().colours
+
 
 def current_view() -> View:
     """The working view of the loaded dataset under the sidebar's group filter and subsample."""

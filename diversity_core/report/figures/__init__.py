@@ -38,7 +38,8 @@ sample_size_figure         each score against the number of items
 comparison_figures         every figure of a Comparison, keyed as in FIGURE_TITLES
 =========================  ===============================================================
 
-Where things live: ``_base`` (palette, layout, axis helpers), ``vendi`` (q-profile, spectrum,
+Where things live: ``_base`` (palette, layout, axis helpers), ``colours`` (one colour per group,
+the same on every chart: :func:`group_colours`), ``vendi`` (q-profile, spectrum,
 kernel matrix, sensitivity), ``curves`` (magnitude, RND), ``items`` (projection, bars,
 histogram), ``maps`` (the maps of any size, 2-D and 3-D), ``robustness`` (the rank chart),
 ``groups`` (the comparison builders), ``comparison`` (the figures of a Comparison).
@@ -55,6 +56,7 @@ labels ``0`` and ``∞`` (:func:`diversity_core._orders.format_q`).
 
 from ..._orders import format_q
 from ._base import PALETTE, WEBGL_THRESHOLD, escape_label, q_axis_position
+from .colours import POOLED_COLOUR, POOLED_LABEL, group_colours, series_colours
 from .comparison import FIGURE_TITLES, comparison_figures, presentation_style
 from .curves import magnitude_dimension_figure, magnitude_figure, rnd_figure
 from .groups import (
@@ -79,6 +81,10 @@ from .vendi import (
 
 __all__ = [
     "PALETTE",
+    "POOLED_COLOUR",
+    "POOLED_LABEL",
+    "group_colours",
+    "series_colours",
     "WEBGL_THRESHOLD",
     "q_axis_position",
     "escape_label",

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Dict
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 
 from ._base import escape_label
+from .colours import group_colours
 from .curves import magnitude_figure
 from .groups import (
     difference_figure,
@@ -38,11 +39,16 @@ def presentation_style(fig, *, font_size: int = 20):
     return fig
 
 
-def comparison_figures(cmp: Comparison, *, presentation: bool = False) -> Dict[str, Any]:
+def comparison_figures(cmp: Comparison, *, presentation: bool = False,
+                       colours: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
     """The figures of a comparison, keyed as in :data:`FIGURE_TITLES` (absent when there is no data).
 
     Pure function of the comparison (builders from :mod:`diversity_core.report.figures`).
+    ``colours`` maps each group to its colour (:func:`~.colours.group_colours` of the dataset's
+    groups); without it the comparison's own groups, in order, decide, the same on every figure.
     """
+    if colours is None:
+        colours = group_colours(cmp.groups)
     figs: Dict[str, Any] = {}
     bars = {}
     for s in cmp.scores:
@@ -53,7 +59,7 @@ def comparison_figures(cmp: Comparison, *, presentation: bool = False) -> Dict[s
                 rows.append((g, e.estimate, *_ends(e)))
         if rows:
             bars[s] = rows
-    figs["scores"] = score_bars_figure(bars, groups=cmp.groups, title=f"Scores at n = {cmp.n} with "
+    figs["scores"] = score_bars_figure(bars, groups=cmp.groups, colours=colours, title=f"Scores at n = {cmp.n} with "
                                        f"{cmp.confidence_level:.0%} intervals")
     diffs: Dict[str, list] = {}
     for p in cmp.pairwise:
@@ -69,14 +75,14 @@ def comparison_figures(cmp: Comparison, *, presentation: bool = False) -> Dict[s
     if cmp.profiles:
         figs["q_profile"] = q_profile_bands_figure(
             {g: (p["q"], p["mean"], p["ci_low"], p["ci_high"]) for g, p in cmp.profiles.items()},
-            n=cmp.n, title=f"q-profiles at n = {cmp.n} (bands: {cmp.confidence_level:.0%} intervals)",
+            n=cmp.n, colours=colours, title=f"q-profiles at n = {cmp.n} (bands: {cmp.confidence_level:.0%} intervals)",
         )
     if cmp.magnitude_curves:
         mag = cmp.settings.get("magnitude") or {}
         fig = magnitude_figure(
             {g: (c["t"], c["mag"]) for g, c in cmp.magnitude_curves.items()},
             t_conv=mag.get("t_conv"), t_cut=mag.get("t_cut"), sizes={g: cmp.n for g in cmp.magnitude_curves},
-            title=f"Magnitude functions of one n-subset per group (n = {cmp.n})",
+            title=f"Magnitude functions of one n-subset per group (n = {cmp.n})", colours=colours,
         )
         t_ref = mag.get("t_ref")
         if isinstance(t_ref, (int, float)) and math.isfinite(t_ref):
@@ -85,7 +91,7 @@ def comparison_figures(cmp: Comparison, *, presentation: bool = False) -> Dict[s
         figs["magnitude"] = fig
     if cmp.spectra:
         figs["spectra"] = spectra_overlay_figure(
-            cmp.spectra, title=f"Leading eigenvalues of each group's density matrix (one n-subset, n = {cmp.n})")
+            cmp.spectra, colours=colours, title=f"Leading eigenvalues of each group's density matrix (one n-subset, n = {cmp.n})")
     if cmp.curves:
         curves: Dict[str, Dict[str, tuple]] = {}
         for s in cmp.scores:
@@ -98,7 +104,7 @@ def comparison_figures(cmp: Comparison, *, presentation: bool = False) -> Dict[s
                 curves[s] = per
         if curves:
             figs["sample_size"] = sample_size_figure(
-                curves, n=cmp.n, title="Each score against the number of items (band: ± one sd of a fresh sample)")
+                curves, n=cmp.n, colours=colours, title="Each score against the number of items (band: ± one sd of a fresh sample)")
     if presentation:
         for fig in figs.values():
             presentation_style(fig)

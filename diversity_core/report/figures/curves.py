@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
-from ._base import Curve, _colour, _go, _layout, _vline, escape_label
+from ._base import Curve, _go, _layout, _vline, escape_label
+from .colours import series_colours
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -20,11 +21,13 @@ def magnitude_figure(
     sizes: Optional[Mapping[str, int]] = None,
     title: Optional[str] = "Magnitude function Mag(t)",
     height: int = 440,
+    colours: Optional[Mapping[str, str]] = None,
 ) -> go.Figure:
     """Mag(t) against the scale t, one curve per set.
 
     ``t_conv`` marks each curve's convergence scale (Mag = 0.95 n), ``t_cut`` the shared
-    integration limit of MagArea, ``sizes`` draws each set's limit n as a faint line.
+    integration limit of MagArea, ``sizes`` draws each set's limit n as a faint line;
+    ``colours`` maps each group to its colour (:func:`~.colours.group_colours`).
     """
     go = _go()
     fig = go.Figure()
@@ -32,8 +35,9 @@ def magnitude_figure(
     if t_cut is not None and np.isfinite(t_cut):
         t_end = max(t_end, float(t_cut))
     x_max = 1.1 * t_end
+    palette = series_colours(curves, colours)
     for i, (label, (ts, values)) in enumerate(curves.items()):
-        colour = _colour(i)
+        colour = palette[i]
         fig.add_trace(
             go.Scatter(x=np.asarray(ts, dtype=np.float64), y=np.asarray(values, dtype=np.float64),
                        mode="lines", name=escape_label(label), line={"color": colour, "width": 2}, legendgroup=escape_label(label),
@@ -67,22 +71,25 @@ def rnd_figure(
     total_epochs: Optional[int] = None,
     title: Optional[str] = "Generalisation gap RND_i per epoch",
     height: int = 400,
+    colours: Optional[Mapping[str, str]] = None,
 ) -> go.Figure:
     """RND_i against the epoch: every run faintly, the mean over runs boldly.
 
     ``curves`` is (runs, epochs) or a mapping label -> (runs, epochs); epochs not yet run may
     be NaN (a curve drawn while training). ``average_last`` shades the averaging window of the
-    score; ``total_epochs`` fixes the x range so a growing curve does not rescale.
+    score; ``total_epochs`` fixes the x range so a growing curve does not rescale; ``colours``
+    maps each group to its colour (:func:`~.colours.group_colours`).
     """
     go = _go()
     sets = dict(curves) if isinstance(curves, Mapping) else {"RND_i": curves}
     fig = go.Figure()
     epochs_seen = 1
+    palette = series_colours(sets, colours)
     for i, (label, C) in enumerate(sets.items()):
         C = np.atleast_2d(np.asarray(C, dtype=np.float64))
         epochs = np.arange(1, C.shape[1] + 1)
         epochs_seen = max(epochs_seen, C.shape[1])
-        colour = _colour(i)
+        colour = palette[i]
         if C.shape[0] > 1:
             for r in range(C.shape[0]):
                 fig.add_trace(go.Scatter(x=epochs, y=C[r], mode="lines", line={"color": colour, "width": 0.7},
@@ -109,21 +116,24 @@ def magnitude_dimension_figure(
     maxima: Optional[Mapping[str, Tuple[float, float]]] = None,
     title: Optional[str] = "Magnitude dimension profile d log Mag / d log t",
     height: int = 400,
+    colours: Optional[Mapping[str, str]] = None,
 ) -> go.Figure:
     """The magnitude dimension profile against the scale t (log axis), one curve per set.
 
     ``profiles`` maps a label to ``(ts, profile)`` (:class:`~diversity_core.magnitude.MagnitudeDimension`'s
     ``ts`` and ``profile``); scales t <= 0 have no place on the log axis and are left out, NaN
     values (singular scales) leave gaps. ``maxima`` maps a label to ``(t_dimension, dimension)``
-    and marks each set's magnitude dimension, the profile's largest value.
+    and marks each set's magnitude dimension, the profile's largest value; ``colours`` maps each
+    group to its colour (:func:`~.colours.group_colours`).
     """
     go = _go()
     fig = go.Figure()
+    palette = series_colours(profiles, colours)
     for i, (label, (ts, values)) in enumerate(profiles.items()):
         ts = np.asarray(ts, dtype=np.float64)
         values = np.asarray(values, dtype=np.float64)
         keep = ts > 0
-        colour = _colour(i)
+        colour = palette[i]
         fig.add_trace(go.Scatter(x=ts[keep], y=values[keep], mode="lines+markers", name=escape_label(label),
                                  line={"color": colour, "width": 2}, marker={"size": 4}, legendgroup=escape_label(label),
                                  hovertemplate="t = %{x:.4g}<br>dim = %{y:.4g}<extra>" + escape_label(label) + "</extra>"))

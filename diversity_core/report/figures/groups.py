@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ._base import PALETTE, _colour, _go, _grid, _layout, _make_subplots, _num, escape_label
+from ._base import PALETTE, _go, _grid, _layout, _make_subplots, _num, escape_label
+from .colours import series_colours
 from .vendi import q_profile_figure
 
 if TYPE_CHECKING:
@@ -24,17 +25,21 @@ def score_bars_figure(
     max_cols: int = 3,
     title: Optional[str] = "Every score, with its interval",
     height: Optional[int] = None,
+    colours: Optional[Mapping[str, str]] = None,
 ) -> go.Figure:
     """One panel per score: a bar per group (from 0) with its interval as an error bar.
 
     ``scores`` maps a score name to ``(group, estimate, low, high)`` rows. A group keeps its
     colour in every panel and is named in the legend (``groups`` fixes the order), so long group
     names never crowd the axes. Bars start at 0, so close scores look close:
-    :func:`difference_figure` shows whether they differ.
+    :func:`difference_figure` shows whether they differ. ``colours`` maps each group to its
+    colour (:func:`~.colours.group_colours`).
     """
     go = _go()
     names = list(scores)
-    order = list(groups) if groups is not None else list(dict.fromkeys(r[0] for rows in scores.values() for r in rows))
+    order = list(groups) if groups is not None else []
+    order += [g for g in dict.fromkeys(r[0] for rows in scores.values() for r in rows) if g not in order]
+    cmap = dict(zip(order, series_colours(order, colours)))
     rows_n, cols = _grid(len(names), max_cols)
     fig = _make_subplots(rows=rows_n, cols=cols, subplot_titles=names, vertical_spacing=0.12 / max(rows_n, 1) + 0.05,
                         horizontal_spacing=0.08)
@@ -42,11 +47,10 @@ def score_bars_figure(
     for k, score in enumerate(names):
         r, c = divmod(k, cols)
         for g, est, low, high in scores[score]:
-            i = order.index(g) if g in order else len(order)
             v, lo, hi = _num(est), _num(low), _num(high)
             fig.add_trace(
                 go.Bar(x=[escape_label(g)], y=[v], name=escape_label(g), legendgroup=escape_label(g), showlegend=g not in shown,
-                       marker={"color": _colour(i)},
+                       marker={"color": cmap[g]},
                        error_y={"type": "data", "symmetric": False, "array": [0.0 if math.isnan(hi) else hi - v],
                                 "arrayminus": [0.0 if math.isnan(lo) else v - lo], "color": "#333",
                                 "thickness": 1.5},
@@ -70,13 +74,17 @@ def q_profile_bands_figure(
     n: Optional[int] = None,
     title: Optional[str] = "q-profiles with intervals",
     height: int = 440,
+    colours: Optional[Mapping[str, str]] = None,
 ) -> go.Figure:
     """Overlaid q-profiles ``label -> (qs, values, low, high)``, each with a shaded interval band.
 
-    Drawn with :func:`q_profile_figure`; the band covers the finite orders q > 0.
+    Drawn with :func:`q_profile_figure`; the band covers the finite orders q > 0; ``colours``
+    maps each group to its colour (:func:`~.colours.group_colours`).
     """
     go = _go()
-    fig = q_profile_figure({k: (v[0], v[1]) for k, v in profiles.items()}, title=title, height=height)
+    fig = q_profile_figure({k: (v[0], v[1]) for k, v in profiles.items()}, title=title, height=height,
+                           colours=colours)
+    palette = series_colours(profiles, colours)
     # the bounds are drawn here: on a log axis a shape takes the value itself but an annotation
     # takes log10 of it (an annotation at y = n would stretch the axis to 10^n)
     fig.layout.shapes = ()
@@ -99,7 +107,7 @@ def q_profile_bands_figure(
         x, lo_s, hi_s = qs[ok][order], lo[ok][order], hi[ok][order]
         fig.add_trace(go.Scatter(
             x=np.concatenate([x, x[::-1]]), y=np.concatenate([hi_s, lo_s[::-1]]), fill="toself", mode="lines",
-            fillcolor=_colour(i), opacity=0.18, line={"width": 0}, hoverinfo="skip", showlegend=False,
+            fillcolor=palette[i], opacity=0.18, line={"width": 0}, hoverinfo="skip", showlegend=False,
             legendgroup=escape_label(label), name=f"{escape_label(label)} interval",
         ))
     return fig
@@ -111,10 +119,12 @@ def spectra_overlay_figure(
     max_points: Optional[int] = 100,
     title: Optional[str] = "Leading eigenvalues of each group's density matrix",
     height: int = 400,
+    colours: Optional[Mapping[str, str]] = None,
 ) -> go.Figure:
-    """Eigenvalues (descending, log scale) of several groups on one axis."""
+    """Eigenvalues (descending, log scale) of several groups on one axis (``colours``: each group's)."""
     go = _go()
     fig = go.Figure()
+    palette = series_colours(spectra, colours)
     for i, (label, lam) in enumerate(spectra.items()):
         lam = np.asarray(lam, dtype=np.float64)
         lam = np.sort(lam[lam > 0])[::-1]
@@ -122,7 +132,7 @@ def spectra_overlay_figure(
             lam = lam[: int(max_points)]
         fig.add_trace(go.Scatter(
             x=np.arange(1, lam.size + 1), y=lam, mode="lines+markers" if lam.size <= 60 else "lines",
-            name=escape_label(label), line={"color": _colour(i), "width": 2}, marker={"size": 4},
+            name=escape_label(label), line={"color": palette[i], "width": 2}, marker={"size": 4},
             hovertemplate="i = %{x}<br>λ_i = %{y:.3e}<extra>" + escape_label(label) + "</extra>",
         ))
     fig.update_yaxes(type="log", title="eigenvalue λ_i", exponentformat="power")
@@ -137,15 +147,18 @@ def sample_size_figure(
     max_cols: int = 3,
     title: Optional[str] = "Each score against the number of items",
     height: Optional[int] = None,
+    colours: Optional[Mapping[str, str]] = None,
 ) -> go.Figure:
     """One panel per score: ``score -> {label: (sizes, mean, sd)}``, mean ± sd bands, n marked.
 
     A curve that has flattened by the group's size says the score has settled; ``n`` (the
-    comparison's equal size) is drawn as a dashed line.
+    comparison's equal size) is drawn as a dashed line; ``colours`` maps each group to its colour
+    (:func:`~.colours.group_colours`).
     """
     go = _go()
     names = list(curves)
     order = list(dict.fromkeys(label for per in curves.values() for label in per))
+    palette = series_colours(order, colours)
     rows_n, cols = _grid(len(names), max_cols)
     fig = _make_subplots(rows=rows_n, cols=cols, subplot_titles=names, vertical_spacing=0.16 / max(rows_n, 1) + 0.06,
                         horizontal_spacing=0.08)
@@ -158,11 +171,11 @@ def sample_size_figure(
             s = np.nan_to_num(np.asarray([_num(v) for v in sd]))
             fig.add_trace(go.Scatter(
                 x=np.concatenate([x, x[::-1]]), y=np.concatenate([m + s, (m - s)[::-1]]), fill="toself",
-                mode="lines", fillcolor=_colour(i), opacity=0.15, line={"width": 0}, hoverinfo="skip",
+                mode="lines", fillcolor=palette[i], opacity=0.15, line={"width": 0}, hoverinfo="skip",
                 showlegend=False,
                 legendgroup=escape_label(label)), row=r + 1, col=c + 1)
             fig.add_trace(go.Scatter(
-                x=x, y=m, mode="lines+markers", name=escape_label(label), line={"color": _colour(i), "width": 2},
+                x=x, y=m, mode="lines+markers", name=escape_label(label), line={"color": palette[i], "width": 2},
                 marker={"size": 5}, legendgroup=escape_label(label), showlegend=k == 0,
                 hovertemplate="m = %{x}<br>" + escape_label(score) + " = %{y:.4g}<extra>" + escape_label(label) + "</extra>"),
                 row=r + 1, col=c + 1)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ._base import PALETTE, WEBGL_THRESHOLD, _colour, _go, _layout, escape_label
+from ._base import PALETTE, WEBGL_THRESHOLD, _go, _layout, escape_label
+from .colours import series_colours
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -50,12 +51,14 @@ def projection_figure(
     marker_size: Optional[float] = None,
     title: Optional[str] = None,
     height: int = 560,
+    colours: Optional[Mapping[str, str]] = None,
 ) -> go.Figure:
     """A 2-D map of the items; point ``i`` carries ``customdata = i`` (its row in ``coords``).
 
     ``color`` is one group label per item (``categorical``, one trace per group) or one
     number per item (a continuous colour scale, e.g. an eigenvector's loadings). WebGL
-    (``go.Scattergl``) is used above :data:`WEBGL_THRESHOLD` points unless ``webgl`` says.
+    (``go.Scattergl``) is used above :data:`WEBGL_THRESHOLD` points unless ``webgl`` says;
+    ``colours`` maps each group to its colour (:func:`~.colours.group_colours`).
     """
     go = _go()
     XY = np.asarray(coords, dtype=np.float64)
@@ -71,16 +74,20 @@ def projection_figure(
     if color is not None and categorical is None:
         categorical = not np.issubdtype(np.asarray(color).dtype, np.number)
     if color is None or categorical:
+        raw_of = {}
         if color is None:
             labels = np.full(n, "all items")
         else:  # each distinct label escaped once
             names, codes = np.unique(np.asarray([str(c) for c in color]), return_inverse=True)
+            raw_of = {escape_label(c): str(c) for c in names}
             labels = np.asarray([escape_label(c) for c in names])[codes.ravel()]
-        for i, label in enumerate(dict.fromkeys(labels.tolist())):
+        order = list(dict.fromkeys(labels.tolist()))
+        palette = series_colours([raw_of.get(x, x) for x in order], colours)
+        for i, label in enumerate(order):
             sel = labels == label
             fig.add_trace(trace(
                 x=XY[sel, 0], y=XY[sel, 1], mode="markers", name=label,
-                marker={"color": _colour(i), "size": size, "opacity": 0.8},
+                marker={"color": palette[i], "size": size, "opacity": 0.8},
                 customdata=index[sel], text=None if text is None else text[sel],
                 hovertemplate=("%{text}<br>" if text is not None else "item %{customdata}<br>") + f"{label}<extra></extra>",
             ))
@@ -114,8 +121,13 @@ def bar_figure(
     title: Optional[str] = None,
     reference: Optional[float] = None,
     height: int = 360,
+    colours: Optional[Mapping[str, str]] = None,
 ) -> go.Figure:
-    """One bar per label, optionally with an interval ``[low, high]`` and a reference line."""
+    """One bar per label, optionally with an interval ``[low, high]`` and a reference line.
+
+    ``colours`` maps each group to its colour (:func:`~.colours.group_colours`), so a group's
+    bar has the colour of its curves on the other charts.
+    """
     go = _go()
     raw = [str(s) for s in labels]
     labels = [escape_label(s) for s in raw]
@@ -127,7 +139,7 @@ def bar_figure(
         error_y = {"type": "data", "symmetric": False, "array": np.nan_to_num(hi - v),
                    "arrayminus": np.nan_to_num(v - lo), "color": "#333"}
     fig = go.Figure(
-        go.Bar(x=labels, y=v, marker={"color": [_colour(i) for i in range(len(labels))]}, error_y=error_y,
+        go.Bar(x=labels, y=v, marker={"color": series_colours(raw, colours)}, error_y=error_y,
                hovertemplate="%{x}<br>%{y:.4g}<extra></extra>",
                text=None if error_y else [f"{x:.3g}" for x in v], textposition="outside", cliponaxis=False)
     )

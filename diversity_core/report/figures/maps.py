@@ -18,19 +18,20 @@ a click or a selection names items, not drawn rows.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ...exceptions import DiversityInputError
 from ...projection import density_grid
-from ._base import _colour, _go, escape_label
+from ._base import _go, escape_label
+from .colours import series_colours
 from .items import projection_figure, value_colour_scale
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-__all__ = ["CROWDED", "DENSITY_BINS", "HIGHLIGHT_MAX", "map_3d_figure", "map_figure"]
+__all__ = ["CROWDED", "DENSITY_BINS", "HIGHLIGHT_MAX", "NEIGHBOUR_RING", "map_3d_figure", "map_figure"]
 
 #: Cells of the density image (x, y).
 DENSITY_BINS = (480, 320)
@@ -40,6 +41,8 @@ HIGHLIGHT_MAX = 50_000
 CROWDED = 20_000
 
 _RING = {"color": "rgba(0,0,0,0)", "line": {"color": "#d62728", "width": 2}}
+#: Colour of the rings around a clicked item's nearest neighbours (the search's rings are red).
+NEIGHBOUR_RING = "#111111"
 
 
 def map_figure(
@@ -53,7 +56,9 @@ def map_figure(
     title: Optional[str] = None,
     sample=None,
     highlight=None,
+    neighbours=None,
     hover_box: bool = True,
+    colours: Optional[Mapping[str, str]] = None,
 ) -> go.Figure:
     """The 2-D map of the items: every point, or a density image with a sample of points on top.
 
@@ -84,21 +89,28 @@ def map_figure(
     highlight : array-like of int, optional
         Items ringed in red (a search's matches; the first :data:`HIGHLIGHT_MAX` drawn, the legend
         counts all).
+    neighbours : array-like of int, optional
+        Items ringed in black above everything else, all of them (a clicked item's nearest
+        neighbours, :data:`NEIGHBOUR_RING`); a selection's dimming leaves their rings as they are.
     hover_box : bool, default True
         False turns plotly's hover box off on the points (a page drawing its own hover card).
+    colours : mapping group -> colour, optional
+        Each group's colour (:func:`~.colours.group_colours` of the dataset's groups), so a group
+        has its colour on every chart whichever groups the map (or its sample) shows.
 
     Returns
     -------
     plotly.graph_objects.Figure
         The points' traces (``scatter``, or ``scattergl`` above
         :data:`~diversity_core.report.figures.WEBGL_THRESHOLD` points and on a density view), each
-        point's ``customdata`` its item; a density view's ``heatmap`` first; the highlight last.
+        point's ``customdata`` its item; a density view's ``heatmap`` first; the highlight, then
+        the neighbours, last.
 
     Raises
     ------
     DiversityInputError
         Coordinates that are not an n x 2 (or wider) array, ``color`` or ``hover`` of the wrong
-        length, or ``sample`` or ``highlight`` naming items outside ``0 .. n - 1``.
+        length, or ``sample``, ``highlight`` or ``neighbours`` naming items outside ``0 .. n - 1``.
     MissingDependencyError
         plotly is not installed (``pip install 'diversity-explorer[report]'``).
 
@@ -109,9 +121,11 @@ def map_figure(
     [[0, 2], [1]]
     """
     XY, sample, highlight = _check_map_inputs(coords, 2, color, hover, sample, highlight)
-    return _map_figure(XY[:, :2], color=color, categorical=categorical, hover=hover, color_title=color_title,
+    near = _items(neighbours, XY.shape[0], "neighbours")
+    fig = _map_figure(XY[:, :2], color=color, categorical=categorical, hover=hover, color_title=color_title,
                        axis_titles=axis_titles, title=title, sample=sample, highlight=highlight,
-                       hover_box=hover_box)
+                       hover_box=hover_box, colours=colours)
+    return _ring_neighbours(fig, XY[:, :2], near)
 
 
 def map_3d_figure(
@@ -125,8 +139,10 @@ def map_3d_figure(
     title: Optional[str] = None,
     sample=None,
     highlight=None,
+    neighbours=None,
     hover_box: bool = True,
     height: int = 640,
+    colours: Optional[Mapping[str, str]] = None,
 ) -> go.Figure:
     """The 3-D map of the items in the 2-D map's colours (rotate with the mouse), every point or a sample.
 
@@ -140,7 +156,7 @@ def map_3d_figure(
     -------
     plotly.graph_objects.Figure
         ``scatter3d`` traces (one per group, or one with a colour scale), each point's
-        ``customdata`` its item; the highlight last.
+        ``customdata`` its item; the highlight, then the neighbours, last.
 
     Raises
     ------
@@ -150,9 +166,11 @@ def map_3d_figure(
         plotly is not installed.
     """
     XYZ, sample, highlight = _check_map_inputs(coords, 3, color, hover, sample, highlight)
-    return _map_3d_figure(XYZ[:, :3], color=color, categorical=categorical, hover=hover, color_title=color_title,
+    near = _items(neighbours, XYZ.shape[0], "neighbours")
+    fig = _map_3d_figure(XYZ[:, :3], color=color, categorical=categorical, hover=hover, color_title=color_title,
                           axis_titles=tuple(axis_titles), title=title, sample=sample, highlight=highlight,
-                          hover_box=hover_box, height=height)
+                          hover_box=hover_box, height=height, colours=colours)
+    return _ring_neighbours(fig, XYZ[:, :3], near)
 
 
 # ------------------------------------------------------------------------------------------
@@ -194,19 +212,40 @@ def _check_map_inputs(coords, dims: int, color, hover, sample, highlight) -> tup
 # ------------------------------------------------------------------------------------------
 # the figures
 # ------------------------------------------------------------------------------------------
+def _ring_neighbours(fig, coords: np.ndarray, near: Optional[np.ndarray]) -> go.Figure:
+    """``fig`` with the items ``near`` ringed in :data:`NEIGHBOUR_RING` on top (2-D or 3-D ``coords``)."""
+    if near is None or not near.size:
+        return fig
+    go = _go()
+    name, line = f"neighbours ({near.size})", {"color": NEIGHBOUR_RING, "width": 2}
+    if coords.shape[1] == 3:
+        size = (fig.data[0].marker.size or 4) + 5 if fig.data else 9  # around the search's rings (size + 4)
+        fig.add_trace(go.Scatter3d(x=coords[near, 0], y=coords[near, 1], z=coords[near, 2], mode="markers",
+                                   name=name, marker={"size": size, "color": "rgba(0,0,0,0)", "line": line},
+                                   customdata=near, hoverinfo="skip"))
+        return fig
+    # larger than the search's rings (both show), undimmed when a selection dims the other points
+    fig.add_trace(go.Scattergl(x=coords[near, 0], y=coords[near, 1], mode="markers", name=name,
+                               marker={"size": 14, "color": "rgba(0,0,0,0)", "line": line},
+                               unselected={"marker": {"opacity": 1}}, customdata=near, hoverinfo="skip"))
+    return fig
+
+
 def _map_figure(XY, *, color, categorical, hover, color_title, axis_titles, title, sample, highlight,
-                hover_box) -> go.Figure:
+                hover_box, colours=None) -> go.Figure:
     go = _go()
     if sample is None:
         big = XY.shape[0] > CROWDED  # smaller, lighter points keep the crowded regions readable
         fig = projection_figure(XY, color=color, categorical=categorical, hover=hover, color_title=color_title,
-                                axis_titles=axis_titles, title=title, marker_size=2.5 if big else None)
+                                axis_titles=axis_titles, title=title, marker_size=2.5 if big else None,
+                                colours=colours)
         if big:
             fig.update_traces(marker_opacity=0.45)
     else:
         fig = projection_figure(XY[sample], color=None if color is None else [color[i] for i in sample],
                                 categorical=categorical, hover=hover, color_title=color_title,
-                                axis_titles=axis_titles, title=title, webgl=True, marker_size=2.5)
+                                axis_titles=axis_titles, title=title, webgl=True, marker_size=2.5,
+                                colours=colours)
         for trace in fig.data:  # the sample's rows -> the items
             trace.customdata = sample[np.asarray(trace.customdata, dtype=np.int64)]
             trace.marker.opacity = 0.3
@@ -232,7 +271,7 @@ def _map_figure(XY, *, color, categorical, hover, color_title, axis_titles, titl
 
 
 def _map_3d_figure(XYZ, *, color, categorical, hover, color_title, axis_titles, title, sample, highlight,
-                   hover_box, height) -> go.Figure:
+                   hover_box, height, colours=None) -> go.Figure:
     go = _go()
     items = np.arange(XYZ.shape[0]) if sample is None else sample
     drawn = XYZ[items]
@@ -247,12 +286,15 @@ def _map_3d_figure(XYZ, *, color, categorical, hover, color_title, axis_titles, 
     text = None if hover is None else np.asarray(hover, dtype=object)
     prefix = "%{text}<br>" if text is not None else "item %{customdata}<br>"
     if color is None or categorical:
-        labels = np.asarray(["all items"] * n if color is None else [escape_label(color[i]) for i in items])
-        for g, label in enumerate(dict.fromkeys(labels.tolist())):
+        raw = ["all items"] * n if color is None else [str(color[i]) for i in items]
+        labels = np.asarray([escape_label(x) for x in raw])
+        order = dict.fromkeys(raw)  # first appearance, as the labels
+        palette = series_colours(list(order), colours)
+        for g, label in enumerate(escape_label(x) for x in order):
             sel = labels == label
             fig.add_trace(go.Scatter3d(
                 x=drawn[sel, 0], y=drawn[sel, 1], z=drawn[sel, 2], mode="markers", name=label,
-                marker={"size": size, "opacity": opacity, "color": _colour(g)}, customdata=items[sel],
+                marker={"size": size, "opacity": opacity, "color": palette[g]}, customdata=items[sel],
                 text=None if text is None else text[sel], hovertemplate=prefix + f"{label}<extra></extra>",
             ))
     else:

@@ -6,10 +6,11 @@ Robustness page; the report and notebooks draw the same figure).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Mapping, Optional
 
 from ..._orders import format_q
-from ._base import _colour, _go, _layout, escape_label
+from ._base import _go, _layout, escape_label
+from .colours import series_colours
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -17,7 +18,8 @@ if TYPE_CHECKING:
 __all__ = ["rank_figure"]
 
 
-def rank_figure(result, *, title: Optional[str] = None, height: int = 380) -> go.Figure:
+def rank_figure(result, *, title: Optional[str] = None, height: int = 380,
+                colours: Optional[Mapping[str, str]] = None) -> go.Figure:
     """The groups' ranks under each representation and kernel (1 at the top): crossing lines are rank flips.
 
     Parameters
@@ -30,6 +32,9 @@ def rank_figure(result, *, title: Optional[str] = None, height: int = 380) -> go
         The figure's title; default "Ranking of the groups by VS (q = ...) at n = ...".
     height : int, default 380
         Height in pixels.
+    colours : mapping group -> colour, optional
+        Each group's colour (:func:`~.colours.group_colours` of the dataset's groups), so a
+        group has the colour it has on the other charts.
 
     Returns
     -------
@@ -45,6 +50,7 @@ def rank_figure(result, *, title: Optional[str] = None, height: int = 380) -> go
     go = _go()
     x = [r.label for r in result.rows]
     fig = go.Figure()
+    palette = series_colours(result.groups, colours)
     for i, g in enumerate(result.groups):
         ranks = [r.ranking.index(g) + 1 for r in result.rows]
         text = [
@@ -58,7 +64,7 @@ def rank_figure(result, *, title: Optional[str] = None, height: int = 380) -> go
                 mode="lines+markers",
                 name=escape_label(g),
                 text=text,
-                line={"color": _colour(i), "width": 3},
+                line={"color": palette[i], "width": 3},
                 marker={"size": 12},
                 hovertemplate="%{x}<br>rank %{y}<br>%{text}<extra>" + escape_label(g) + "</extra>",
             )

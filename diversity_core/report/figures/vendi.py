@@ -14,7 +14,6 @@ from ._base import (
     PALETTE,
     Curve,
     _add_line,
-    _colour,
     _go,
     _hline,
     _layout,
@@ -25,6 +24,7 @@ from ._base import (
     escape_label,
     q_axis_position,
 )
+from .colours import series_colours
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -55,6 +55,7 @@ def q_profile_figure(
     n: Optional[int] = None,
     title: Optional[str] = "Vendi score against the order q",
     height: int = 420,
+    colours: Optional[Mapping[str, str]] = None,
 ) -> go.Figure:
     """The q-profile: VS_q against q on log axes, non-increasing in q.
 
@@ -66,17 +67,21 @@ def q_profile_figure(
         The chosen order, marked with a vertical line.
     n : int, optional
         Number of items: the upper bound n is drawn beside the lower bound 1.
+    colours : mapping label -> colour, optional
+        Each group's colour (:func:`~.colours.group_colours` of the dataset's groups), so a
+        group has one colour on every chart; the pooled series is neutral grey.
     """
     go = _go()
     fig = go.Figure()
     curves = _as_curves(profiles)
+    palette = series_colours(curves, colours)
     for i, (label, (qs, values)) in enumerate(curves.items()):
         qs = np.asarray(qs, dtype=np.float64)
         values = np.asarray(values, dtype=np.float64)
         order = np.argsort(q_axis_position(qs), kind="stable")
         qs, values = qs[order], values[order]
         finite = np.isfinite(qs) & (qs > 0)
-        colour = _colour(i)
+        colour = palette[i]
         fig.add_trace(
             go.Scatter(
                 x=qs[finite],
@@ -296,19 +301,22 @@ def sensitivity_figure(
     log_x: Optional[bool] = None,
     title: Optional[str] = None,
     height: int = 400,
+    colours: Optional[Mapping[str, str]] = None,
 ) -> go.Figure:
     """VS_q against a kernel parameter, one curve per set (rows of ``scores``).
 
     ``reference`` marks the parameter's default (median-distance bandwidth, radius 2),
-    ``current`` the value the rest of the app uses.
+    ``current`` the value the rest of the app uses; ``colours`` maps each group to its colour
+    (:func:`~.colours.group_colours`).
     """
     go = _go()
     x = np.asarray(values, dtype=np.float64)
     S = np.atleast_2d(np.asarray(scores, dtype=np.float64))
     fig = go.Figure()
+    palette = series_colours(labels, colours)
     for i, label in enumerate(labels):
         fig.add_trace(go.Scatter(x=x, y=S[i], mode="lines+markers", name=escape_label(label),
-                                 line={"color": _colour(i), "width": 2},
+                                 line={"color": palette[i], "width": 2},
                                  hovertemplate=f"{parameter} = " + "%{x:.4g}<br>VS = %{y:.4g}<extra>" + escape_label(label) + "</extra>"))
     if log_x is None:
         log_x = parameter == "sigma"
