@@ -133,6 +133,7 @@ def test_all_pairs_matrix_and_app_task_default_to_the_median_interval(monkeypatc
 
     ui = pytest.importorskip("ui.magnitude_ui")
     monkeypatch.setattr(ui, "_sets", lambda view, featurizer, per_group: sets)
+    monkeypatch.setattr(ui, "_set_ids", lambda view, per_group: None)  # no view: the warnings name rows
     settings = ui.MagnitudeSettings(metric="euclidean", n_scales=6, per_group=True, reference=None)
     out = ui.task(None, "raw", settings)(None)
     comp = ui.comparison(out)
