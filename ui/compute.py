@@ -434,20 +434,6 @@ def hover_labels(ds, limit: int = 90) -> list:
     return out
 
 
-def keep_selection(previous: list, event_items: list, signature: tuple, previous_signature) -> list:
-    """The selected items after a run of the Projection page.
-
-    A new selection (a click, a box, a lasso) replaces the previous one; an empty event keeps
-    the previous selection when the map was redrawn with other colours or another method (the
-    chart forgets its selection then), and clears it otherwise (the user deselected).
-    """
-    if event_items:
-        return list(event_items)
-    if signature != previous_signature:
-        return list(previous)
-    return []
-
-
 def mark_selected(fig, selected: list):
     """Highlight ``selected`` items in a projection figure (each point's customdata is its item).
 

@@ -58,7 +58,7 @@ def molecule_png(smiles: str, size: int = 160) -> Optional[bytes]:
         return None
 
 
-def _words(text: str, limit: int) -> str:
+def first_words(text: str, limit: int) -> str:
     """``text`` cut at a word boundary to at most ``limit`` characters (never mid-word)."""
     text = " ".join(str(text).split())
     if len(text) <= limit:
@@ -161,9 +161,9 @@ def _card(ds: Dataset, i: int, note: Optional[str]) -> str:
         hover.append(smiles)
     elif ds.modality == "text":
         body.append(f'<div class="dx-text">{esc(snippet(ds.items[i]))}</div>')
-        hover.append(_words(ds.items[i], HOVER_CHARS))
+        hover.append(first_words(ds.items[i], HOVER_CHARS))
     body.append(f'<div class="dx-id">{esc(middle(ident))}</div>')
-    extra = " · ".join(p for p in (_words(group, 40) if group else None, note) if p)
+    extra = " · ".join(p for p in (first_words(group, 40) if group else None, note) if p)
     if extra:
         body.append(f'<div class="dx-note">{esc(extra)}</div>')
     return f'<figure class="dx-card" title="{esc(chr(10).join(hover))}">{"".join(body)}</figure>'

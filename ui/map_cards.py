@@ -26,7 +26,7 @@ from . import compute, tasks
 from .cache import shared_cache
 from .card_pictures import CARD_DRAWING_PX, CARD_THUMB_PX, CARD_WEBP_QUALITY, pictures
 from .data import View
-from .gallery import _words as first_words
+from .gallery import first_words
 from .map_ui import density_sample, sample_size
 
 #: Bytes of hover cards a page carries at most (thumbnails, drawings, text); beyond, text hover only.

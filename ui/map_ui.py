@@ -35,8 +35,7 @@ from . import compute, curate_ui, tasks
 from .cache import shared_cache
 from .data import View, selection_buttons
 from .feedback import attempt, literal
-from .gallery import _words as first_words
-from .gallery import molecule_png, show_items
+from .gallery import first_words, molecule_png, show_items
 
 #: Largest map drawn point by point; larger maps are a density image with a sample of points on top.
 SCATTER_MAX = 200_000

@@ -193,7 +193,7 @@ def test_preprocessing_standardises_a_table_dominated_by_one_column():
 # item 12: the projection shows the items, and keeps the selection when the colours change
 # ------------------------------------------------------------------------------------------
 def test_projection_hover_shows_the_item_and_selection_survives_a_colour_change():
-    from ui.compute import hover_labels, keep_selection, mark_selected
+    from ui.compute import hover_labels, mark_selected
 
     text = load_demo("text")
     labels = hover_labels(text)
@@ -201,11 +201,7 @@ def test_projection_hover_shows_the_item_and_selection_survives_a_colour_change(
     first_words = " ".join(str(text.items[0]).split()[:3])
     assert first_words in labels[0].replace("<br>", " ")  # the sentence, not only the id
     assert "click" in hover_labels(DIGITS)[0]
-    # a redraw with other colours (empty event, new signature) keeps the selection ...
-    assert keep_selection([4, 9], [], ("v", "PCA", "eigenvector 1"), ("v", "PCA", "group")) == [4, 9]
-    # ... a new click replaces it, and an empty event on the same map clears it
-    assert keep_selection([4, 9], [7], ("v", "PCA", "group"), ("v", "PCA", "group")) == [7]
-    assert keep_selection([4, 9], [], ("v", "PCA", "group"), ("v", "PCA", "group")) == []
+    # (which selection survives a redraw is ui.map_ui.new_selection's: tests/app/test_issue41_map_reselect.py)
     from diversity_core.report.figures import projection_figure
 
     fig = projection_figure(np.random.default_rng(0).normal(size=(6, 2)), color=np.array(list("aabbcc")),
@@ -284,12 +280,12 @@ def test_magnitude_result_started_by_a_click_survives_unrelated_changes(monkeypa
 def test_labels_are_whole_distinct_and_plain():
     from ui.compare_ui import score_label
     from ui.feedback import plain
-    from ui.gallery import _words, middle
+    from ui.gallery import first_words, middle
 
     ids = [f"photos_2024_holiday_archive.zip:holiday/day_one/img_{k:04d}.png" for k in range(3)]
     assert len({middle(i, 24) for i in ids}) == 3  # items of one zip keep distinct captions
-    assert _words("mode collapse (5 images + noise)", 20) == "mode collapse (5…"  # cut between words
-    assert _words("mode collapse (5 images + noise)", 22) == "mode collapse (5…"  # not "(5 ima…"
+    assert first_words("mode collapse (5 images + noise)", 20) == "mode collapse (5…"  # cut between words
+    assert first_words("mode collapse (5 images + noise)", 22) == "mode collapse (5…"  # not "(5 ima…"
     assert score_label("VS_inf") == "VS (q = ∞)" and score_label("VS_0.5") == "VS (q = 0.5)"
     message = plain("column 'target' holds text. Drop it, or name it with group_column= if it holds groups.")
     assert "group_column=" not in message and "Group column" in message
