@@ -76,11 +76,17 @@ def headline() -> None:
     c2.metric("VS₁ (Shannon, q = 1)", f"{spec.vendi(1.0):.2f}", help="The Vendi score of Friedman & Dieng.")
     c3.metric("VS∞ (q = ∞)", f"{spec.vendi(math.inf):.2f}", help="1 / the largest eigenvalue: the dominant mode's share.")
     c4.metric("Rank (q = 0)", f"{spec.rank}", help="Number of eigenvalues in the support (VS₀).")
+    # image groups: the representation check's verdict comes before any ranking (issue 41, item 1)
+    check = robustness_ui.ranking_check(view, ctx.featurizer, s.kernel, q, s.seed) if groups else None
     st.markdown(compute.reading(vs_q, view.n, {g: gs.vendi(q) for g, gs in groups.items()}, label,
-                                sizes={g: gs.n for g, gs in groups.items()}))
+                                sizes={g: gs.n for g, gs in groups.items()}, check=check))
 
 
 headline()
+if groups:
+    robustness_ui.ranking_check_button(
+        robustness_ui.ranking_check(view, ctx.featurizer, s.kernel, current_q(), s.seed), view, s.seed
+    )
 
 draw_baselines()
 

@@ -282,17 +282,44 @@ def score_rows(spec: dc.Spectrum, groups: dict, group_intdiv: dict, q: float) ->
     return rows
 
 
-def reading(vs: float, n: int, group_vs: dict, q_label: str, sizes: Optional[dict] = None) -> str:
+def reading(vs: float, n: int, group_vs: dict, q_label: str, sizes: Optional[dict] = None,
+            check=None) -> str:
     """One sentence that reads the headline: the items' effective number, and which group is most
     and least diverse when there are groups.
 
     A VS grows with the number of items, so groups of different sizes (``sizes``: group -> items)
     are not put side by side as a percentage: the sentence states both sizes and points to Compare,
     which scores every group at the same n (issue 27, item 4). Groups of one size get the gap.
+
+    ``check`` (a :class:`ui.robustness_ui.RankingCheck`, for image groups): the representation
+    check comes before any ranking (issue 41, item 1). While it has not run no group is named; when
+    it finds the order depends on the representation or the kernel, the verdict and each ranking
+    are stated instead of one; when the order holds, the sentence below says so.
     """
     head = f"**Reading:** the {n} items behave like **{vs:.1f}** distinct ones (VS at q = {q_label})"
     if len(group_vs) < 2:
         return head + "."
+    if check is not None and check.result is None:
+        return (head + ". The groups' order is not stated before it is checked under other representations and "
+                f"kernels: image rankings often depend on them ({check.why}). **Check the ranking** below.")
+    if check is not None and check.result.verdict == "depends":
+        return head + f". **Rank flip.** {literal(check.result.summary())}"
+    return _group_reading(head, group_vs, sizes) + _check_note(check)
+
+
+def _check_note(check) -> str:
+    """What the representation check adds to a stated ranking: that it holds, or where pairs swap."""
+    if check is None:
+        return ""
+    result = check.result
+    if result.verdict == "stable":
+        return (f" The order holds under all {len(result.rows)} representations and kernels checked "
+                f"(at n = {result.n}).")
+    return " " + literal(result.summary())
+
+
+def _group_reading(head: str, group_vs: dict, sizes: Optional[dict]) -> str:
+    """The reading's group part: the highest and lowest group (with sizes when they differ)."""
     ranked = sorted(group_vs.items(), key=lambda kv: kv[1], reverse=True)
     (top, vtop), (low, vlow) = ranked[0], ranked[-1]
 

@@ -30,8 +30,9 @@ def test_default_demo_rank_is_that_of_8x8_images_and_the_reading_tells_the_story
     assert int(metric(at, "Rank (q = 0)").value) <= 64  # was 676 (32 x 32 upsampling round-off)
     reading = [m.value for m in at.markdown if m.value.startswith("**Reading:**")]
     assert len(reading) == 1
-    assert "most diverse group is **all ten classes**" in reading[0]
-    assert "least **mode collapse (5 images + noise)**" in reading[0]
+    # the groups' order waits for the representation check (issue 41 item 1: test_issue41_ranking_check.py);
+    # the table tells the story meanwhile
+    assert "not stated before it is checked" in reading[0]
     table = at.dataframe[0].value.set_index("group")["VS (q = 1)"]
     assert table["mode dropping (classes 0-2)"] < 0.85 * table["all ten classes"]
     assert table["mode collapse (5 images + noise)"] < 0.7 * table["all ten classes"]

@@ -46,3 +46,27 @@ def test_rank_flip_on_the_icons_demo(page, app_url, artifacts):
     )  # the warning, the headline, chart and table at once
     wait_idle(page)
     page.screenshot(path=str(artifacts / "robustness_flip.png"))
+
+
+def test_scores_reading_waits_for_the_check_on_a_white_background_pixel_view(page, app_url, artifacts):
+    """Issue 41, item 1: on pixels of glyphs on white, the Scores page names no group before the
+    representation check has run, and after it states the rank flip rather than one ranking."""
+    open_page(page, f"{app_url}/?demo=icons")  # Scores: the default page
+    main = page.locator('[data-testid="stMain"]')
+    reading = main.locator('[data-testid="stMarkdownContainer"]').filter(has_text="Reading:")
+    reading.first.wait_for()
+    wait_idle(page)  # the first paint's second run done: the button is live
+    text = reading.first.inner_text()
+    assert "is not stated before it is checked" in text, text
+    assert "most diverse group" not in text and "glyphs on white" not in text, text
+    main.get_by_role("button", name="Check the ranking").click()
+    main.locator('[data-testid="stMarkdownContainer"]').filter(has_text="Rank flip.").first.wait_for(
+        timeout=300_000
+    )
+    wait_idle(page)
+    text = reading.first.inner_text()
+    assert "The ranking depends on the representation and the kernel" in text, text
+    assert "pixels · cosine ranks A: 2 dark tiles > C: 6 medium glyphs on white > B: 24 small glyphs on white" in text
+    assert "most diverse group" not in text, text
+    assert_no_traceback(page)
+    page.screenshot(path=str(artifacts / "scores_ranking_check.png"))
