@@ -36,6 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._config import config_context, fits_memory, get_config, memory_budget
+from ._display import NotebookDisplay, format_interval, format_kernel, frame_row, short_repr
 from ._progress import ProgressCallback, report
 from ._validation import check_kernel_matrix, check_option, check_scalar, check_weights
 from .exceptions import DiversityInputError
@@ -57,8 +58,8 @@ BLOCK_ROWS = 2048
 _FLOAT32_EXACT = float(1 << 24)
 
 
-@dataclass(frozen=True)
-class VS2Result:
+@dataclass(frozen=True, repr=False)
+class VS2Result(NotebookDisplay):
     """Exact Vendi score of order 2 and the bounds it implies on VS_inf.
 
     Attributes
@@ -107,6 +108,29 @@ class VS2Result:
             "execution": self.execution,
             "weighted": self.weighted,
         }
+
+    # -- display (no figure: the app and the report draw none for VS_2 alone) ---------------------
+    def __repr__(self) -> str:
+        from ._stats import ConfidenceInterval
+
+        return short_repr(
+            f"VS2Result(n={self.n}, method={self.method!r}, kernel={format_kernel(self.kernel)})",
+            [("VS_2", format_interval(self.vs2)),
+             ("VS_inf", format_interval(None, ConfidenceInterval.bound(self.vs_inf_lower, self.vs_inf_upper))),
+             ("IntDiv", format_interval(self.intdiv)), ("purity", self.purity), ("trace", self.trace),
+             ("run", f"{self.execution}, {'weighted' if self.weighted else 'uniform'}")],
+        )
+
+    def to_frame(self):
+        """Tidy DataFrame: VS_2 (exact), the bounds on VS_inf (kind ``"bound"``, value NaN) and IntDiv (exact)."""
+        from ._display import tidy_frame
+        from ._stats import ConfidenceInterval
+
+        return tidy_frame([
+            frame_row("vendi", self.vs2, q=2.0),
+            frame_row("vendi", math.nan, ConfidenceInterval.bound(self.vs_inf_lower, self.vs_inf_upper), q=math.inf),
+            frame_row("intdiv", self.intdiv),
+        ])
 
 
 def vendi_2_exact(

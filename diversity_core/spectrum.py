@@ -27,10 +27,19 @@ from typing import Any, Optional
 import numpy as np
 
 from ._config import check_memory, fits_memory
+from ._display import (
+    HEADLINE_QS,
+    NotebookDisplay,
+    format_kernel,
+    order_lines,
+    order_rows,
+    require_plotly,
+    short_repr,
+)
 from ._progress import ProgressCallback, report
 from ._validation import check_kernel_matrix, check_option, check_weights
 from .distances import _as_float64
-from .entropy import EPS64, computation_eps, support_tol, vendi_from_eigenvalues
+from .entropy import EPS64, computation_eps, default_q_grid, support_tol, vendi_from_eigenvalues
 from .exceptions import DiversityInputError, KernelDiagonalWarning, NumericalError, SpectrumWarning
 from .kernels import (
     MEDIAN_SAMPLE,
@@ -127,8 +136,8 @@ def _is_mean_direction(v: np.ndarray, threshold: float) -> bool:
     return bool(cosine >= threshold)
 
 
-@dataclass(frozen=True)
-class Spectrum:
+@dataclass(frozen=True, repr=False)
+class Spectrum(NotebookDisplay):
     """Eigenvalues (and optionally top eigenvectors) of a density matrix.
 
     Attributes
@@ -235,6 +244,64 @@ class Spectrum:
         if include_eigenvectors and self.eigenvectors is not None:
             out["eigenvectors"] = self.eigenvectors.tolist()
         return out
+
+    # -- display (a notebook's repr, HTML table, tidy frame and figure) --------------------------
+    def __repr__(self) -> str:
+        vs = self.profile(HEADLINE_QS)
+        return short_repr(
+            f"Spectrum(n={self.n}, method={self.method!r}, kernel={format_kernel(self.kernel)})",
+            [*order_lines(HEADLINE_QS, vs), ("eigenvalues", self.eigenvalues),
+             ("support", f"{self.rank} eigenvalues above tol={self.tol:.3g}; trace {self.trace:.6g}"),
+             ("eigenvectors", None if self.eigenvectors is None else f"{self.eigenvectors.shape[1]} kept"),
+             ("run", f"{self.device}, {self.execution}, {'weighted' if self.weighted else 'uniform'}, "
+                     f"{self.n_clipped} clipped")],
+        )
+
+    def to_frame(self, q=HEADLINE_QS):
+        """Tidy DataFrame of VS_q at the orders ``q`` (default 0, 1, 2, inf), one row per order.
+
+        Columns ``score`` (``"vendi"``), ``q``, ``value``, ``low``, ``high`` (= value), ``level``
+        (1.0), ``kind`` (``"exact"``, or ``"estimate"`` for an approximate spectrum); see
+        :mod:`diversity_core._display`.
+        """
+        from ._display import tidy_frame
+
+        qs = np.atleast_1d(np.asarray(q, dtype=np.float64))
+        vs = self.profile(qs)
+        kind = "exact" if self.exact else "estimate"
+        return tidy_frame(order_rows("vendi", qs, vs, kind=kind))
+
+    def plot(self, kind: str = "spectrum", *, q=None):
+        """The app's and the report's figure of this spectrum (plotly, from the extra ``[report]``).
+
+        Parameters
+        ----------
+        kind : {"spectrum", "q_profile"}
+            ``"spectrum"``: the eigenvalues and their cumulative mass
+            (:func:`~diversity_core.report.figures.spectrum_figure`); ``"q_profile"``: VS_q on the
+            default grid of orders (:func:`~diversity_core.report.figures.q_profile_figure`).
+        q : float, optional
+            The order marked on the q-profile.
+
+        Returns
+        -------
+        plotly.graph_objects.Figure
+
+        Raises
+        ------
+        MissingDependencyError
+            When plotly is not installed.
+        """
+        check_option(kind, ("spectrum", "q_profile"), "kind")
+        require_plotly("Spectrum.plot()")
+        if kind == "spectrum":
+            from .report.figures import spectrum_figure
+
+            return spectrum_figure(self.eigenvalues)
+        from .report.figures import q_profile_figure
+
+        qs = default_q_grid()
+        return q_profile_figure((qs, self.profile(qs)), q=q, n=self.n)
 
 
 # ---------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .._deprecation import UNSET, renamed_argument, warn_renamed
+from .._display import NotebookDisplay, format_kernel, order_lines, order_rows, require_plotly, short_repr
 from .._orders import check_q, q_key
 from .._stats import ConfidenceInterval
 from ..exceptions import DiversityInputError
@@ -34,8 +35,23 @@ def _index(qs: np.ndarray, q, what: str) -> int:
     return int(hit[0])
 
 
-@dataclass(frozen=True)
-class VendiBounds:
+def _orders_summary(qs: np.ndarray) -> str:
+    """``"42 orders, 0 .. inf"``: how many orders a result has and their range."""
+    if qs.size == 0:
+        return "none"
+    return f"{qs.size} order{'s' if qs.size > 1 else ''}, {q_key(qs.min())} .. {q_key(qs.max())}"
+
+
+def estimate_label(estimate) -> str:
+    """The legend entry of an estimate on ``vendi_bounds_figure``: the method and its sizes."""
+    if getattr(estimate, "method", "") == "slq":
+        return f"SLQ estimate ({estimate.probes} probes, k = {estimate.k})"
+    size = ", ".join(f"{k} = {estimate.settings[k]}" for k in ("m", "D") if k in estimate.settings)
+    return f"{estimate.method} estimate" + (f" ({size})" if size else "")
+
+
+@dataclass(frozen=True, repr=False)
+class VendiBounds(NotebookDisplay):
     """Guaranteed lower and upper bounds on VS_q for every requested order.
 
     Attributes
@@ -164,9 +180,38 @@ class VendiBounds:
             "settings": self.settings,
         }
 
+    # -- display (a notebook's repr, HTML table, tidy frame and figure) --------------------------
+    def __repr__(self) -> str:
+        method = self.settings.get("method", "lanczos")
+        return short_repr(
+            f"VendiBounds(n={self.n}, method={method!r}, k={self.k}, kernel={format_kernel(self.kernel)})",
+            [*order_lines(self.qs, None, self.low, self.high, kind="bound"),
+             ("orders", _orders_summary(self.qs)),
+             ("exact orders", ", ".join(self.exact_orders) or "none"),
+             ("top_eigenvalues", self.top_eigenvalues),
+             ("residual mass", f"{self.residual_mass:.4g} (tolerance {self.tolerance:.3g})")],
+        )
 
-@dataclass(frozen=True)
-class VendiEstimate:
+    def to_frame(self):
+        """Tidy DataFrame: one row per order, ``low``/``high`` the guaranteed range, ``value`` NaN, kind ``"bound"``."""
+        from .._display import tidy_frame
+
+        return tidy_frame(order_rows("vendi", self.qs, None, self.low, self.high, kind="bound"))
+
+    def plot(self, *, q=None):
+        """The app's figure of the bounds: the guaranteed band against q (``vendi_bounds_figure``).
+
+        ``q`` marks an order. Returns a plotly Figure; raises MissingDependencyError without plotly
+        (``pip install 'diversity-explorer[report]'``).
+        """
+        require_plotly("VendiBounds.plot()")
+        from ..report.figures import vendi_bounds_figure
+
+        return vendi_bounds_figure(None, self, q=q, n=self.n)
+
+
+@dataclass(frozen=True, repr=False)
+class VendiEstimate(NotebookDisplay):
     """Point estimates of VS_q with error bars from independent replicates of a sketch.
 
     Attributes
@@ -259,6 +304,42 @@ class VendiEstimate:
             "kernel": self.kernel,
             "settings": self.settings,
         }
+
+    # -- display (a notebook's repr, HTML table, tidy frame and figure) --------------------------
+    def __repr__(self) -> str:
+        size = ", ".join(f"{k}={self.settings[k]}" for k in ("m", "D", "replicates") if k in self.settings)
+        return short_repr(
+            f"VendiEstimate(n={self.n}, method={self.method!r}, {size or 'sketch'}, "
+            f"kernel={format_kernel(self.kernel)})",
+            [*order_lines(self.qs, self.value, self.low, self.high, kind="estimate", level=self.confidence_level),
+             ("orders", _orders_summary(self.qs)),
+             ("replicates", self.replicates),
+             ("guaranteed range", "none" if self.guaranteed_low is None else "kept (.guaranteed(q))"),
+             ("target", self.target)],
+        )
+
+    def to_frame(self):
+        """Tidy DataFrame: one row per order, the replicate t-interval (kind ``"estimate"``).
+
+        Extra columns ``stderr`` and, for Nystrom, ``guaranteed_low``/``guaranteed_high``.
+        """
+        from .._display import tidy_frame
+
+        extra = {"stderr": self.stderr}
+        if self.guaranteed_low is not None:
+            extra.update(guaranteed_low=self.guaranteed_low, guaranteed_high=self.guaranteed_high)
+        return tidy_frame(order_rows("vendi", self.qs, self.value, self.low, self.high, kind="estimate",
+                                     level=self.confidence_level, **extra))
+
+    def plot(self, *, q=None):
+        """The app's figure of the estimate: VS_q with error bars against q (``vendi_bounds_figure``).
+
+        ``q`` marks an order. Returns a plotly Figure; raises MissingDependencyError without plotly.
+        """
+        require_plotly("VendiEstimate.plot()")
+        from ..report.figures import vendi_bounds_figure
+
+        return vendi_bounds_figure(None, None, self, q=q, n=self.n, estimate_label=estimate_label(self))
 
 
 @dataclass(frozen=True)

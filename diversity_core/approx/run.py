@@ -19,6 +19,7 @@ from typing import Any, Iterator, Optional
 import numpy as np
 import scipy.sparse as sp
 
+from .._display import NotebookDisplay, order_lines, require_plotly, short_repr
 from .._orders import check_q
 from .._progress import DETAIL_SEPARATOR, ProgressCallback
 from .._validation import check_scalar
@@ -68,8 +69,8 @@ class PlanStep:
         return {"part": self.part, "final": self.final, "result": self.result.to_dict()}
 
 
-@dataclass(frozen=True)
-class PlanResult:
+@dataclass(frozen=True, repr=False)
+class PlanResult(NotebookDisplay):
     """The last results of :func:`run_plan` (:func:`run_plan_to_end`).
 
     Attributes
@@ -90,6 +91,49 @@ class PlanResult:
         return {"plan": self.plan.to_dict(),
                 "bounds": None if self.bounds is None else self.bounds.to_dict(),
                 "estimate": None if self.estimate is None else self.estimate.to_dict()}
+
+    # -- display (a notebook's repr, HTML table, tidy frame and figure) --------------------------
+    def __repr__(self) -> str:
+        p, fields = self.plan, []
+        for part, result in (("estimate", self.estimate), ("bounds", self.bounds)):
+            if result is not None:
+                fields.append((part, repr(result).splitlines()[0]))
+        e = self.estimate
+        if e is not None:
+            fields += order_lines(e.qs, e.value, e.low, e.high, kind="estimate", level=e.confidence_level)
+        elif self.bounds is not None:
+            b = self.bounds
+            fields += order_lines(b.qs, None, b.low, b.high, kind="bound")
+        return short_repr(f"PlanResult(path={p.path!r}, n={p.n}, d={p.d}, kernel={p.kernel!r})",
+                          [("reason", p.reason), *fields])
+
+    def to_frame(self):
+        """Tidy DataFrame: the estimate's rows, then the bounds' rows, with a column ``part``."""
+        import pandas as pd
+
+        frames = [r.to_frame().assign(part=part) for part, r in (("estimate", self.estimate), ("bounds", self.bounds))
+                  if r is not None]
+        if not frames:
+            from .._display import tidy_frame
+
+            return tidy_frame([])
+        return pd.concat(frames, ignore_index=True)
+
+    def plot(self, *, q=None):
+        """The app's figure: the guaranteed band and the estimate against q (``vendi_bounds_figure``).
+
+        ``q`` marks an order. Returns a plotly Figure; raises MissingDependencyError without plotly,
+        DiversityInputError when the plan ran neither part (an exact path).
+        """
+        if self.bounds is None and self.estimate is None:
+            raise DiversityInputError(f"the plan's path {self.plan.path!r} ran no bounds or estimate to draw; "
+                                      "an exact path gives a Spectrum (its .plot() draws the q-profile).")
+        require_plotly("PlanResult.plot()")
+        from ..report.figures import vendi_bounds_figure
+        from ._results import estimate_label
+
+        label = estimate_label(self.estimate) if self.estimate is not None else "estimate"
+        return vendi_bounds_figure(None, self.bounds, self.estimate, q=q, n=self.plan.n, estimate_label=label)
 
 
 def run_plan(

@@ -278,12 +278,44 @@ class Dataset:
         }
 
     def __repr__(self) -> str:
+        from .._display import short_repr
+
         groups = f", groups={len(self.group_names())}" if self.groups is not None else ""
         feats = f", features={tuple(self.features.shape)}" if self.features is not None else ""
-        return (
-            f"Dataset(name={self.name!r}, modality={self.modality!r}, n={self.n}{feats}{groups}, "
-            f"skipped={len(self.skipped)})"
-        )
+        title = (f"Dataset(name={self.name!r}, modality={self.modality!r}, n={self.n}{feats}{groups}, "
+                 f"skipped={len(self.skipped)})")
+        counts = self._group_counts()
+        shown = ", ".join(f"{g!r} ({c})" for g, c in list(counts.items())[:_SHOWN])
+        more = f", ... ({len(counts) - _SHOWN} more)" if len(counts) > _SHOWN else ""
+        ids = ", ".join(repr(i) for i in self.ids[:3]) + (", ..." if self.n > 3 else "")
+        return short_repr(title, [("groups", shown + more if counts else None), ("ids", ids),
+                                  ("source", self.source or None), ("detected", self.detected or None)])
+
+    def _group_counts(self) -> dict:
+        """Items per group, in order of first appearance (empty without groups)."""
+        if self.groups is None:
+            return {}
+        c = Counter(str(g) for g in self.groups)
+        return {g: int(c[g]) for g in self.group_names()}
+
+    def _repr_html_(self) -> str:
+        """A notebook's table: one row per group with its count and first ids (every string escaped)."""
+        from .._display import html_table
+
+        if self.groups is None:
+            rows = [{"group": "(all)", "n": self.n, "first ids": ", ".join(self.ids[:3])}]
+        else:
+            rows = []
+            for g, count in self._group_counts().items():
+                first = [self.ids[i] for i in np.flatnonzero(self.groups == g)[:3]]
+                rows.append({"group": g, "n": count, "first ids": ", ".join(first)})
+        import pandas as pd
+
+        return html_table(pd.DataFrame(rows), caption=repr(self).splitlines()[0])
+
+
+#: How many groups a Dataset's repr names.
+_SHOWN = 5
 
 
 def _reason_kind(reason: str) -> str:

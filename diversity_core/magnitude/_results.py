@@ -9,6 +9,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .._display import NotebookDisplay, format_value, frame_row, require_plotly, short_repr
 from .._json import to_jsonable
 
 __all__ = [
@@ -45,8 +46,53 @@ def _freeze(obj: Any) -> None:
             value.setflags(write=False)
 
 
-@dataclass(frozen=True)
-class MagnitudeResult:
+def _tidy(rows):
+    from .._display import tidy_frame
+
+    return tidy_frame(rows)
+
+
+def _size(f: Any) -> str:
+    """``"200 points (3 merged), euclidean"``: the input of a magnitude curve."""
+    merged = f" ({f.n_merged} merged)" if f.n_merged else ""
+    return f"{f.n_points} points{merged}, metric {f.metric}"
+
+
+def _curve_rows(score: str, ts, values, exact=None, errors=None, group=None) -> list:
+    """Tidy rows of a curve on a grid of scales: one per scale t (extra column ``t``).
+
+    Exact where the error estimate is within :data:`ACCURACY_RTOL`; elsewhere kind
+    ``"estimate"`` with ``value -/+ error`` (level NaN: an error estimate, not a confidence level).
+    """
+    from .._stats import ConfidenceInterval
+
+    rows = []
+    for j, t in enumerate(np.asarray(ts, dtype=np.float64)):
+        value = float(values[j])
+        if exact is None or exact[j]:
+            rows.append(frame_row(score, value, group=group, t=float(t)))
+        else:
+            err = float(errors[j]) if errors is not None else math.nan
+            rows.append(frame_row(score, value, ConfidenceInterval(value - err, value + err), group=group,
+                                  t=float(t)))
+    return rows
+
+
+def _magnitude_plot(curves: dict, *, t_conv=None, t_cut=None, sizes=None, title=None):
+    """``magnitude_figure`` as the app draws it (the one Mag(t) figure)."""
+    require_plotly("plot()")
+    from ..report.figures import magnitude_figure
+
+    kwargs = {} if title is None else {"title": title}
+    return magnitude_figure(curves, t_conv=t_conv, t_cut=t_cut, sizes=sizes, **kwargs)
+
+
+#: The label of a single curve on the magnitude figures.
+_CURVE = "Mag(t)"
+
+
+@dataclass(frozen=True, repr=False)
+class MagnitudeResult(NotebookDisplay):
     """Magnitude at one scale with its weighting, from :func:`magnitude_weights`.
 
     Attributes
@@ -114,9 +160,25 @@ class MagnitudeResult:
         out["positive_magnitude"] = to_jsonable(self.positive_magnitude)
         return out
 
+    # -- display (no figure: one scale; MagnitudeFunction.plot draws the curve) -------------------
+    def __repr__(self) -> str:
+        flag = " (ill-conditioned)" if self.ill_conditioned else ""
+        return short_repr(
+            f"MagnitudeResult(t={format_value(self.t)}, {_size(self)})",
+            [("Mag(t)", f"{format_value(self.value)} +/- {self.error:.2g}{flag}"),
+             ("positive magnitude", self.positive_magnitude),
+             ("weighting", self.weighting), ("solver", self.method)],
+        )
 
-@dataclass(frozen=True)
-class MagnitudeFunction:
+    def to_frame(self):
+        """Tidy DataFrame: one row, score ``"magnitude"`` at scale ``t`` (extra columns ``t``, ``error``)."""
+        row = _curve_rows("magnitude", [self.t], [self.value], [not self.ill_conditioned], [self.error])[0]
+        row["error"] = float(self.error)
+        return _tidy([row])
+
+
+@dataclass(frozen=True, repr=False)
+class MagnitudeFunction(NotebookDisplay):
     """A magnitude function evaluated on a grid of scales, from :func:`magnitude_function`.
 
     Attributes
@@ -204,9 +266,35 @@ class MagnitudeFunction:
         out["exact"] = to_jsonable(self.exact)
         return out
 
+    # -- display (a notebook's repr, HTML table, tidy frame and figure) --------------------------
+    def __repr__(self) -> str:
+        flagged = int(np.count_nonzero(~self.exact))
+        return short_repr(
+            f"MagnitudeFunction({self.ts.size} scales, {_size(self)}, method={self.method!r})",
+            [("t_conv", "not computed" if self.t_conv is None
+              else f"{format_value(self.t_conv)} (Mag = {self.fraction:g} n)"),
+             ("ts", self.ts), ("values", self.values),
+             ("accuracy", f"max rel. error {self.max_rel_error:.2g}; {flagged} scale(s) flagged")],
+        )
 
-@dataclass(frozen=True)
-class MagAreaResult:
+    def to_frame(self):
+        """Tidy DataFrame: one row per scale t, score ``"magnitude"`` (kind ``"estimate"`` where flagged).
+
+        Extra columns ``t`` and ``error``.
+        """
+        rows = _curve_rows("magnitude", self.ts, self.values, self.exact, self.errors)
+        for row, err in zip(rows, self.errors):
+            row["error"] = float(err)
+        return _tidy(rows)
+
+    def plot(self):
+        """The app's Mag(t) figure of this curve, t_conv marked (``magnitude_figure``)."""
+        return _magnitude_plot({_CURVE: (self.ts, self.values)}, t_conv={_CURVE: self.t_conv},
+                               sizes={_CURVE: self.n_distinct})
+
+
+@dataclass(frozen=True, repr=False)
+class MagAreaResult(NotebookDisplay):
     """MagArea (Definition 3.3 of [1]), from :func:`mag_area`.
 
     Attributes
@@ -229,9 +317,29 @@ class MagAreaResult:
         """JSON-ready dictionary with stable keys."""
         return _fields_dict(self)
 
+    # -- display (a notebook's repr, HTML table, tidy frame and figure) --------------------------
+    def __repr__(self) -> str:
+        f = self.function
+        return short_repr(
+            f"MagAreaResult(t_cut={format_value(self.t_cut)}, {_size(f)})",
+            [("MagArea", self.area), ("MagArea / t_cut", self.area_scaled),
+             ("function", repr(f).splitlines()[0])],
+        )
 
-@dataclass(frozen=True)
-class MagDiffResult:
+    def to_frame(self):
+        """Tidy DataFrame: ``mag_area`` and ``mag_area_scaled`` (exact; extra column ``t_cut``)."""
+        return _tidy([frame_row("mag_area", self.area, t_cut=self.t_cut),
+                      frame_row("mag_area_scaled", self.area_scaled, t_cut=self.t_cut)])
+
+    def plot(self):
+        """The app's Mag(t) figure of the curve with the integration limit t_cut (``magnitude_figure``)."""
+        f = self.function
+        return _magnitude_plot({_CURVE: (f.ts, f.values)}, t_conv={_CURVE: f.t_conv}, t_cut=self.t_cut,
+                               sizes={_CURVE: f.n_distinct})
+
+
+@dataclass(frozen=True, repr=False)
+class MagDiffResult(NotebookDisplay):
     """MagDiff (Definition 3.4 of [1]) of a candidate X against Y, from :func:`mag_diff`.
 
     Attributes
@@ -275,9 +383,36 @@ class MagDiffResult:
         """JSON-ready dictionary with stable keys."""
         return _fields_dict(self)
 
+    # -- display (a notebook's repr, HTML table, tidy frame and figure) --------------------------
+    def __repr__(self) -> str:
+        rule = f"t_conv of {self.reference}" if self.reference else "median t_conv or given"
+        return short_repr(
+            f"MagDiffResult(t_cut={format_value(self.t_cut)} ({rule}))",
+            [("MagDiff(X, Y)", self.value), ("MagDiff / t_cut", self.value_scaled),
+             ("relative", self.relative), ("|MagDiff|", self.absolute),
+             ("MagArea", f"X {format_value(self.area_x)}, Y {format_value(self.area_y)}"),
+             ("X", _size(self.function_x)), ("Y", _size(self.function_y))],
+        )
 
-@dataclass(frozen=True)
-class MagnitudeComparison:
+    def to_frame(self):
+        """Tidy DataFrame: each set's MagArea (groups ``X``, ``Y``), then MagDiff and its scaled forms (exact)."""
+        return _tidy([frame_row("mag_area", self.area_x, group="X", t_cut=self.t_cut),
+                      frame_row("mag_area", self.area_y, group="Y", t_cut=self.t_cut),
+                      frame_row("mag_diff", self.value, t_cut=self.t_cut),
+                      frame_row("mag_diff_scaled", self.value_scaled, t_cut=self.t_cut),
+                      frame_row("mag_diff_relative", self.relative, t_cut=self.t_cut),
+                      frame_row("mag_diff_absolute", self.absolute, t_cut=self.t_cut)])
+
+    def plot(self):
+        """The app's Mag(t) figure of X and Y on the shared interval (``magnitude_figure``)."""
+        fx, fy = self.function_x, self.function_y
+        return _magnitude_plot({"X": (fx.ts, fx.values), "Y": (fy.ts, fy.values)},
+                               t_conv={"X": self.t_conv_x, "Y": self.t_conv_y}, t_cut=self.t_cut,
+                               sizes={"X": fx.n_distinct, "Y": fy.n_distinct})
+
+
+@dataclass(frozen=True, repr=False)
+class MagnitudeComparison(NotebookDisplay):
     """Several sets compared with the paper's conventions, from :func:`compare_magnitude`.
 
     Attributes
@@ -321,9 +456,49 @@ class MagnitudeComparison:
         """JSON-ready dictionary with stable keys."""
         return _fields_dict(self)
 
+    # -- display (a notebook's repr, HTML table, tidy frame and figure) --------------------------
+    def __repr__(self) -> str:
+        shown = list(self.names)[:5]
+        areas = ", ".join(f"{name!r} {format_value(self.areas[name])}" for name in shown)
+        more = f", ... ({len(self.names) - len(shown)} more)" if len(self.names) > len(shown) else ""
+        diffs = ", ".join(f"{name!r} {format_value(self.mag_diff[name])}" for name in self.candidates[:5]
+                          if name in self.mag_diff)
+        return short_repr(
+            f"MagnitudeComparison({len(self.names)} sets, reference={self.reference!r})",
+            [("t_cut", f"{format_value(self.t_cut)} ({self.t_cut_rule})"),
+             ("MagArea", areas + more), ("MagDiff vs reference", diffs or None)],
+        )
 
-@dataclass(frozen=True)
-class MagDiffMatrix:
+    def to_frame(self):
+        """Tidy DataFrame: per set (``group``) its MagArea, and each candidate's MagDiff.
+
+        Rows ``mag_area`` and ``mag_area_scaled`` for every set; ``mag_diff``, ``mag_diff_scaled``,
+        ``mag_diff_relative`` and ``mag_diff_absolute`` for each candidate against the reference.
+        All exact; extra columns ``t_cut`` and ``t_conv``.
+        """
+        rows = []
+        for name in self.names:
+            extra = {"t_cut": self.t_cut, "t_conv": self.t_conv.get(name)}
+            rows += [frame_row("mag_area", self.areas[name], group=name, **extra),
+                     frame_row("mag_area_scaled", self.areas_scaled[name], group=name, **extra)]
+            for score, values in (("mag_diff", self.mag_diff), ("mag_diff_scaled", self.mag_diff_scaled),
+                                  ("mag_diff_relative", self.mag_diff_relative),
+                                  ("mag_diff_absolute", self.mag_diff_absolute)):
+                if name in values:
+                    rows.append(frame_row(score, values[name], group=name, **extra))
+        frame = _tidy(rows)
+        frame["t_conv"] = frame["t_conv"].astype("float64")
+        return frame
+
+    def plot(self):
+        """The app's Mag(t) figure of every set on [0, t_cut] (``magnitude_figure``, as the magnitude page)."""
+        return _magnitude_plot({k: (f.ts, f.values) for k, f in self.functions.items()}, t_conv=self.t_conv,
+                               t_cut=self.t_cut, sizes={k: f.n_distinct for k, f in self.functions.items()},
+                               title=f"Mag(t) on [0, t_cut]; t_cut = {self.t_cut:.4g} ({self.t_cut_rule})")
+
+
+@dataclass(frozen=True, repr=False)
+class MagDiffMatrix(NotebookDisplay):
     """MagDiff between every pair of sets on one common grid, from :func:`mag_diff_matrix`.
 
     Attributes
@@ -359,9 +534,44 @@ class MagDiffMatrix:
         """JSON-ready dictionary with stable keys."""
         return _fields_dict(self)
 
+    # -- display (a notebook's repr, HTML table, tidy frame and figure) --------------------------
+    def __repr__(self) -> str:
+        return short_repr(
+            f"MagDiffMatrix({len(self.names)} sets, t_cut={format_value(self.t_cut)} ({self.t_cut_rule}))",
+            [("names", ", ".join(map(repr, self.names[:6])) + (", ..." if len(self.names) > 6 else "")),
+             ("values", self.values), ("absolute", self.absolute)],
+        )
 
-@dataclass(frozen=True)
-class SpreadFunction:
+    def to_frame(self):
+        """Tidy DataFrame: one row per ordered pair of sets, score ``"mag_diff"`` (exact).
+
+        ``group`` is the row set, extra column ``against`` the column set, then ``absolute``,
+        ``value_scaled`` and ``absolute_scaled``.
+        """
+        rows = []
+        for i, a in enumerate(self.names):
+            for j, b in enumerate(self.names):
+                if i != j:
+                    rows.append(frame_row("mag_diff", self.values[i, j], group=a, against=b,
+                                          absolute=float(self.absolute[i, j]),
+                                          value_scaled=float(self.values_scaled[i, j]),
+                                          absolute_scaled=float(self.absolute_scaled[i, j])))
+        return _tidy(rows)
+
+    def plot(self, *, absolute: bool = False, scaled: bool = False):
+        """The app's all-pairs heatmap (``mag_diff_heatmap``): signed or ``absolute``, raw or ``scaled`` by t_cut."""
+        require_plotly("MagDiffMatrix.plot()")
+        from ..report.figures import mag_diff_heatmap
+
+        values = (self.absolute_scaled if scaled else self.absolute) if absolute else \
+            (self.values_scaled if scaled else self.values)
+        return mag_diff_heatmap(values, self.names, absolute=absolute,
+                                title=f"{'|MagDiff|' if absolute else 'MagDiff'} on [0, t_cut = {self.t_cut:.4g}]"
+                                      + (" / t_cut" if scaled else ""))
+
+
+@dataclass(frozen=True, repr=False)
+class SpreadFunction(NotebookDisplay):
     """Willerton's spread on a grid of scales, from :func:`spread_function`.
 
     Attributes
@@ -391,9 +601,22 @@ class SpreadFunction:
         """JSON-ready dictionary with stable keys."""
         return _fields_dict(self)
 
+    # -- display (no figure: the app and the report draw no spread curve) -------------------------
+    def __repr__(self) -> str:
+        return short_repr(
+            f"SpreadFunction({self.ts.size} scales, {_size(self)})",
+            [("t_conv", "not reached" if self.t_conv is None
+              else f"{format_value(self.t_conv)} (E_t = {self.fraction:g} n)"),
+             ("ts", self.ts), ("values", self.values)],
+        )
 
-@dataclass(frozen=True)
-class MagnitudeDimension:
+    def to_frame(self):
+        """Tidy DataFrame: one row per scale t, score ``"spread"`` (exact; extra column ``t``)."""
+        return _tidy(_curve_rows("spread", self.ts, self.values))
+
+
+@dataclass(frozen=True, repr=False)
+class MagnitudeDimension(NotebookDisplay):
     """The magnitude dimension profile and the magnitude dimension, from :func:`magnitude_dimension`.
 
     Attributes
@@ -422,3 +645,24 @@ class MagnitudeDimension:
     def to_dict(self) -> dict:
         """JSON-ready dictionary with stable keys."""
         return _fields_dict(self)
+
+    # -- display (a notebook's repr, HTML table, tidy frame and figure) --------------------------
+    def __repr__(self) -> str:
+        f = self.function
+        return short_repr(
+            f"MagnitudeDimension({self.ts.size} scales, {_size(f)})",
+            [("dimension", f"{format_value(self.dimension)} at t = {format_value(self.t_dimension)}"),
+             ("ts", self.ts), ("profile", self.profile)],
+        )
+
+    def to_frame(self):
+        """Tidy DataFrame: one row, score ``"magnitude_dimension"`` (exact on the grid; extra ``t_dimension``)."""
+        return _tidy([frame_row("magnitude_dimension", self.dimension, t_dimension=self.t_dimension)])
+
+    def plot(self):
+        """The app's magnitude dimension profile, its maximum marked (``magnitude_dimension_figure``)."""
+        require_plotly("MagnitudeDimension.plot()")
+        from ..report.figures import magnitude_dimension_figure
+
+        return magnitude_dimension_figure({_CURVE: (self.ts, self.profile)},
+                                          maxima={_CURVE: (self.t_dimension, self.dimension)})

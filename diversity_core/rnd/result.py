@@ -9,15 +9,17 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 
 from .._deprecation import UNSET, warn_renamed
+from .._display import NotebookDisplay, format_interval, frame_row, require_plotly, short_repr
 from .._json import to_jsonable
 from .._stats import ConfidenceInterval, flat_interval_reader, interval_from_ends
+from ..exceptions import DiversityInputError
 from ._regime import rnd_regime_warning
 
 _ARRAYS = ("run_scores", "curves", "mse_train", "mse_val")
 
 
-@dataclass(frozen=True, init=False)
-class RNDResult:
+@dataclass(frozen=True, init=False, repr=False)
+class RNDResult(NotebookDisplay):
     """The RND score of a dataset, with its spread over runs and the training curves.
 
     Attributes
@@ -120,3 +122,45 @@ class RNDResult:
                 "settings": dict(self.settings),
             }
         )
+
+    # -- display (a notebook's repr, HTML table, tidy frame and figure) --------------------------
+    def __repr__(self) -> str:
+        runs, epochs = self.curves.shape if self.curves.ndim == 2 else (self.run_scores.size, 0)
+        arch = self.settings.get("architecture")
+        return short_repr(
+            f"RNDResult(runs={runs}, epochs={epochs}" + (f", architecture={arch!r})" if arch else ")"),
+            [("score", format_interval(self.score, self.confidence_interval)),
+             ("std over runs", self.std),
+             ("run_scores", self.run_scores),
+             ("averaged over", f"the last {self.settings['average_last']} epochs"
+              if "average_last" in self.settings else None),
+             ("reliability", self._reliability_or_none())],
+        )
+
+    def _reliability_or_none(self) -> Optional[str]:
+        """:attr:`reliability`, or None where the settings cannot say (a repr never raises)."""
+        try:
+            return self.reliability
+        except DiversityInputError:
+            return None
+
+    def to_frame(self):
+        """Tidy DataFrame: one row, score ``"rnd"``, the t-interval over runs (kind ``"estimate"``).
+
+        Extra columns ``std`` and ``runs``. NaN ends for one run.
+        """
+        from .._display import tidy_frame
+
+        return tidy_frame([frame_row("rnd", self.score, self.confidence_interval, std=self.std,
+                                     runs=int(self.run_scores.size))])
+
+    def plot(self):
+        """The app's figure of the training curves: RND_i per epoch, each run and their mean (``rnd_figure``).
+
+        Returns a plotly Figure; raises MissingDependencyError without plotly.
+        """
+        require_plotly("RNDResult.plot()")
+        from ..report.figures.curves import rnd_figure
+
+        return rnd_figure(self.curves, average_last=self.settings.get("average_last"),
+                          total_epochs=self.settings.get("epochs"))

@@ -7,9 +7,10 @@ from typing import Any
 
 import numpy as np
 
+from ..._display import NotebookDisplay, format_kernel, order_lines, order_rows, require_plotly, short_repr
 from ..._orders import q_key
 from ..._stats import ConfidenceInterval
-from .._results import _index
+from .._results import _index, _orders_summary, estimate_label
 
 __all__ = ["VendiSLQ", "TARGET"]
 
@@ -18,8 +19,8 @@ TARGET = ("estimate of the full-sample value: VS_q of all n items with the exact
           "(eigenvalues at or below the support threshold counted as zero)")
 
 
-@dataclass(frozen=True)
-class VendiSLQ:
+@dataclass(frozen=True, repr=False)
+class VendiSLQ(NotebookDisplay):
     r"""Estimates of VS_q of the full sample by stochastic Lanczos quadrature, with intervals.
 
     Every finite order's interval is built on the trace :math:`\mathrm{tr} f_q(\rho)`
@@ -133,3 +134,35 @@ class VendiSLQ:
             "kernel": self.kernel,
             "settings": self.settings,
         }
+
+    # -- display (a notebook's repr, HTML table, tidy frame and figure) --------------------------
+    def __repr__(self) -> str:
+        return short_repr(
+            f"VendiSLQ(n={self.n}, probes={self.probes}, steps={self.steps}, k={self.k}, "
+            f"kernel={format_kernel(self.kernel)})",
+            [*order_lines(self.qs, self.value, self.low, self.high, kind="estimate", level=self.confidence_level),
+             ("orders", _orders_summary(self.qs)),
+             ("stopped", self.settings.get("stopped")),
+             ("target", self.target)],
+        )
+
+    def to_frame(self):
+        """Tidy DataFrame: one row per order, the interval of :meth:`interval` (kind ``"estimate"``).
+
+        Extra columns: the half-width's parts on the trace (``statistical``, ``quadrature``, ``rounding``).
+        """
+        from ..._display import tidy_frame
+
+        return tidy_frame(order_rows("vendi", self.qs, self.value, self.low, self.high, kind="estimate",
+                                     level=self.confidence_level, statistical=self.statistical,
+                                     quadrature=self.quadrature, rounding=self.rounding))
+
+    def plot(self, *, q=None):
+        """The app's figure of the estimate: VS_q with its intervals against q (``vendi_bounds_figure``).
+
+        ``q`` marks an order. Returns a plotly Figure; raises MissingDependencyError without plotly.
+        """
+        require_plotly("VendiSLQ.plot()")
+        from ...report.figures import vendi_bounds_figure
+
+        return vendi_bounds_figure(None, None, self, q=q, n=self.n, estimate_label=estimate_label(self))
