@@ -16,6 +16,8 @@ magnitude     metric-space magnitude (a package): Mag(t) by magnitude_at, t_conv
 rnd           the RND score (random network distillation; torch, from the extra [rnd])
 compare       comparisons of groups at equal n, with intervals and pairwise verdicts; ConfidenceInterval,
               the one interval type of every estimate (``.confidence_interval``)
+metrics_table every requested metric of every set at equal n as one tidy DataFrame, the best set per
+              metric highlighted (``.style``) and drawn (``.plot()``)
 report        the self-contained HTML report (Jinja2), the plotly figures, PNG/SVG export (kaleido);
               extra [report], imported only when used
 featurizers   features for each modality (pixels, EfficientNet-Lite0, n-grams, MiniLM, Morgan) and a registry
@@ -28,6 +30,12 @@ helpers       parse_q / format_q / q_key (orders q), frame_csv, format_bytes, fo
 approx        guaranteed bounds on every VS_q (Lanczos; Nystrom at any n), full-sample SLQ estimates (vendi_slq)
               and sketch estimates (Nystrom, RFF, MinHash)
 curation      per-item contributions, near-duplicates, rarity, most-diverse subsets
+evaluation    PRDC, FD, KD, memorisation, and the metric pack: RKE mode count, truncated Vendi, TCE/TIE,
+              DCScore, CMMD, clipped density/coverage, probabilistic P/R, lexical diversity of texts
+differential  what a generated set has that a reference lacks and what it misses: the novelty spectrum
+              (C_G - eta C_R), KEN, RRKE, the modes' galleries and their permutation null
+semantic_search  search: items ranked by similarity to a text or an image (a CLIP-style hf: folder) or to
+              one of the items ("find similar")
 sources       row sources read in blocks (arrays, .npy, memmaps, Parquet, shards, Dask); ``streaming``
               the dual path over them; ``blocked`` exact VS_2 for any kernel by blocks
 preprocess    standardise, L2-normalise, PCA; ``projection`` 2-D maps (PCA, UMAP); ``sensitivity``
@@ -102,11 +110,19 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
                   "MagnitudeComparison"),
     "rnd": ("rnd_score", "RNDResult", "PAPER_PRESET"),
     "compare": ("compare", "Comparison"),
+    "differential": ("novelty_spectrum", "missing_modes", "top_mode_items", "ken_score", "rrke", "mode_null",
+                     "novelty_report", "NoveltySpectrum", "ModeNull", "NoveltyReport"),
+    "metrics_table": ("metrics_table", "MetricsTable"),
+    # the metric pack of diversity_core.evaluation (issue 43 item 5)
+    "evaluation": ("rke_mode_count", "truncated_vendi", "truncated_entropy", "dcscore", "cmmd",
+                   "clipped_density_coverage", "probabilistic_precision_recall", "lexical_diversity",
+                   "metric_pack"),
     "data": ("Dataset", "SkippedItem", "load_dataset", "load_demo", "list_demos", "DEMOS"),
     "featurizers": ("FEATURIZERS", "featurize", "list_featurizers", "default_kernel"),
     "curation": ("item_contributions", "find_duplicates", "rarity_scores", "select_diverse",
                  "compare_selections", "ContributionResult", "DuplicateResult", "RarityResult",
                  "SelectionResult", "SelectionComparison"),
+    "semantic_search": ("search", "SearchResult"),
 }
 
 #: Public name -> the module that defines it.
@@ -241,6 +257,29 @@ __all__ = [
     "compare",
     "Comparison",
     "ConfidenceInterval",
+    # differential spectra: novel and missing modes against a reference
+    "novelty_spectrum",
+    "missing_modes",
+    "top_mode_items",
+    "ken_score",
+    "rrke",
+    "mode_null",
+    "novelty_report",
+    "NoveltySpectrum",
+    "ModeNull",
+    "NoveltyReport",
+    "metrics_table",
+    "MetricsTable",
+    # the metric pack: kernel, spectrum, k-NN and lexical metrics of evaluation papers
+    "rke_mode_count",
+    "truncated_vendi",
+    "truncated_entropy",
+    "dcscore",
+    "cmmd",
+    "clipped_density_coverage",
+    "probabilistic_precision_recall",
+    "lexical_diversity",
+    "metric_pack",
     # data and featurizers
     "Dataset",
     "SkippedItem",
@@ -276,4 +315,7 @@ __all__ = [
     "RarityResult",
     "SelectionResult",
     "SelectionComparison",
+    # finding items: text-to-image search and "find similar"
+    "search",
+    "SearchResult",
 ]

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Callable
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from diversity_core import format_q, frame_csv, q_key
@@ -21,6 +20,8 @@ from diversity_core.curation import (
     select_diverse,
 )
 from diversity_core.curation.selection import METHODS
+from diversity_core.report.figures.curation import SELECTION_LABELS
+from diversity_core.report.figures.curation import selection_figure as core_selection_figure
 
 from . import compute
 from .data import selection_buttons
@@ -35,7 +36,7 @@ AUTO_MAX_ITEMS = 500
 AUTO_MAX_K = 200
 #: Orders every result reports besides the current q.
 BASE_QS = (0.5, 1.0, 2.0, float("inf"))
-METHOD_LABELS = {"greedy": "greedy (VS_2)", "kcenter": "k-centre", "random": "random"}
+METHOD_LABELS = SELECTION_LABELS
 #: Duplicate groups drawn as galleries at a time (a box pages through the rest; the table lists all of them).
 MAX_GROUPS_SHOWN = 12
 
@@ -231,14 +232,8 @@ def selection_task(ctx, k: int, seed: int) -> Callable:
 
 
 def selection_figure(comparison: SelectionComparison, q: float):
-    """VS_q of every method's first k items against k (one line per method)."""
-    fig = go.Figure()
-    for name, sel in comparison.selections.items():
-        fig.add_trace(go.Scatter(x=sel.curve_k, y=sel.curve(q), mode="lines+markers", name=METHOD_LABELS[name]))
-    fig.update_layout(title=f"VS (q = {format_q(q)}) of the first k items chosen", xaxis_title="k",
-                      yaxis_title=f"VS_{format_q(q)}", height=380, margin=dict(l=40, r=20, t=50, b=40),
-                      legend=dict(orientation="h", y=-0.2))
-    return fig
+    """VS_q of every method's first k items against k: the core's figure (``SelectionComparison.plot``)."""
+    return core_selection_figure(comparison.selections, q, labels=METHOD_LABELS)
 
 
 def selection_frame(view, sel, *, with_items: bool = False) -> pd.DataFrame:

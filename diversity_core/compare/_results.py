@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from .._csv import csv_text, restore_cell
 from .._deprecation import UNSET, warn_renamed
+from .._display import NotebookDisplay, html_table, short_repr
 from .._json import dumps, from_json_float, to_jsonable
 from .._orders import q_key
 from .._stats import ConfidenceInterval, flat_interval_reader, interval_from_ends
@@ -172,7 +173,7 @@ _ROW_TYPES = {"estimates": ScoreEstimate, "pairwise": PairwiseDifference, "curve
 # the comparison
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class Comparison:
+class Comparison(NotebookDisplay):
     """The result of :func:`compare`: plain data that serialises to JSON and CSV and reloads.
 
     Attributes
@@ -320,6 +321,82 @@ class Comparison:
 
         header = self.pairwise_header()
         return format_table(header, [[r[h] for h in header] for r in self.pairwise_rows(digits=digits)])
+
+    # -- notebook display ------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        """At most ten lines: the groups and n, each score's estimates (as many as fit), the verdicts."""
+        title = (f"Comparison({len(self.groups)} groups, n={self.n}, {len(self.scores)} scores, "
+                 f"level={self.confidence_level:g})")
+        fields_ = [("groups", ", ".join(f"{g} (N={size})" for g, size in zip(self.groups, self.group_sizes)))]
+        shown = 6
+        for row in self.table_rows(digits=4)[:shown]:
+            fields_.append((row["score"], "; ".join(f"{g} {row[g]}" for g in self.groups)))
+        if len(self.scores) > shown:
+            fields_.append(("more", f"{len(self.scores) - shown} more scores: to_frame() has them all"))
+        resolved = sum(p.resolved for p in self.pairwise)
+        fields_.append(("pairwise", f"{resolved} of {len(self.pairwise)} differences resolved at "
+                                    f"{self.confidence_level:.0%} (format_pairwise())"))
+        return short_repr(title, fields_)
+
+    def _repr_html_(self) -> str:
+        """The table of :meth:`format_table` (scores by groups, ``estimate [low, high]``); names escaped."""
+        import pandas as pd
+
+        header = self.table_header()
+        rows = [[r["score"], *(r[g] for g in self.groups)] for r in self.table_rows(digits=4)]
+        resolved = sum(p.resolved for p in self.pairwise)
+        caption = (f"Comparison at n = {self.n}, {self.confidence_level:.0%} intervals; {resolved} of "
+                   f"{len(self.pairwise)} pairwise differences resolved")
+        return html_table(pd.DataFrame(rows, columns=header), caption=caption)
+
+    def to_frame(self, table: str = "estimates"):
+        """A tidy pandas DataFrame: one row per group and score (``"estimates"``) or per pair (``"pairwise"``).
+
+        ``"estimates"``: the columns of :mod:`diversity_core._display` (``group``, ``score``, ``q``
+        for the Vendi scores, ``value``, ``low``, ``high``, ``level``, ``kind``: ``"estimate"``, or
+        ``"exact"`` for the reference's MagDiff of 0), then ``se``, ``n``, ``replicates``,
+        ``method`` (how the interval was made: the rows' ``interval``), ``role`` and ``df``.
+        ``"pairwise"``: ``score``, ``value`` (the difference ``group_a - group_b``), ``low``,
+        ``high``, ``level``, ``kind``, then ``group_a``, ``group_b``, ``se``, ``df``,
+        ``resolved`` and ``higher``.
+        """
+        from .._display import frame_row, tidy_frame
+        from .._orders import parse_q
+
+        if table not in ("estimates", "pairwise"):
+            raise DiversityInputError(f"unknown table {table!r}; choose 'estimates' or 'pairwise'.")
+        rows = []
+        if table == "estimates":
+            for e in self.estimates:
+                exact = e.role == "reference" and e.score.startswith("MagDiff")
+                q = parse_q(e.score[3:]) if e.score.startswith("VS_") else None
+                rows.append(frame_row(e.score, e.estimate, None if exact else e.confidence_interval, group=e.group,
+                                      q=q, kind="exact" if exact else "estimate", se=e.se, n=e.n,
+                                      replicates=e.replicates, method=e.interval, role=e.role, df=e.df))
+        else:
+            for p in self.pairwise:
+                rows.append(frame_row(p.score, p.difference, p.confidence_interval, kind="estimate",
+                                      group_a=p.group_a, group_b=p.group_b, se=p.se, df=p.df, resolved=p.resolved,
+                                      higher=p.higher))
+        return tidy_frame(rows)
+
+    def plot(self, kind: str = "scores"):
+        """The figure of the report and the Compare page: ``"scores"`` (default), ``"differences"``, ...
+
+        ``kind`` is a key of :data:`~diversity_core.report.figures.FIGURE_TITLES` (``"scores"``,
+        ``"differences"``, ``"q_profile"``, ``"magnitude"``, ``"spectra"``, ``"sample_size"``);
+        the figure is :func:`~diversity_core.report.figures.comparison_figures`' own.
+        """
+        from .._display import require_plotly
+        from ..report.figures.comparison import FIGURE_TITLES, comparison_figures
+
+        require_plotly("Comparison.plot()")
+        figures = comparison_figures(self)
+        if kind not in figures:
+            known = [k for k in FIGURE_TITLES if k in figures]
+            raise DiversityInputError(f"no {kind!r} figure for this comparison; choose one of: "
+                                      f"{', '.join(map(repr, known))}.")
+        return figures[kind]
 
     # -- serialisation --------------------------------------------------------------------------
     def to_dict(self) -> Dict[str, Any]:

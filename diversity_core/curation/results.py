@@ -13,6 +13,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from .._display import frame_row, html_table, require_plotly, short_repr, tidy_frame
 from .._json import to_jsonable
 from .._orders import parse_q, q_key
 from ..exceptions import DiversityInputError
@@ -30,6 +31,30 @@ def _q_index(qs: tuple, q) -> int:
     raise DiversityInputError(
         f"order q={q_key(value)} was not computed; computed: {', '.join(q_key(v) for v in qs)}."
     )
+
+
+def _default_q(qs: tuple, q):
+    """The order a display uses: ``q`` when given, else 1 when computed, else the first computed."""
+    if q is not None:
+        return qs[_q_index(qs, q)]
+    return 1.0 if 1.0 in qs else qs[0]
+
+
+def _vendi_text(qs: tuple, values) -> str:
+    """``VS_1 12.3, VS_inf 4.5`` for the orders computed (``-`` when not computed)."""
+    if values is None:
+        return "-"
+    return ", ".join(f"VS_{q_key(q)} {float(v):.4g}" for q, v in zip(qs, values))
+
+
+def _items_text(idx, values) -> str:
+    """``17 (0.12), 3 (0.1), ...``: a few items with their values."""
+    return ", ".join(f"{int(i)} ({float(values[i]):.3g})" for i in idx)
+
+
+def _summary_html(rows: list, caption: str) -> str:
+    """The compact HTML table of a result's headline numbers (the per-item table is ``to_frame``)."""
+    return html_table(tidy_frame(rows), caption=caption)
 
 
 def _frame(columns: dict, ids, *, n: int):
@@ -95,6 +120,44 @@ class ContributionResult:
         """Indices of the ``m`` most redundant items (smallest contribution first, ties by index)."""
         c = self.contribution(q)
         return np.lexsort((np.arange(c.size), c))[: max(0, int(m))]
+
+    def __repr__(self) -> str:
+        q = _default_q(self.qs, None)
+        c = self.contribution(q)
+        return short_repr(f"ContributionResult(n={self.n}, method={self.method!r}, {len(self.qs)} orders)", [
+            ("VS_q of all items", _vendi_text(self.qs, self.vendi)),
+            (f"most adding to VS_{q_key(q)}", _items_text(self.top(3, q=q), c)),
+            (f"most redundant for VS_{q_key(q)}", _items_text(self.bottom(3, q=q), c)),
+            ("rank", self.rank), ("spectrum", self.spectrum_method),
+            ("per item", "to_frame(ids=...): one row per item"),
+        ])
+
+    def summary_frame(self):
+        """The headline numbers as a tidy frame (exact): ``vendi`` of all items, largest and smallest contribution.
+
+        One row of each per order q.
+        """
+        rows = []
+        for j, q in enumerate(self.qs):
+            rows.append(frame_row("vendi", self.vendi[j], q=q))
+            rows.append(frame_row("contribution_max", float(np.max(self.values[:, j])) if self.n else math.nan, q=q))
+            rows.append(frame_row("contribution_min", float(np.min(self.values[:, j])) if self.n else math.nan, q=q))
+        return tidy_frame(rows)
+
+    def _repr_html_(self) -> str:
+        return html_table(self.summary_frame(), caption=repr(self).splitlines()[0])
+
+    def plot(self, q=None):
+        """The items' contributions to ``VS_q`` as a histogram (the core's ``histogram_figure``).
+
+        ``q`` defaults to 1 when computed, else the first order.
+        """
+        require_plotly("ContributionResult.plot()")
+        from ..report.figures.items import histogram_figure
+
+        q = _default_q(self.qs, q)
+        return histogram_figure(self.contribution(q), x_title=f"contribution to VS_{q_key(q)} (VS minus VS without the item)",
+                                title=f"Contributions of {self.n} items ({self.method})")
 
     def to_frame(self, ids: Optional[Sequence] = None):
         """One row per item: ``item``, optional ``id``, then ``contribution_<q>`` for every order."""
@@ -219,6 +282,46 @@ class DuplicateResult:
         j = _q_index(self.qs, q)
         return float(self.vendi_deduplicated[j] - self.vendi_original[j])
 
+    def __repr__(self) -> str:
+        sizes = [int(g.size) for g in self.groups]
+        rel = ">=" if self.criterion == "similarity" else "<="
+        return short_repr(f"DuplicateResult(n={self.n}, {self.n_groups} groups, {self.n_removable} removable)", [
+            ("rule", f"{self.criterion} {rel} {self.threshold:g} ({self.method})"),
+            ("items in groups", self.n_in_groups), ("largest group", max(sizes) if sizes else 0),
+            ("pairs", int(self.pairs.shape[0])),
+            ("VS_q original", _vendi_text(self.qs, self.vendi_original)),
+            ("VS_q deduplicated", _vendi_text(self.qs, self.vendi_deduplicated)),
+            ("per item", "to_frame(ids=...): one row per item in a group"),
+        ])
+
+    def summary_frame(self):
+        """The headline numbers as a tidy frame (exact): ``vendi`` per order q, ``intdiv``, ``removable``.
+
+        ``group`` is ``"original"`` (every item) or ``"deduplicated"`` (the kept ones).
+        """
+        rows = []
+        for label, vs, div in (("original", self.vendi_original, self.intdiv_original),
+                               ("deduplicated", self.vendi_deduplicated, self.intdiv_deduplicated)):
+            if vs is not None:
+                rows += [frame_row("vendi", v, group=label, q=q) for q, v in zip(self.qs, vs)]
+            if div is not None:
+                rows.append(frame_row("intdiv", div, group=label))
+        rows.append(frame_row("removable", self.n_removable, group="deduplicated"))
+        return tidy_frame(rows)
+
+    def _repr_html_(self) -> str:
+        return html_table(self.summary_frame(), caption=repr(self).splitlines()[0])
+
+    def plot(self, max_groups: int = 40):
+        """The near-duplicate groups' sizes, largest first (the core's ``bar_figure``; at most ``max_groups``)."""
+        require_plotly("DuplicateResult.plot()")
+        from ..report.figures.items import bar_figure
+
+        shown = range(min(self.n_groups, int(max_groups)))
+        more = f" (largest {len(shown)} of {self.n_groups})" if self.n_groups > len(shown) else ""
+        return bar_figure([f"group {g}" for g in shown], [int(self.groups[g].size) for g in shown], y_title="items",
+                          title=f"Near-duplicate groups{more}: {self.n_removable} items removable")
+
     def to_frame(self, ids: Optional[Sequence] = None):
         """One row per item in a duplicate group.
 
@@ -318,6 +421,31 @@ class RarityResult:
         """Indices of the ``m`` most typical items (lowest score first, ties by index)."""
         return np.lexsort((np.arange(self.n), self.scores))[: max(0, int(m))]
 
+    def __repr__(self) -> str:
+        s = self.scores
+        med = float(np.median(s)) if s.size else math.nan
+        return short_repr(f"RarityResult(n={self.n}, n_neighbors={self.n_neighbors}, method={self.method!r})", [
+            ("rarest", _items_text(self.rarest(3), s)), ("most typical", _items_text(self.most_typical(3), s)),
+            ("median rarity", med), ("per item", "to_frame(ids=...): one row per item"),
+        ])
+
+    def summary_frame(self):
+        """The headline numbers as a tidy frame: the mean, median and largest rarity (exact)."""
+        s = self.scores
+        stats = (("rarity_mean", np.mean), ("rarity_median", np.median), ("rarity_max", np.max))
+        return tidy_frame([frame_row(name, float(f(s)) if s.size else math.nan) for name, f in stats])
+
+    def _repr_html_(self) -> str:
+        return html_table(self.summary_frame(), caption=repr(self).splitlines()[0])
+
+    def plot(self):
+        """The items' rarity as a histogram (the core's ``histogram_figure``)."""
+        require_plotly("RarityResult.plot()")
+        from ..report.figures.items import histogram_figure
+
+        return histogram_figure(self.scores, x_title=f"rarity (1 - mean similarity to the {self.n_neighbors} nearest)",
+                                title=f"Rarity of {self.n} items")
+
     def to_frame(self, ids: Optional[Sequence] = None):
         """One row per item: ``item``, ``id``, ``rarity``, ``mean_similarity``, ``nearest``, ``nearest_similarity``."""
         cols = {
@@ -395,6 +523,36 @@ class SelectionResult:
         """``VS_q`` of the whole selection."""
         return float(self.curve(q)[-1])
 
+    def __repr__(self) -> str:
+        last = self.curve_vendi[-1] if self.curve_vendi.shape[0] else None
+        how = self.method + (f", {self.objective}" if self.objective else "")
+        return short_repr(f"SelectionResult(k={self.k} of n={self.n}, method={how!r})", [
+            ("indices", self.indices), ("VS_q of the selection", _vendi_text(self.qs, last)),
+            ("IntDiv", float(self.curve_intdiv[-1]) if self.curve_intdiv.size else None),
+            ("n_logdet", self.n_logdet), ("per item", "to_frame(ids=...); the curve: curve_frame()"),
+        ])
+
+    def summary_frame(self):
+        """The headline numbers as a tidy frame: ``vendi`` per order and ``intdiv`` of the k chosen items (exact)."""
+        rows = []
+        if self.curve_vendi.shape[0]:
+            rows = [frame_row("vendi", v, q=q, k=self.k) for q, v in zip(self.qs, self.curve_vendi[-1])]
+            rows.append(frame_row("intdiv", self.curve_intdiv[-1], k=self.k))
+        return tidy_frame(rows)
+
+    def _repr_html_(self) -> str:
+        return html_table(self.summary_frame(), caption=repr(self).splitlines()[0])
+
+    def plot(self, q=None):
+        """VS_q of the first k chosen items against k: the Curate page's figure, for this one method.
+
+        ``q`` defaults to 1 when computed, else the first order.
+        """
+        require_plotly("SelectionResult.plot()")
+        from ..report.figures.curation import selection_figure
+
+        return selection_figure({self.method: self}, _default_q(self.qs, q))
+
     def to_frame(self, ids: Optional[Sequence] = None):
         """One row per chosen item: ``rank`` (1 = chosen first), ``item``, ``id``."""
         cols = {"item": self.indices, "rank": np.arange(1, self.k + 1)}
@@ -446,6 +604,40 @@ class SelectionComparison:
     def methods(self) -> list[str]:
         """The methods compared."""
         return list(self.selections)
+
+    def __repr__(self) -> str:
+        fields_ = []
+        for name, sel in list(self.selections.items())[:7]:
+            last = sel.curve_vendi[-1] if sel.curve_vendi.shape[0] else None
+            fields_.append((name, f"k={sel.k}: {_vendi_text(sel.qs, last)}"))
+        fields_.append(("curves", "to_frame(): k, q, vendi, intdiv per method"))
+        return short_repr(f"SelectionComparison({len(self.selections)} methods: {', '.join(self.methods)})", fields_)
+
+    def summary_frame(self):
+        """The headline numbers as a tidy frame (exact): ``vendi`` per order and ``intdiv`` of each selection.
+
+        ``group`` is the method.
+        """
+        rows = []
+        for name, sel in self.selections.items():
+            if sel.curve_vendi.shape[0]:
+                rows += [frame_row("vendi", v, group=name, q=q, k=sel.k) for q, v in zip(sel.qs, sel.curve_vendi[-1])]
+                rows.append(frame_row("intdiv", sel.curve_intdiv[-1], group=name, k=sel.k))
+        return tidy_frame(rows)
+
+    def _repr_html_(self) -> str:
+        return html_table(self.summary_frame(), caption=repr(self).splitlines()[0])
+
+    def plot(self, q=None):
+        """VS_q of every method's first k items against k: the figure the Curate page draws.
+
+        ``q`` defaults to 1 when computed, else the first order.
+        """
+        require_plotly("SelectionComparison.plot()")
+        from ..report.figures.curation import selection_figure
+
+        qs = next(iter(self.selections.values())).qs if self.selections else (1.0,)
+        return selection_figure(self.selections, _default_q(qs, q))
 
     def to_frame(self):
         """The curves in long form: ``method``, ``k``, ``q``, ``vendi``, ``intdiv``."""

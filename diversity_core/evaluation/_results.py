@@ -26,6 +26,7 @@ import numpy as np
 
 from .._csv import csv_text
 from .._deprecation import UNSET
+from .._display import NotebookDisplay, format_value, short_repr
 from .._json import dumps, to_jsonable
 from .._stats import ConfidenceInterval, flat_interval_reader, interval_from_ends
 from ..exceptions import DiversityInputError
@@ -182,6 +183,13 @@ class PRDCResult:
     def __post_init__(self):
         _freeze(self)
 
+    def __repr__(self) -> str:
+        return short_repr(f"PRDCResult(k={self.k}, n_reference={self.n_reference}, n_generated={self.n_generated}, "
+                          f"{self.nn_method})", [
+            ("precision", self.precision.text()), ("recall", self.recall.text()),
+            ("density", self.density.text()), ("coverage", self.coverage.text()),
+        ])
+
     def to_dict(self) -> Dict[str, Any]:
         """Scalars and estimates (per-item arrays left out)."""
         return _scalar_dict(self)
@@ -206,6 +214,11 @@ class PrecisionRecallResult:
 
     def __post_init__(self):
         _freeze(self)
+
+    def __repr__(self) -> str:
+        return short_repr(f"PrecisionRecallResult(k={self.k}, n_reference={self.n_reference}, "
+                          f"n_generated={self.n_generated}, {self.nn_method})",
+                          [("precision", self.precision.text()), ("recall", self.recall.text())])
 
     def to_dict(self) -> Dict[str, Any]:
         """Scalars and estimates (per-item arrays left out)."""
@@ -243,6 +256,13 @@ class FrechetResult:
     d: int
     n_reference: int
     n_generated: int
+
+    def __repr__(self) -> str:
+        return short_repr(f"FrechetResult(d={self.d}, n_reference={self.n_reference}, n_generated={self.n_generated})", [
+            ("value", self.value.text()), ("mean_term", self.mean_term),
+            ("ranks", f"{self.rank_reference} (reference), {self.rank_generated} (generated)"
+                      + ("; rank-deficient" if self.rank_deficient else "")),
+        ])
 
     def to_dict(self) -> Dict[str, Any]:
         """All fields, the estimate as a dict."""
@@ -454,6 +474,16 @@ class MemorizationResult:
     def __post_init__(self):
         _freeze(self)
 
+    def __repr__(self) -> str:
+        return short_repr(f"MemorizationResult(n_generated={self.n_generated}, n_train={self.n_train}, "
+                          f"{self.metric}, {self.nn_method})", [
+            ("flagged", _pct_interval(self.fraction_flagged)),
+            ("baseline", None if self.baseline_fraction is None else _pct_interval(self.baseline_fraction)),
+            ("held-out flagged", _pct_interval(self.heldout_fpr)),
+            ("threshold", f"ratio < {_fmt(self.threshold)} (alpha = {self.alpha:g}, bound {_pct(self.fpr_bound)})"),
+            ("note", self.note or None), ("per item", "item_rows(), flagged_items()"),
+        ])
+
     def to_dict(self) -> Dict[str, Any]:
         """Scalars and estimates (per-item arrays left out)."""
         return _scalar_dict(self)
@@ -567,7 +597,7 @@ def _pct(v) -> str:
 
 
 @dataclass(frozen=True)
-class EvaluationResult:
+class EvaluationResult(NotebookDisplay):
     """Every evaluation of one generated set against a reference (and optionally a training set).
 
     Attributes
@@ -617,21 +647,14 @@ class EvaluationResult:
             atomic_write(path, text + "\n")
         return text
 
-    def table_rows(self) -> List[Dict[str, Any]]:
-        """One row per metric: ``metric``, ``value``, ``se``, ``sd``, ``ci_low``, ``ci_high``, ``interval``, ``note``.
-
-        ``sd`` is a spread shown as ``value ± sd`` (the kernel distance's standard deviation over
-        its subsets, not a standard error); None for every other metric.
-        """
-        rows: List[Dict[str, Any]] = []
+    def _metrics(self) -> List[tuple]:
+        """``(metric, Estimate, note, sd)`` for every metric computed, in table order."""
+        out: List[tuple] = []
 
         def add(name: str, est: Union[Estimate, float, None], note: str = "", sd: Optional[float] = None) -> None:
             if est is None:
                 return
-            e = est if isinstance(est, Estimate) else Estimate(float(est))
-            lo, hi = e.confidence_interval or (None, None)
-            rows.append({"metric": name, "value": e.value, "se": e.se, "sd": sd, "ci_low": lo,
-                         "ci_high": hi, "interval": e.interval, "note": note})
+            out.append((name, est if isinstance(est, Estimate) else Estimate(float(est)), note, sd))
 
         p, ip = self.prdc, self.improved
         add("precision", p.precision, f"k={p.k}, Naeem et al. 2020")
@@ -670,7 +693,88 @@ class EvaluationResult:
             add("information_vendi", c.information_vendi, f"exp I_{c.q:g}(X;T)")
         if self.quality is not None:
             add("quality_vendi", self.quality.qvs, f"mean quality {self.quality.mean_quality:.4g} x VS")
+        return out
+
+    def table_rows(self) -> List[Dict[str, Any]]:
+        """One row per metric: ``metric``, ``value``, ``se``, ``sd``, ``ci_low``, ``ci_high``, ``interval``, ``note``.
+
+        ``sd`` is a spread shown as ``value ± sd`` (the kernel distance's standard deviation over
+        its subsets, not a standard error); None for every other metric.
+        """
+        rows: List[Dict[str, Any]] = []
+        for name, e, note, sd in self._metrics():
+            lo, hi = e.confidence_interval or (None, None)
+            rows.append({"metric": name, "value": e.value, "se": e.se, "sd": sd, "ci_low": lo,
+                         "ci_high": hi, "interval": e.interval, "note": note})
         return rows
+
+    # -- notebook display ------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        """At most ten lines: the sizes, then the headline metrics with their intervals."""
+        p = self.prdc
+        fields_ = [
+            ("precision / recall", f"{p.precision.text()} / {p.recall.text()}"),
+            ("density / coverage", f"{p.density.text()} / {p.coverage.text()}"),
+            ("frechet_distance", self.frechet.value.text()),
+            ("vendi_ratio", f"{self.vendi.ratio.text()} (VS_{self.vendi.q:g} at n={self.vendi.n})"),
+        ]
+        if self.kernel_distance is not None:
+            kd = self.kernel_distance
+            fields_.append(("kernel_distance", f"{format_value(kd.mean)} ± {format_value(kd.std)}"))
+        if self.magdiff is not None:
+            fields_.append(("magdiff", format_value(self.magdiff["value"])))
+        if self.memorization is not None:
+            fields_.append(("memorized_fraction", _pct_interval(self.memorization.fraction_flagged)))
+        if self.conditional is not None:
+            fields_.append(("conditional_vendi", format_value(self.conditional.conditional_vendi)))
+        if self.quality is not None:
+            fields_.append(("quality_vendi", format_value(self.quality.qvs)))
+        fields_.append(("all metrics", f"{len(self._metrics())} rows in to_frame()"))
+        return short_repr(f"EvaluationResult(n_reference={self.n_reference}, n_generated={self.n_generated}, "
+                          f"d={self.d})", fields_)
+
+    def to_frame(self):
+        """A tidy pandas DataFrame: one row per metric (the rows of :meth:`table_rows`).
+
+        Columns of :mod:`diversity_core._display`: ``score`` (the metric), ``value``, ``low``,
+        ``high``, ``level``, ``kind`` (``"estimate"`` with an interval, and for a number averaged
+        over random subsets without one; ``"exact"`` for a number computed on the sets as given),
+        then ``se``, ``sd``, ``method`` (how the interval was made) and ``note``.
+        """
+        from .._display import frame_row, tidy_frame
+
+        # numbers averaged over random subsets (the larger set's Vendi score at n, MagDiff) are estimates
+        # even without an interval; exact only when no subset was drawn
+        v = self.vendi
+        subsampled = {"vendi_generated": v.n < self.n_generated, "vendi_reference": v.n < self.n_reference}
+        if self.magdiff is not None:
+            drawn = (int(self.magdiff.get("n_reference", 0)) < self.n_reference
+                     or int(self.magdiff.get("n_generated", 0)) < self.n_generated)
+            subsampled.update(magdiff=drawn, magdiff_relative=drawn)
+        rows = []
+        for name, e, note, sd in self._metrics():
+            ci = e.confidence_interval
+            has = ci is not None and ci[0] is not None and math.isfinite(ci[0])
+            kind = "estimate" if has or e.interval not in ("none", "") or subsampled.get(name) else "exact"
+            rows.append(frame_row(name, e.value, ci if has else None, kind=kind, se=e.se, sd=sd,
+                                  method=e.interval, note=note))
+        return tidy_frame(rows)
+
+    def plot(self, kind: str = "fidelity_diversity", *, name: str = "generated", reference: Optional[str] = None):
+        """The figure of the report and the Compare page's reference role for this one generated set.
+
+        ``kind``: ``"fidelity_diversity"`` (precision/recall and density/coverage planes, default)
+        or ``"vendi_ratio"`` (:data:`~diversity_core.report.figures.evaluation.EVALUATION_TITLES`);
+        ``name`` labels the set, ``reference`` names the reference in the title. The figure is
+        :func:`~diversity_core.report.figures.evaluation.evaluation_figures`' own.
+        """
+        from .._display import require_plotly
+        from ..report.figures.evaluation import EVALUATION_TITLES, evaluation_figures
+
+        require_plotly("EvaluationResult.plot()")
+        if kind not in EVALUATION_TITLES:
+            raise DiversityInputError(f"unknown figure {kind!r}; choose one of: {', '.join(map(repr, EVALUATION_TITLES))}.")
+        return evaluation_figures({str(name): self}, reference=reference)[kind]
 
     def to_csv(self, path: Union[str, Path, None] = None) -> str:
         """The table of :meth:`table_rows` as CSV (floats with ``repr``, empty cells for missing)."""

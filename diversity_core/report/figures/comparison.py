@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional
 
 from ._base import escape_label
 from .colours import group_colours
@@ -16,8 +16,9 @@ from .groups import (
     spectra_overlay_figure,
 )
 
-if TYPE_CHECKING:
-    from ...compare import Comparison
+#: A :class:`~diversity_core.compare.Comparison`; not imported, not even for type checking: the comparison
+#: draws itself with these figures (``Comparison.plot``), and the import graph stays without a cycle.
+Comparison = Any
 
 __all__ = ["FIGURE_TITLES", "comparison_figures", "presentation_style"]
 
