@@ -7,6 +7,7 @@ from diversity_core.report.figures import map_3d_figure, map_figure
 from diversity_core.spectrum import is_mean_direction
 from ui import compute, map_cards, map_ui, tasks
 from ui.data import selection_buttons, selection_csv
+from ui.data.search import meaning_box
 from ui.feedback import attempt
 from ui.fragments import q_local
 from ui.gallery import show_items
@@ -48,6 +49,7 @@ def projection_map() -> None:
         "keeps only them instead).",
         **KEEP,  # in the URL like the page's other controls: a shared link keeps what is ringed
     )
+    meaning_box(view, ctx.featurizer, key="proj_meaning")  # a text, an image or an item: the best matches
     projection, shown, axes = None, method, ("UMAP 1", "UMAP 2", "UMAP 3")
     if method == "UMAP":
         projection = umap_map(c4, dims)

@@ -19,7 +19,7 @@ import streamlit as st
 from diversity_core import DETAIL_SEPARATOR, format_q
 from diversity_core.data import capped_rows
 from diversity_core.exceptions import DiversityInputError
-from diversity_core.featurizers import FEATURIZERS, default_kernel, featurize, kernel_support
+from diversity_core.featurizers import FEATURIZERS, default_kernel, featurize, get_featurizer, kernel_support
 from diversity_core.report.figures import rank_figure
 from diversity_core.robustness import (
     BackgroundReport,
@@ -68,8 +68,10 @@ def pair_options(ds) -> list:
 
 
 def at_hand(view: View, rep: str) -> bool:
-    """Whether ``rep``'s features need no long run: cheap to compute, or already in a cache."""
-    return not FEATURIZERS[rep].persist or compute.features_at_hand(view, rep) is not None
+    """Whether ``rep``'s features need no long run: cheap to compute, or already in a cache.
+
+    ``rep`` may be a parameterised name (``hf:<folder>``, the sidebar's own model)."""
+    return not get_featurizer(rep).persist or compute.features_at_hand(view, rep) is not None
 
 
 def default_pairs(view: View) -> list:

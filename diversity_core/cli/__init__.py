@@ -1,4 +1,4 @@
-"""The ``diversity`` command line: ``score | inspect | magnitude | rnd | compare | curate | evaluate | app | cache``.
+"""The ``diversity`` command line: ``score | inspect | magnitude | rnd | compare | curate | evaluate | search | app | cache``.
 
 Each sub-command lives in its own module ``_<name>.py`` exposing ``add_parser(subparsers)``
 and ``run(args) -> int``, and is listed with its help line in :data:`COMMANDS`; only the module of
@@ -41,6 +41,7 @@ COMMANDS: dict[str, str] = {
     "curate": "near-duplicates, per-item contributions, rare items, and a most-diverse subset",
     "robustness": "does the groups' ranking depend on the representation? every representation and kernel, at one n",
     "evaluate": "evaluate generated items against real ones: PRDC, FD, KD, Vendi ratio, copies, per prompt",
+    "search": "rank the items by similarity to a text, an image or one of them (CLIP-style hf: model)",
     "app": "serve the browser app (server files readable only inside --data-dir)",
     "cache": "show (info) or empty (clear) the result store kept between runs",
 }

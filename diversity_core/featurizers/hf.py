@@ -11,6 +11,14 @@ user's Hugging Face cache is an error saying what to do; a download happens only
 handed to transformers as the id, so that it reads the whole cached snapshot (and, with
 ``allow_download=True``, fetches the weights and preprocessing files missing from it).
 
+A CLIP-style checkpoint holding both encoders in one shared space (``CLIPModel``: a config with a
+``vision_config`` and a ``text_config``, whose towers transformers builds as
+``...VisionModelWithProjection`` and ``...TextModelWithProjection``) is read one tower at a time:
+as a featurizer its image tower with the projection (``image_embeds``, what
+:func:`~diversity_core.search` ranks text queries against); ``tower="text"`` (:func:`hf_encoder`)
+loads its text tower with the projection (``text_embeds``), the query side of a text search. The
+other tower's weights are left unread, without a warning.
+
 The network built is the class the config's ``architectures[0]`` names, when transformers has it
 and it is an encoder (a base model such as ``Dinov2Model`` or ``BertModel``, or a
 ``...WithProjection`` model); a checkpoint saved from a task model (``...For...``, ``...Head...``)
@@ -74,6 +82,8 @@ __all__ = [
     "HFModel",
     "hf_model",
     "hf_features",
+    "hf_encoder",
+    "HFEncoder",
     "hf_version",
     "hf_found_locally",
     "pooled_output",
@@ -103,6 +113,9 @@ class HFModel:
         True when ``source`` is a hub id: transformers loads it by that id (the whole cached
         snapshot, and what is missing from it when downloads are allowed), not from ``folder``,
         which may hold only the files fetched so far.
+    dual : bool, default False
+        True for a CLIP-style checkpoint holding an image and a text encoder in one shared space:
+        ``modality`` names the tower that is loaded (with its projection).
     """
 
     source: str
@@ -110,6 +123,7 @@ class HFModel:
     modality: str
     model_type: str
     from_hub: bool = False
+    dual: bool = False
 
     @property
     def location(self) -> str:
@@ -178,17 +192,55 @@ def _not_found(source: str) -> DiversityInputError:
     )
 
 
-def _config_kind(config) -> str:
-    """``"images"`` or ``"text"`` from a transformers config."""
-    if (
-        getattr(config, "vision_config", None) is not None
-        and getattr(config, "text_config", None) is not None
-    ):
+def _is_dual(config) -> bool:
+    """Whether a config describes two encoders (images and text), as CLIP's does."""
+    return getattr(config, "vision_config", None) is not None and getattr(config, "text_config", None) is not None
+
+
+def _tower_classes(transformers, config) -> Optional[dict]:
+    """``{"images": class, "text": class}``: the towers with projection of a dual checkpoint, or None.
+
+    Named after ``architectures[0]`` (``CLIPModel`` -> ``CLIPVisionModelWithProjection`` and
+    ``CLIPTextModelWithProjection``), or after the base model of the config's ``model_type``.
+    """
+    names = [a for a in (getattr(config, "architectures", None) or [])[:1] if isinstance(a, str)]
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+    base = MODEL_MAPPING_NAMES.get(str(config.model_type))
+    names += [base] if isinstance(base, str) else []
+    for name in names:
+        if not name.endswith("Model"):
+            continue
+        prefix = name[: -len("Model")]
+        towers = {m: getattr(transformers, f"{prefix}{t}ModelWithProjection", None)
+                  for m, t in (("images", "Vision"), ("text", "Text"))}
+        if all(isinstance(c, type) and issubclass(c, transformers.PreTrainedModel) for c in towers.values()):
+            return towers
+    return None
+
+
+def _modality(source: str, config, transformers, tower: Optional[str]) -> tuple:
+    """``(modality, dual)`` of a checkpoint: the tower to load (``tower``, else the images of a dual one)."""
+    if _is_dual(config):
+        if _tower_classes(transformers, config) is None:
+            raise DiversityInputError(
+                f"the {config.model_type} checkpoint holds two encoders (images and text) that hf: cannot load one "
+                "at a time; save the one you need with its projection, e.g. "
+                "CLIPVisionModelWithProjection.from_pretrained(path).save_pretrained('clip-vision') (or "
+                "CLIPTextModelWithProjection for texts), and use hf: with that folder."
+            )
+        return tower or "images", True
+    modality = _config_kind(config)
+    if tower is not None and tower != modality:
         raise DiversityInputError(
-            f"the {config.model_type} checkpoint holds two encoders (images and text); save the one you need, e.g. "
-            "CLIPVisionModelWithProjection.from_pretrained(path).save_pretrained('clip-vision') (or "
-            "CLIPTextModelWithProjection for texts), and use hf: with that folder."
+            f"model {source!r} encodes {modality} only, and {tower} are needed here; give a CLIP-style folder holding "
+            "both encoders (saved with CLIPModel.save_pretrained: its image and text towers share one space)."
         )
+    return modality, False
+
+
+def _config_kind(config) -> str:
+    """``"images"`` or ``"text"`` from the config of a single encoder."""
     if hasattr(config, "num_channels") and hasattr(config, "image_size"):
         return "images"
     if hasattr(config, "vocab_size"):
@@ -235,7 +287,7 @@ def _refuse_custom_code(source: str, folder: Path, transformers) -> None:
         raise _custom_code(source, "config.json", [c if isinstance(c, str) else "/".join(map(str, c)) for c in classes])
 
 
-def hf_model(name: str, *, allow_download: bool = False) -> HFModel:
+def hf_model(name: str, *, allow_download: bool = False, tower: Optional[str] = None) -> HFModel:
     """The checkpoint ``hf:SOURCE`` names: its local folder and modality (reads its config only).
 
     Parameters
@@ -245,6 +297,9 @@ def hf_model(name: str, *, allow_download: bool = False) -> HFModel:
     allow_download : bool, default False
         Fetch a hub id missing from the local cache (its config now; the weights and the
         preprocessing files when :func:`hf_features` loads it by its id).
+    tower : {"images", "text"}, optional
+        The encoder needed: the tower of that name of a CLIP-style dual checkpoint, or a single
+        encoder of that modality. Default: a single encoder's own modality, a dual one's images.
 
     Returns
     -------
@@ -254,12 +309,15 @@ def hf_model(name: str, *, allow_download: bool = False) -> HFModel:
     ------
     DiversityInputError
         Not of the form ``hf:PATH``; a model not found locally (saying how to get it); a
-        dual encoder (saying how to save one tower); a config whose ``auto_map`` needs the
+        dual encoder whose towers transformers cannot build apart (saying how to save one); a
+        single encoder of another modality than ``tower``; a config whose ``auto_map`` needs the
         model's own Python code (never run: ``trust_remote_code=False``).
     MissingDependencyError
         transformers is not installed (the message names the extra ``[hf]``).
     """
     source = _source_of(name)
+    if tower is not None and tower not in ("images", "text"):
+        raise DiversityInputError(f"tower must be 'images' or 'text'; got {tower!r}.")
     folder = _local_folder(source)
     if folder is None and not allow_download:
         raise _not_found(source)
@@ -278,12 +336,14 @@ def hf_model(name: str, *, allow_download: bool = False) -> HFModel:
         folder = _local_folder(source)
         if folder is None:
             raise _not_found(source)
+    modality, dual = _modality(source, config, transformers, tower)
     return HFModel(
         source=source,
         folder=folder,
-        modality=_config_kind(config),
+        modality=modality,
         model_type=str(config.model_type),
         from_hub=not _is_local_path(source),
+        dual=dual,
     )
 
 
@@ -423,7 +483,11 @@ def _quiet(transformers):
 
 
 def _check_loading(model: HFModel, net, info) -> bool:
-    """Refuse missing or mis-shaped weights, warn about unused ones; whether the pooler's weights were saved."""
+    """Refuse missing or mis-shaped weights, warn about unused ones; whether the pooler's weights were saved.
+
+    The tower of a dual checkpoint leaves the other tower's weights unused, without a warning: only
+    unused weights under the tower's own modules are reported.
+    """
     cls = type(net).__name__
     mismatched = sorted(_mismatch(k) for k in info.get("mismatched_keys", ()) if k)
     if mismatched:
@@ -441,6 +505,9 @@ def _check_loading(model: HFModel, net, info) -> bool:
             f"{others[:3]}); they would be random. Save the whole model with save_pretrained."
         )
     unused = sorted(k for k in info.get("unexpected_keys", ()) if k)
+    if model.dual:
+        own = {name for name, _ in net.named_children()} | {name for name, _ in net.named_parameters(recurse=False)}
+        unused = [k for k in unused if k.split(".")[0] in own]
     if unused:
         warnings.warn(
             f"model {model.source!r}: {len(unused)} weight tensors of the checkpoint are not used by the {cls} "
@@ -461,9 +528,12 @@ def _load(model: HFModel, torch, allow_download: bool):
     try:
         with _quiet(transformers):
             config = transformers.AutoConfig.from_pretrained(where, **safe)
+            cls = _model_class(transformers, config)
+            if model.dual:
+                cls, config = _tower_classes(transformers, config)[model.modality], _tower_config(config, model)
             try:
                 # mismatched shapes are reported in info (then refused by _check_loading), not raised
-                net, info = _model_class(transformers, config).from_pretrained(
+                net, info = cls.from_pretrained(
                     where, config=config, output_loading_info=True, ignore_mismatched_sizes=True, **safe
                 )
             except MemoryError:
@@ -484,6 +554,20 @@ def _load(model: HFModel, torch, allow_download: bool):
         raise _load_failed(model, what, exc, allow_download) from None
     use_pooler = _check_loading(model, net, info)
     return net.eval(), prep, use_pooler
+
+
+def _tower_config(config, model: HFModel):
+    """The config of a dual checkpoint's tower ``model.modality``, with the checkpoint's projection size.
+
+    A tower's own config defaults its ``projection_dim`` (512 for CLIP), which need not be the size
+    the dual model was saved with (the dual config's ``projection_dim``).
+    """
+    import copy
+
+    sub = copy.deepcopy(config.vision_config if model.modality == "images" else config.text_config)
+    if getattr(config, "projection_dim", None) is not None:
+        sub.projection_dim = config.projection_dim
+    return sub
 
 
 def _rgb(img):
@@ -511,6 +595,7 @@ def hf_features(
     allow_download: bool = False,
     progress: Optional[ProgressCallback] = None,
     n_items: Optional[int] = None,
+    tower: Optional[str] = None,
 ) -> np.ndarray:
     """Pooled features of images or texts from the checkpoint ``hf:SOURCE``, float32, one row per item.
 
@@ -530,6 +615,9 @@ def hf_features(
         ``progress(done, total, message)`` per batch, with the time left.
     n_items : int, optional
         The number of items when ``items`` has no ``len`` (for the progress).
+    tower : {"images", "text"}, optional
+        The encoder to run (:func:`hf_model`): the text tower of a CLIP-style dual checkpoint
+        with ``"text"``; by default a single encoder, or a dual checkpoint's image tower.
 
     Returns
     -------
@@ -552,56 +640,108 @@ def hf_features(
     """
     if int(batch_size) < 1:
         raise DiversityInputError(f"batch_size must be a positive integer; got {batch_size!r}.")
-    model = hf_model(name, allow_download=allow_download)
-    torch = import_torch("hf: featurizers")
-    net, prep, use_pooler = _load(model, torch, allow_download)
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    net.to(device)
-    total = n_items if n_items is not None else (len(items) if hasattr(items, "__len__") else 0)
-    if model.modality == "images":
+    encoder = hf_encoder(name, tower=tower, allow_download=allow_download)
+    return encoder.embed(items, batch_size=batch_size, progress=progress, n_items=n_items)
 
-        def prepare(batch: Sequence):
-            return dict(prep(images=[_rgb(x) for x in batch], return_tensors="pt"))
-    else:
+
+class HFEncoder:
+    """A checkpoint's encoder loaded once (its network, its image processor or tokenizer) to embed items.
+
+    Made by :func:`hf_encoder`; :meth:`embed` is what :func:`hf_features` runs. Keeping one lets a
+    caller embed many small inputs (one search query at a time) without loading the model again.
+    """
+
+    def __init__(self, model: HFModel, net, prep, use_pooler: bool, torch) -> None:
+        self.model, self._net, self._prep, self._use_pooler, self._torch = model, net, prep, use_pooler, torch
+        self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        net.to(self.device)
+
+    def __repr__(self) -> str:
+        return f"HFEncoder({self.model.model_type} {self.model.modality} encoder from {self.model.folder})"
+
+    def _prepare(self):
+        prep = self._prep
+        if self.model.modality == "images":
+
+            def prepare(batch: Sequence):
+                return dict(prep(images=[_rgb(x) for x in batch], return_tensors="pt"))
+
+            return prepare
         limit = min(
             int(getattr(prep, "model_max_length", 512) or 512),
-            int(getattr(net.config, "max_position_embeddings", 512) or 512),
+            int(getattr(self._net.config, "max_position_embeddings", 512) or 512),
         )
 
         def prepare(batch: Sequence):
             return dict(
-                prep(
-                    [str(t) for t in batch],
-                    padding=True,
-                    truncation=True,
-                    max_length=limit,
-                    return_tensors="pt",
-                )
+                prep([str(t) for t in batch], padding=True, truncation=True, max_length=limit, return_tensors="pt")
             )
 
-    where = "the GPU" if device == "cuda" else f"the CPU ({inference_threads(torch)} threads)"
-    stage = BatchProgress(progress, total, f"embedding {model.modality} with {model.model_type} on {where}")
-    stage.start()
-    out, done = [], 0
-    with (
-        torch_threads(torch, inference_threads(torch)),
-        torch.inference_mode(),
-        Prefetch(_batches(items, int(batch_size), prepare)) as batches,
-    ):
-        for rows, inputs in batches:
-            inputs = {k: v.to(device) for k, v in inputs.items()}
-            pooled = pooled_output(
-                net(**inputs), inputs.get("attention_mask"), modality=model.modality, use_pooler=use_pooler
-            )
-            out.append(pooled.float().cpu().numpy())
-            done += rows
-            stage.update(min(done, total) if total else done)
-    if not out:
-        raise DiversityInputError("there are no items to featurize.")
-    return np.ascontiguousarray(np.concatenate(out, axis=0), dtype=np.float32)
+        return prepare
+
+    def embed(self, items: Iterable, *, batch_size: int = 32, progress: Optional[ProgressCallback] = None,
+              n_items: Optional[int] = None) -> np.ndarray:
+        """Pooled features of ``items`` (images or texts, as the encoder's modality), float32, one row each.
+
+        Parameters and result as :func:`hf_features`.
+        """
+        if int(batch_size) < 1:
+            raise DiversityInputError(f"batch_size must be a positive integer; got {batch_size!r}.")
+        torch, model, net, device = self._torch, self.model, self._net, self.device
+        total = n_items if n_items is not None else (len(items) if hasattr(items, "__len__") else 0)
+        where = "the GPU" if device == "cuda" else f"the CPU ({inference_threads(torch)} threads)"
+        stage = BatchProgress(progress, total, f"embedding {model.modality} with {model.model_type} on {where}")
+        stage.start()
+        out, done = [], 0
+        with (
+            torch_threads(torch, inference_threads(torch)),
+            torch.inference_mode(),
+            Prefetch(_batches(items, int(batch_size), self._prepare())) as batches,
+        ):
+            for rows, inputs in batches:
+                inputs = {k: v.to(device) for k, v in inputs.items()}
+                pooled = pooled_output(
+                    net(**inputs), inputs.get("attention_mask"), modality=model.modality, use_pooler=self._use_pooler
+                )
+                out.append(pooled.float().cpu().numpy())
+                done += rows
+                stage.update(min(done, total) if total else done)
+        if not out:
+            raise DiversityInputError("there are no items to featurize.")
+        return np.ascontiguousarray(np.concatenate(out, axis=0), dtype=np.float32)
+
+
+def hf_encoder(name: str, *, tower: Optional[str] = None, allow_download: bool = False) -> HFEncoder:
+    """The encoder of the checkpoint ``hf:SOURCE``, loaded (offline unless ``allow_download``).
+
+    Parameters
+    ----------
+    name : str
+        ``"hf:"`` followed by a model folder or a cached hub id (:func:`hf_model`).
+    tower : {"images", "text"}, optional
+        See :func:`hf_model`: ``"text"`` loads a CLIP-style checkpoint's text tower (with its projection).
+    allow_download : bool, default False
+        As for :func:`hf_features`.
+
+    Returns
+    -------
+    HFEncoder
+
+    Raises
+    ------
+    DiversityInputError
+        As :func:`hf_features`.
+    """
+    model = hf_model(name, allow_download=allow_download, tower=tower)
+    torch = import_torch("hf: featurizers")
+    net, prep, use_pooler = _load(model, torch, allow_download)
+    return HFEncoder(model, net, prep, use_pooler, torch)
 
 
 def describe(model: HFModel) -> str:
     """One line for the registry and the app's help text."""
     kind = "vision" if model.modality == "images" else "text"
+    if model.dual:
+        return (f"{model.model_type} image-text model from {model.folder}: its {kind} tower's projected embeddings "
+                "(docs/checkpoints.md), cosine kernel.")
     return f"{model.model_type} {kind} encoder from {model.folder}: pooled output (docs/checkpoints.md), cosine kernel."
