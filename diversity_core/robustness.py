@@ -674,8 +674,10 @@ def background_dominance(
         pick = np.sort(np.concatenate(parts))
     X = pixel_features(a[pick], side=side)
     channels = 1 if a.ndim == 3 else a.shape[3]
-    s = int(round(np.sqrt(X.shape[1] / channels)))
-    P = X.reshape(len(pick), s, s, channels)
+    h, w = a.shape[1:3]
+    if X.shape[1] != h * w * channels:  # resized to side x side; kept at their own (maybe not square) size otherwise
+        h = w = int(side)
+    P = X.reshape(len(pick), h, w, channels)
     colours = _border_modes(P)  # each image's own background colour, (m, C)
     mask = np.all(np.abs(P - colours[:, None, None, :]) <= tolerance, axis=3)  # (m, s, s)
     values, counts = np.unique(colours, axis=0, return_counts=True)

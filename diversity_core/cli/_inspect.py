@@ -37,6 +37,10 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
         "--group-column", default=None, help="column/array/SD property with each item's group"
     )
     parser.add_argument("--weight-column", default=None, help="column/array/SD property with item weights")
+    parser.add_argument(
+        "--coco-crops", action="store_true",
+        help="a COCO folder: one item per annotated object (its box's crop), not per image",
+    )
     parser.add_argument("--text-column", default=None, help="column holding the text of a table")
     parser.add_argument("--smiles-column", default=None, help="column holding the SMILES of a table")
     parser.add_argument(
@@ -93,6 +97,7 @@ def dataset_from_args(args: argparse.Namespace) -> Dataset:
             embeddings=args.embeddings,
             max_bytes=args.max_bytes,
             progress=progress,
+            coco_crops=getattr(args, "coco_crops", False),
         )
 
 

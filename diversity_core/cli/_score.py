@@ -88,6 +88,8 @@ def add_dataset_arguments(parser: argparse.ArgumentParser) -> None:
     """The data-loading flags shared by the commands that read a dataset."""
     parser.add_argument("file", help="data file or folder (.npy .npz .csv .tsv .parquet, images, text, molecules)")
     parser.add_argument("--group-column", default=None, help="column (or npz array) naming each item's group")
+    parser.add_argument("--coco-crops", action="store_true",
+                        help="a COCO folder: one item per annotated object (its box's crop), not per image")
     parser.add_argument("--weights", default=None, metavar="COLUMN_OR_FILE",
                         help="weight column of FILE, or a file with one weight per item (.npy, .csv, .txt)")
     parser.add_argument("--featurizer", default="default",
@@ -110,7 +112,8 @@ def load_for_cli(args: argparse.Namespace):
         else:
             weight_column = args.weights
     dataset = load_dataset(args.file, modality=getattr(args, "modality", "auto"),
-                           group_column=args.group_column, weight_column=weight_column)
+                           group_column=args.group_column, weight_column=weight_column,
+                           coco_crops=getattr(args, "coco_crops", False))
     warn_skipped(dataset)
     weights = dataset.weights
     if weights_file is not None:

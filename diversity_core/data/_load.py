@@ -26,11 +26,15 @@ from ._tables import (
     read_table,
     sniff_delimiter,
 )
+from .coco import is_coco_folder, load_coco
 from .demos import load_demo
-from .embeddings import load_embeddings
+from .embeddings import companion_features, load_embeddings
+from .hf_datasets import hf_columns, hf_modality, is_hf_source, load_hf_dataset
 from .images import IMAGE_EXTENSIONS, load_images
 from .molecules import SMI_EXTENSIONS, SMILES_COLUMN_NAMES, load_molecules
 from .text import TEXT_COLUMN_NAMES, _pick_text_column, load_text
+from .vectors_media import find_media_columns, load_vectors_media, media_columns_for, media_group_column
+from .webdataset import detect_shards, is_brace_pattern, is_shard_source, load_webdataset, resolve_pattern
 
 _TEXT_EXTENSIONS = (".txt", ".text")
 
@@ -82,15 +86,19 @@ def detect_modality(
 ) -> str:
     """The modality ``load_dataset(..., modality="auto")`` would choose for ``path``.
 
-    Rules, in order: a folder or ``.zip`` holds images; ``.npy`` with 3 or 4 axes holds images,
-    with 2 axes embeddings; ``.npz`` embeddings; ``.smi``/``.smiles``/``.sdf`` molecules;
+    Rules, in order: WebDataset shards (a brace pattern ``name-{000000..000009}.tar``, a ``.tar``
+    file, a folder of them) hold images, or text when their first sample has a ``.txt`` member and
+    no image; a COCO folder (``annotations/*.json``), another folder or a ``.zip`` holds images;
+    ``.npy`` with 3 or 4 axes holds images, with 2 axes embeddings; ``.npz`` embeddings; ``.smi``/``.smiles``/``.sdf`` molecules;
     ``.txt`` text (one item per line), unless its first line is a tab- or comma-separated header
     naming a SMILES column (molecules) or a text column (text); a table with ``smiles_column``
     (or a column named ``smiles``) molecules, with ``text_column`` (or a column named ``text``,
     ``caption``, ... that holds text, not numbers) text, with only numeric or list columns
     (besides group/weight/id) embeddings, and with one string column text. The delimiter of a
-    delimited table is sniffed from its content, whatever its extension. ``data_dir`` as in
-    :func:`load_dataset`.
+    delimited table is sniffed from its content, whatever its extension. A Hugging Face dataset on
+    disk holds what its columns hold (an image column images, then SMILES, text, vectors), and a
+    table with a vector column beside image bytes, image paths or text holds images or text.
+    ``data_dir`` as in :func:`load_dataset`.
     """
     max_bytes = check_max_bytes(max_bytes)
     p = _resolve(path, data_dir)
@@ -107,6 +115,8 @@ def detect_modality(
 
 def _resolve(path: PathLike, data_dir: Optional[PathLike]) -> Path:
     """The path to open: inside ``data_dir`` when one is given, else any existing path."""
+    if is_brace_pattern(path):  # WebDataset shards: the pattern's folder resolved, the shards when read
+        return resolve_pattern(path, data_dir=data_dir)
     if data_dir is not None:
         return resolve_user_path(path, data_dir=data_dir)
     return check_path(path)
@@ -114,8 +124,17 @@ def _resolve(path: PathLike, data_dir: Optional[PathLike]) -> Path:
 
 def _detect(p: Path, *, text_column, smiles_column, group_column, weight_column, max_bytes):
     """``(modality, table, why)``; the table is returned when it had to be read, so it is read once."""
+    if is_shard_source(p):
+        modality, why = detect_shards(p, max_bytes=max_bytes)
+        return modality, None, why
     st = stat_input(p)
+    hf = hf_modality(p, group_column=group_column, weight_column=weight_column, text_column=text_column,
+                     smiles_column=smiles_column)
+    if hf is not None:  # a Hugging Face dataset folder or Parquet (hf_datasets)
+        return hf[0], None, hf[1]
     if stat.S_ISDIR(st.st_mode):
+        if is_coco_folder(p):
+            return "images", None, "a COCO folder (annotations/*.json and images): images"
         return "images", None, "a folder: images (sub-folders are the groups)"
     suffix = p.suffix.lower()
     if suffix == ".zip":
@@ -146,6 +165,9 @@ def _detect(p: Path, *, text_column, smiles_column, group_column, weight_column,
     if suffix in TABLE_EXTENSIONS:
         table = read_table(p, max_bytes)
         columns = list(table.df.columns)
+        media = find_media_columns(table, group_column=group_column, weight_column=weight_column)
+        if media is not None:  # vectors with their images or texts (vectors_media)
+            return media.modality, table, media.describe(columns)
         found = table.find_column(SMILES_COLUMN_NAMES)
         if found is not None and is_text_column(table.df[found]):
             return "molecules", table, f"{column_phrase(found, columns.index(found))} holds SMILES: molecules"
@@ -213,8 +235,14 @@ def detect_columns(path: PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES,
 
 
 def _detect_columns(p: Path, max_bytes: int) -> DetectedColumns:
+    hf = hf_columns(p)
+    if hf is not None:  # a Hugging Face dataset: its columns and "split"
+        return DetectedColumns(hf[0], group_column=hf[1])
     modality, table, _why = _detect(p, text_column=None, smiles_column=None, group_column=None,
                                     weight_column=None, max_bytes=max_bytes)
+    media = None if table is None or modality != "images" else find_media_columns(table)
+    if media is not None:  # vectors with images: the table's columns, the media and vectors not a group
+        return DetectedColumns(tuple(str(c) for c in table.df.columns), group_column=media_group_column(table, media))
     if table is None or modality == "images":
         return DetectedColumns()
     smiles = table.find_column(SMILES_COLUMN_NAMES) if modality == "molecules" else None
@@ -233,7 +261,8 @@ def _unknown(p: Path, suffix: str) -> DiversityInputError:
     return DiversityInputError(
         f"{p}: cannot tell what kind of data a {suffix or 'file without extension'} file holds. "
         "Supported: .npy .npz .csv .tsv .parquet .jsonl (embeddings/text/molecules), a folder or .zip of "
-        "images, .txt (text), .smi .smiles .sdf (molecules); or pass modality= explicitly."
+        "images, WebDataset .tar shards or a COCO folder (images), .txt (text), .smi .smiles .sdf (molecules); "
+        "or pass modality= explicitly."
     )
 
 
@@ -249,6 +278,7 @@ def load_dataset(
     max_bytes: int = DEFAULT_MAX_BYTES,
     progress: Optional[ProgressCallback] = None,
     data_dir: Optional[PathLike] = None,
+    coco_crops: bool = False,
 ) -> Dataset:
     """Load a dataset from a file or folder, with one clear error for any problem.
 
@@ -256,7 +286,11 @@ def load_dataset(
     ----------
     path : str or path-like
         A file, a folder of images or a ``.zip`` of images. ``"demo:<name>"`` loads a demo
-        (see :func:`load_demo`).
+        (see :func:`load_demo`). A Hugging Face dataset on disk (a ``save_to_disk`` folder, Hub
+        Parquet shards: :mod:`~diversity_core.data.hf_datasets`) is read with pyarrow alone, its
+        label column's class names (or ``group_column="split"``: its splits) the groups; a table
+        with a vector column beside image bytes, image paths or text loads those items with the
+        vectors as ``features`` (:mod:`~diversity_core.data.vectors_media`).
     modality : {"auto", "embeddings", "images", "text", "molecules"}, default "auto"
         What the file holds; ``"auto"`` follows :func:`detect_modality`, which looks at the
         content (a sniffed delimiter, numeric or text columns), not only the extension. What
@@ -280,6 +314,11 @@ def load_dataset(
         it are skipped. ``None`` (the default) reads any path, as a local user may; a served
         app calls :func:`~diversity_core.data.resolve_user_path` first, which refuses every
         path when no data folder is configured.
+    coco_crops : bool, default False
+        A COCO folder (``annotations/*.json`` and images, :mod:`~diversity_core.data.coco`) is read
+        as one item per object crop instead of one per image. WebDataset shards (a brace pattern
+        such as ``shards/name-{000000..000009}.tar``, a folder of ``.tar`` shards or one shard,
+        :mod:`~diversity_core.data.webdataset`) are detected and streamed shard by shard.
 
     Returns
     -------
@@ -322,6 +361,11 @@ def load_dataset(
         confine = resolve_user_path(".", data_dir=data_dir)
         if embeddings is not None:
             embeddings = resolve_user_path(embeddings, data_dir=data_dir)
+    if is_hf_source(p):  # a Hugging Face dataset folder or Parquet: its own reader (hf_datasets)
+        ds = load_hf_dataset(p, modality=modality, group_column=group_column, weight_column=weight_column,
+                             text_column=text_column, smiles_column=smiles_column, embeddings=embeddings,
+                             max_bytes=max_bytes, progress=progress, confine=confine)
+        return skip_black_images(ds) if ds.modality == "images" and ds.features is None else ds
     table = None
     if modality == "auto":
         modality, table, why = _detect(
@@ -338,11 +382,24 @@ def load_dataset(
         reads_table = suffix in TABLE_EXTENSIONS or (modality == "molecules" and suffix in _TEXT_EXTENSIONS)
         if modality != "images" and reads_table and p.is_file():
             table = read_table(p, max_bytes)  # read here so its notes (a sniffed delimiter) are reported
+    media = media_columns_for(p, table, modality, text_column=text_column, smiles_column=smiles_column,
+                              group_column=group_column, weight_column=weight_column, embeddings=embeddings,
+                              max_bytes=max_bytes)
+    if media is not None:  # vectors with their images or texts: the vectors are the features (vectors_media)
+        return load_vectors_media(p, *media, group_column=group_column, weight_column=weight_column,
+                                  max_bytes=max_bytes, progress=progress, confine=confine)
     found = None
     if group_column is None and table is not None and modality != "images":
         found = _find_group_column(table, modality, weight_column, text_column, smiles_column)
-    ds = _load(p, modality, table, found or group_column, weight_column, text_column, smiles_column, embeddings,
-               max_bytes, progress, confine)
+    if is_shard_source(p) or is_coco_folder(p):
+        ds = _load_shards_or_coco(p, modality, (group_column, weight_column, text_column, smiles_column), embeddings,
+                                  coco_crops, max_bytes, progress, confine)
+        why += ds.detected
+    else:
+        if coco_crops:
+            raise DiversityInputError(f"{p}: coco_crops applies to COCO folders (annotations/*.json and images) only.")
+        ds = _load(p, modality, table, found or group_column, weight_column, text_column, smiles_column, embeddings,
+                   max_bytes, progress, confine)
     notes = list(table.notes) if table is not None else []
     if found is not None:
         columns = list(table.df.columns)
@@ -484,6 +541,27 @@ def _refuse_text_columns(table, group_column, weight_column) -> None:
                 f"{table.path}: {column_phrase(name, position)} is not numeric (at {table.where(int(bad[0]))}). "
                 "Drop it, or name it with group_column= if it holds groups."
             )
+
+
+def _load_shards_or_coco(p, modality, column_options, embeddings, coco_crops, max_bytes, progress,
+                         confine) -> Dataset:
+    """WebDataset shards (:mod:`.webdataset`) or a COCO folder (:mod:`.coco`): their groups come from the data."""
+    names = ("group_column", "weight_column", "text_column", "smiles_column")
+    for opt, value in zip(names, column_options):
+        if value is not None:
+            raise DiversityInputError(f"{opt} does not apply to WebDataset shards or COCO folders (their classes or "
+                                      "categories are the groups); leave it out.")
+    if is_shard_source(p):
+        if coco_crops:
+            raise DiversityInputError(f"{p}: coco_crops applies to COCO folders only, not to WebDataset shards.")
+        ds = load_webdataset(p, modality=modality, max_bytes=max_bytes, progress=progress, data_dir=confine)
+    else:
+        if modality not in ("auto", "images"):
+            raise DiversityInputError(f"{p}: a COCO folder holds images; modality={modality!r} does not apply.")
+        ds = load_coco(p, crops=coco_crops, max_bytes=max_bytes, progress=progress, confine=confine)
+    if embeddings is not None:
+        ds = replace(ds, features=companion_features(embeddings, ds.ids, max_bytes, str(p)), content_hash="")
+    return skip_black_images(ds) if ds.modality == "images" else ds
 
 
 def _load(p, modality, table, group_column, weight_column, text_column, smiles_column, embeddings,

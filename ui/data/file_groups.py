@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from diversity_core import DiversityError
-from diversity_core.data import Dataset
+from diversity_core.data import Dataset, is_hf_source
 
 #: Files a folder may hold to be read as one group per file (like ``diversity compare A.npy B.npy``).
 GROUP_FILE_SUFFIXES = (".npy", ".parquet", ".csv", ".tsv", ".npz")
@@ -55,7 +55,7 @@ def combine_as_groups(parts: dict, name: str, source: str) -> Dataset:
 
 def group_files(path: Path) -> list:
     """The files of a folder that hold one group each (empty when it is not such a folder)."""
-    if not path.is_dir():
+    if not path.is_dir() or is_hf_source(path):  # Hugging Face Parquet shards are one dataset
         return []
     files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
     if len(files) >= 2 and all(p.suffix.lower() in GROUP_FILE_SUFFIXES for p in files):

@@ -17,7 +17,15 @@ from typing import Optional
 import streamlit as st
 
 from diversity_core import DiversityError
-from diversity_core.data import Dataset, load_dataset, resolve_user_path
+from diversity_core.data import Dataset, is_hf_source, load_dataset, resolve_user_path
+from diversity_core.data.coco import is_coco_folder
+from diversity_core.data.webdataset import (
+    SHARD_SUFFIXES,
+    is_brace_pattern,
+    resolve_pattern,
+    shard_pattern,
+    shards_stamp,
+)
 
 from ..cache import shared_cache
 from ..state import SOURCES
@@ -59,7 +67,11 @@ def refuse_local_path(ss) -> None:
 
 
 def folder_files() -> list:
-    """Files and folders of the data folder a visitor may pick (relative paths, no hidden entries)."""
+    """Files and folders of the data folder a visitor may pick (relative paths, no hidden entries).
+
+    A Hugging Face dataset folder (``save_to_disk``, Parquet shards) is one entry: its own files are
+    not listed.
+    """
     root = data_dir()
     if root is None:
         return []
@@ -71,12 +83,24 @@ def folder_files() -> list:
             rel = Path(dirpath).relative_to(base)
             if rel.parts:
                 out.append(rel.as_posix() + "/")
+                if _maybe_hf(filenames, dirnames) and is_hf_source(dirpath):  # one dataset: its files not listed
+                    dirnames[:], filenames = [], []
             out.extend((rel / f).as_posix() for f in sorted(filenames) if not f.startswith("."))
+            pattern = shard_pattern(f for f in filenames if f.lower().endswith(SHARD_SUFFIXES) and not f.startswith("."))
+            if pattern:  # WebDataset shards: their brace pattern too
+                out.append((rel / pattern).as_posix())
             if len(out) >= PICKER_MAX:
                 return out[:PICKER_MAX]
         return out
     except OSError:
         return []
+
+
+def _maybe_hf(filenames: list, dirnames: list) -> bool:
+    """Whether a folder may be a Hugging Face dataset (checked then with ``is_hf_source``): its marks."""
+    names = set(filenames)
+    return bool({"dataset_dict.json", "state.json"} & names) or "data" in dirnames or any(
+        f.endswith((".parquet", ".pq")) for f in filenames)
 
 
 def _picked() -> None:
@@ -95,7 +119,23 @@ def path_input(container) -> None:
                             placeholder="pick a file or folder", key="_path_pick", on_change=_picked)
     container.text_input("Local path (inside the data folder)", key="path", placeholder="embeddings.npy",
                          help="A file or folder inside the data folder the server was started with; paths "
-                              "outside it are refused.")
+                              "outside it are refused. WebDataset shards: a folder of .tar shards or a pattern "
+                              "such as shards/train-{000000..000009}.tar.")
+    if coco_path(st.session_state.get("path") or ""):
+        container.checkbox("COCO: one item per object crop", key="coco_crops",
+                           help="Off: one item per image, grouped by its most frequent category. On: each "
+                                "annotated object's box, grouped by its category.")
+
+
+def coco_path(path: str) -> bool:
+    """Whether ``path`` (as typed) is a COCO folder inside the data folder (False when it is refused)."""
+    root = data_dir()
+    if root is None or not path.strip():
+        return False
+    try:
+        return is_coco_folder(resolve_user_path(path.strip(), data_dir=root))
+    except DiversityError:
+        return False
 
 
 @shared_cache("data", spinner="Reading the file…")
@@ -110,7 +150,12 @@ def load_path(path: str, options: dict, root: Optional[Path] = None) -> Dataset:
     :func:`data_dir`) before anything else; with no data folder every path is refused.
     """
     root = data_dir() if root is None else root
-    p = resolve_user_path(path, data_dir=root)  # refuses before any stat, listing or open
+    if root is not None and is_brace_pattern(path):  # WebDataset shards: the pattern's folder inside the data folder
+        p = resolve_pattern(path, data_dir=root)
+    else:
+        p = resolve_user_path(path, data_dir=root)  # refuses before any stat, listing or open
+    if options.get("coco_crops") and not is_coco_folder(p):
+        options = {k: v for k, v in options.items() if k != "coco_crops"}
     try:
         return _load_inside(p, options, root)
     except DiversityError as exc:
@@ -160,6 +205,7 @@ def _load_inside(p: Path, options: dict, root: Path) -> Dataset:
         stamp = (st_.st_mtime_ns, st_.st_size)
     except OSError:
         stamp = (0, 0)  # load_dataset reports the problem with its own message
+    stamp = stamp + shards_stamp(p)  # WebDataset shards: each shard's time and size
     files = group_files(p)
     if files:  # a folder of embedding files: one group per file
         stamp = tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in files)

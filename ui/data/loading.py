@@ -40,6 +40,8 @@ def _options(ss) -> dict:
         value = (ss.get(key) or "").strip()
         if value:
             opts[key] = value
+    if ss.get("source") == LOCAL_SOURCE and ss.get("coco_crops"):  # shown for a COCO folder only
+        opts["coco_crops"] = True
     return opts
 
 def check_demo_link(ss) -> None:
