@@ -56,6 +56,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ._display import NotebookDisplay, frame_row, require_plotly, short_repr, tidy_frame
 from ._json import to_jsonable
 from ._orders import format_q, parse_q
 from ._progress import DETAIL_SEPARATOR, ProgressCallback, report
@@ -255,8 +256,8 @@ class BackgroundReport:
         )
 
 
-@dataclass(frozen=True)
-class RobustnessResult:
+@dataclass(frozen=True, repr=False)
+class RobustnessResult(NotebookDisplay):
     """The groups' ranking under several representations and kernels.
 
     Attributes
@@ -314,6 +315,40 @@ class RobustnessResult:
             return None
         single = kinds - {"both"}  # a change of one choice alone that reverses an order says the most
         return single.pop() if len(single) == 1 else "both"
+
+    def __repr__(self) -> str:
+        fields = [(r.label, " > ".join(r.ranking)) for r in self.rows[:6]]
+        if len(self.rows) > 6:
+            fields.append(("more", f"{len(self.rows) - 6} more representations and kernels"))
+        fields.append(("flips", f"{len(self.flips)} ({sum(f.resolved for f in self.flips)} resolved)"))
+        title = (f"RobustnessResult(verdict={self.verdict!r}, groups={len(self.groups)}, n={self.n}, "
+                 f"q={format_q(self.q)}, rows={len(self.rows)})")
+        return short_repr(title, fields)
+
+    def to_frame(self):
+        """One row per (group, representation · kernel): VS_q with its interval, and the group's rank.
+
+        Tidy frame (:mod:`diversity_core._display`) with the extra columns ``representation``,
+        ``kernel`` and ``rank`` (1 = most diverse under that pair).
+        """
+        from ._stats import ConfidenceInterval
+
+        rows = []
+        for r in self.rows:
+            for g in self.groups:
+                est, lo, hi = r.estimates[g]
+                ci = ConfidenceInterval(lo, hi, level=self.confidence_level, kind="estimate")
+                rows.append(frame_row(f"VS_{format_q(self.q)}", est, ci, group=g, q=self.q,
+                                      representation=r.representation, kernel=r.kernel,
+                                      rank=r.ranking.index(g) + 1))
+        return tidy_frame(rows)
+
+    def plot(self, **kwargs):
+        """The rank chart the Robustness page and the report draw (:func:`~diversity_core.report.figures.rank_figure`)."""
+        require_plotly("RobustnessResult.plot()")
+        from .report.figures import rank_figure
+
+        return rank_figure(self, **kwargs)
 
     def summary(self) -> str:
         """The headline: whether the ranking depends on the representation, the kernel or both (plain text)."""

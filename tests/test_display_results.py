@@ -229,3 +229,30 @@ def test_other_curation_plots_use_the_core_builders(features):
     fig = dup.plot(max_groups=5)
     assert list(fig.data[0].y) == [2] * 5 and "largest 5 of 50" in fig.layout.title.text
     assert type(fig) is type(bar_figure(["a"], [1]))
+
+
+# ---------------------------------------------------------------------------------------------
+# RobustnessResult (the Robustness page's and `diversity robustness`'s result)
+# ---------------------------------------------------------------------------------------------
+def test_robustness_result_in_a_notebook():
+    from diversity_core.report.figures import rank_figure
+    from diversity_core.robustness import representation_robustness
+
+    rng = np.random.default_rng(3)
+    groups = np.repeat(["a", HOSTILE, "c"], 40)
+    X = rng.normal(size=(120, 6)) * np.repeat([1.0, 0.5, 2.0], 40)[:, None]
+    res = representation_robustness({"raw": X, "squared": X**2}, groups, kernels=["cosine", "rbf"],
+                                    n=30, n_subsamples=5, n_resamples=5)
+    text = _bounded(res, 900)
+    assert text.startswith("RobustnessResult(verdict=")
+    frame = res.to_frame()
+    assert len(frame) == len(res.rows) * 3
+    for r in res.rows:
+        for g in res.groups:
+            row = frame[(frame.group == g) & (frame.representation == r.representation) & (frame.kernel == r.kernel)]
+            est, lo, hi = r.estimates[g]
+            assert row.value.item() == est and row.low.item() == lo and row.high.item() == hi
+            assert row["rank"].item() == r.ranking.index(g) + 1
+    html = res._repr_html_()
+    assert HOSTILE not in html and "&lt;script&gt;" in html
+    _same_figure(res.plot(), rank_figure(res))
