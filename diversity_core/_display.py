@@ -322,8 +322,12 @@ def html_table(frame_or_rows: Any, *, caption: Optional[str] = None, max_rows: i
     parts.append("<thead><tr>" + "".join(f'<th style="text-align:left;padding:0 0.6em">{esc(str(c))}</th>'
                                          for c in cols) + "</tr></thead><tbody>")
     for row in frame.head(max_rows).itertuples(index=False, name=None):
-        cells = ("" if text and _missing(v) else _cell(v) for v, text in zip(row, text_cols))
-        parts.append("<tr>" + "".join(f'<td style="padding:0 0.6em">{esc(c)}</td>' for c in cells) + "</tr>")
+        # a missing cell (no q for IntDiv, no point value for bounds alone) is left empty; text reads from
+        # the left and numbers from the right, whatever the notebook's stylesheet does with a bare <td>
+        cells = ("" if _missing(v) else _cell(v) for v in row)
+        parts.append("<tr>" + "".join(
+            f'<td style="padding:0 0.6em;text-align:{"left" if text else "right"}">{esc(c)}</td>'
+            for c, text in zip(cells, text_cols)) + "</tr>")
     if len(frame) > max_rows:
         parts.append(f'<tr><td colspan="{len(cols)}"><em>... {len(frame) - max_rows} more rows '
                      f"(.to_frame() has them all)</em></td></tr>")

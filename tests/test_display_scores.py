@@ -196,7 +196,7 @@ def test_dataset_html_lists_groups_with_counts_and_ids(results):
     ds = results["Dataset"]
     out = ds._repr_html_()
     assert out.count("<tr>") == 1 + len(ds.group_names())  # the header, one row per group
-    assert ds.group_names()[0] == HOSTILE and "<td style=\"padding:0 0.6em\">80</td>" in out
+    assert ds.group_names()[0] == HOSTILE and "<td style=\"padding:0 0.6em;text-align:right\">80</td>" in out
     assert "&lt;b&gt;row 0&lt;/b&gt;, &lt;b&gt;row 3&lt;/b&gt;" in out  # the group's first ids
     text = repr(ds)
     assert "groups: " in text and "(80)" in text and "ids: '<b>row 0</b>'" in text
@@ -370,3 +370,15 @@ def test_plot_without_plotly_names_the_extra(results, name, monkeypatch):
 def test_no_plot_where_the_app_draws_none(results):
     for name in ("VS2Result", "MagnitudeResult", "SpreadFunction", "Dataset"):
         assert not hasattr(results[name], "plot")
+
+
+def test_html_table_aligns_text_left_numbers_right_and_leaves_missing_cells_empty():
+    import pandas as pd
+
+    from diversity_core._display import html_table
+
+    out = html_table(pd.DataFrame({"group": ["a", None], "q": [1.0, float("nan")], "value": [2.5, 3.0]}))
+    assert '<td style="padding:0 0.6em;text-align:left">a</td>' in out
+    assert '<td style="padding:0 0.6em;text-align:right">1</td>' in out
+    assert "nan" not in out.lower() and "None" not in out
+    assert out.count('<td style="padding:0 0.6em;text-align:right"></td>') == 1  # the q that no row has

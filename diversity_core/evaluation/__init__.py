@@ -25,15 +25,46 @@ _limits         the counts' work bounds and the scale guards of FD and KD (no ru
 _results        :class:`Estimate` and the result classes, :class:`EvaluationResult` (JSON, CSV),
                 the per-item memorisation table (:meth:`MemorizationResult.items_csv`)
 
+The metric pack (issue 43): the kernel and k-NN metrics papers now report, on the project's kernels,
+spectra and neighbour radii, each with an interval where it is a sample statistic
+_rke            :func:`rke_mode_count` (RKE-MC of Jalali et al. 2023 = VS_2, by :func:`~diversity_core.vendi_2_exact`)
+_truncated      :func:`truncated_vendi` (Ospanov & Farnia 2024) and :func:`truncated_entropy` (TCE/TIE of
+                ``image-diversity``)
+_dcscore        :func:`dcscore` (trace of the row-softmax of K / tau; Zhu et al. 2025)
+_cmmd           :func:`cmmd` (RBF MMD^2 x 1000, sigma = 10; Jayasumana et al. 2024), unbiased or the
+                released code's biased estimator
+_clipped        :func:`clipped_density_coverage` (Salvy et al. 2025)
+_probabilistic  :func:`probabilistic_precision_recall` (Park & Kim 2023)
+_lexical        :func:`lexical_diversity` (compression ratio, n-gram diversity, self-BLEU) of texts
+_one_set        intervals of one-set metrics from the subsampling engine
+_pack_results   the pack's result classes
+_pack           :func:`metric_pack` (every metric of the pack for G against R, as ``diversity evaluate --pack``)
+
 See ``docs/evaluation.md`` for every formula, what each metric is sensitive to and its pitfalls.
 """
 
 from ._api import evaluate
+from ._clipped import clipped_density_coverage
+from ._cmmd import cmmd
 from ._conditional import conditional_vendi
+from ._dcscore import dcscore
 from ._frechet import frechet_distance
 from ._kid import kernel_distance
+from ._lexical import lexical_diversity
 from ._memorization import memorization
+from ._pack import MetricPackResult, metric_pack
+from ._pack_results import (
+    ClippedDensityCoverageResult,
+    CMMDResult,
+    DCScoreResult,
+    LexicalDiversityResult,
+    ProbabilisticPRResult,
+    RKEResult,
+    TruncatedEntropyResult,
+    TruncatedVendiResult,
+)
 from ._prdc import improved_precision_recall, prdc
+from ._probabilistic import probabilistic_precision_recall
 from ._results import (
     ConditionalVendiResult,
     Estimate,
@@ -46,6 +77,8 @@ from ._results import (
     QualityVendiResult,
     VendiRatioResult,
 )
+from ._rke import rke_mode_count
+from ._truncated import truncated_entropy, truncated_vendi
 from ._vendi import quality_weighted_vendi, vendi_ratio
 
 __all__ = [
@@ -68,4 +101,23 @@ __all__ = [
     "ConditionalVendiResult",
     "MemorizationResult",
     "EvaluationResult",
+    # the metric pack
+    "rke_mode_count",
+    "truncated_vendi",
+    "truncated_entropy",
+    "dcscore",
+    "cmmd",
+    "clipped_density_coverage",
+    "probabilistic_precision_recall",
+    "lexical_diversity",
+    "metric_pack",
+    "MetricPackResult",
+    "RKEResult",
+    "TruncatedVendiResult",
+    "TruncatedEntropyResult",
+    "DCScoreResult",
+    "CMMDResult",
+    "ClippedDensityCoverageResult",
+    "ProbabilisticPRResult",
+    "LexicalDiversityResult",
 ]
