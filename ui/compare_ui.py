@@ -32,6 +32,7 @@ from diversity_core.rnd import MIN_VALIDATION, PAPER_TRAIN_SIZE, default_train_s
 from . import compute, robustness_ui
 from .cache import shared_cache
 from .data import current_colours
+from .data.folder import shown_source
 from .feedback import literal, plain
 from .magnitude_ui import metric_select
 from .rnd_ui import show_reliability
@@ -230,8 +231,7 @@ def task(ctx, s: CompareSettings) -> Callable:
         sizes = {g: int(ds.group_indices(g).size) for g in ds.group_names()}
         groups = groups_for_n(sizes, n=s.n, leave_out_smaller=s.leave_out).kept
         data = {g: X[ds.group_indices(g)] for g in groups}
-        sources = {g: {"dataset": ds.name, "source": ds.source, "dataset_hash": view.full.content_hash,
-                       "featurizer": ctx.featurizer} for g in groups}
+        sources = source_notes(ds, groups, view.full.content_hash, ctx.featurizer)
         return compare(data, kernel=ctx.settings.kernel, qs=list(s.qs), reference=s.reference, n=s.n, confidence_level=s.level,
                        magnitude=s.magnitude, metric=s.metric, rnd=s.rnd, n_subsamples=s.n_subsamples,
                        n_resamples=s.n_resamples,
@@ -273,12 +273,14 @@ class StageView:
 def _report(_cmp, _ds, key: tuple, presentation: bool, _evaluation=None) -> str:
     """The HTML report of the comparison stored under ``key`` (the arguments with ``_`` are not hashed).
 
-    ``_evaluation``: ``(evaluations, reference name, closest-pair rows)`` of the page's reference
-    role (its settings are part of ``key``).
+    ``_evaluation``: ``(evaluations, reference name, closest-pair rows, novelty)`` of the page's reference
+    role (its settings are part of ``key``; ``novelty``: :func:`ui.novelty_ui.section`'s reports or None).
     """
-    evals, reference, items = _evaluation if _evaluation else (None, None, None)
+    evals, reference, items, novelty = _evaluation if _evaluation else (None, None, None, None)
     return report_html(_cmp, datasets=_ds, presentation=presentation, evaluations=evals,
-                       evaluation_reference=reference, evaluation_items=items)
+                       evaluation_reference=reference, evaluation_items=items,
+                       novelty={g: v[0] for g, v in novelty.items()} if novelty else None,
+                       novelty_items={g: v[1:] for g, v in novelty.items()} if novelty else None)
 
 
 def _literal_frame(df: pd.DataFrame) -> pd.DataFrame:
@@ -353,6 +355,13 @@ def magnitude_line(cmp) -> str:
     if mag.get("t_ref") is not None:
         line += f" · MagDiff on [0, {mag['t_ref']:.4g}] (t_conv of the reference)"
     return line
+
+
+def source_notes(ds, groups, dataset_hash: str, featurizer: str) -> dict:
+    """What the comparison records of each group's data (its JSON export and report carry it): the
+    source as visitors see it (:func:`ui.data.folder.shown_source`), never where a file lies on the server."""
+    return {g: {"dataset": ds.name, "source": shown_source(ds.source), "dataset_hash": dataset_hash,
+                "featurizer": featurizer} for g in groups}
 
 
 def headline_score(cmp) -> str:
@@ -450,9 +459,11 @@ def show(out: Outcome, ctx, key: tuple, presentation: bool, evaluation=None) -> 
 
     st.subheader("Take it to the meeting")
     # the reference role's results (``evaluation_ui.section``) join the report when computed
-    eval_key = None if evaluation is None else (evaluation[1], tuple(evaluation[0]), evaluation[2])
+    novelty = evaluation[4] if evaluation is not None and len(evaluation) > 4 else None  # issue 43
+    eval_key = None if evaluation is None else (evaluation[1], tuple(evaluation[0] or ()), evaluation[2],
+                                                tuple(novelty or ()))
     report = _report(cmp, ctx.view.data, key + (eval_key,), presentation,
-                     None if evaluation is None else (evaluation[0], evaluation[1], evaluation[3]))
+                     None if evaluation is None else (evaluation[0], evaluation[1], evaluation[3], novelty))
     d1, d2, d3 = st.columns(3)
     d1.download_button("Download report (HTML)", report, file_name="diversity-comparison.html", mime="text/html",
                        type="primary", key="cmp_dl_report")

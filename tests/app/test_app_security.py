@@ -301,3 +301,21 @@ def test_refused_upload_is_freed(monkeypatch):
     at.sidebar.text_input(key="group_column").input("g").run()  # a new attempt on the freed upload
     assert not at.exception, [e.value for e in at.exception]
     assert at.session_state["dataset"].name == "digits"
+
+
+def test_comparison_exports_name_no_server_path(tmp_path, monkeypatch):
+    """The comparison's JSON and report record each group's source as visitors see it (relative to the
+    data folder), not the server's absolute path."""
+    from diversity_core.data import load_dataset
+    from ui.compare_ui import source_notes
+
+    rng = np.random.default_rng(0)
+    rows = ["x,y,model"] + [f"{a:.3f},{b:.3f},{'ab'[i % 2]}" for i, (a, b) in enumerate(rng.normal(size=(40, 2)))]
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "t.csv").write_text("\n".join(rows) + "\n")
+    monkeypatch.setenv(uidata.DATA_DIR_ENV, str(tmp_path))
+    ds = load_dataset(tmp_path / "runs" / "t.csv", group_column="model")
+    assert str(tmp_path) in ds.source
+    notes = source_notes(ds, ["a", "b"], ds.content_hash, "embeddings")
+    assert {n["source"] for n in notes.values()} == {"data folder: runs/t.csv"}
+    assert str(tmp_path) not in repr(notes)
