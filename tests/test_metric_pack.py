@@ -74,13 +74,13 @@ class TestRKE:
         X = clusters(rng)
         K = rbf(X, X, sigma)
         oracle = 1.0 / np.mean(K ** 2)  # 1 / ||K/n||_F^2, the paper's RKE-MC
-        r = rke_mode_count(X, sigma=sigma, n_resamples=0)
+        r = rke_mode_count(X, kernel="rbf", sigma=sigma, n_resamples=0)
         assert rel(r.mode_count.value, oracle) <= RTOL
         assert rel(r.entropy, -math.log(np.sum((K / X.shape[0]) ** 2))) <= RTOL
 
     def test_identity_to_vs2(self, rng):
         X = clusters(rng, d=6)
-        r = rke_mode_count(X, sigma=1.5, n_resamples=0)
+        r = rke_mode_count(X, kernel="rbf", sigma=1.5, n_resamples=0)
         lam = np.linalg.eigvalsh(rbf(X, X, 1.5) / X.shape[0])
         assert rel(r.mode_count.value, 1.0 / np.sum(lam ** 2)) <= RTOL
         assert rel(r.mode_count.value, dc.vendi_score(X, kernel="rbf", sigma=1.5, q=2)) <= RTOL
@@ -94,11 +94,11 @@ class TestRKE:
 
     def test_counts_separated_modes(self):
         X = np.repeat(np.eye(4) * 50.0, 6, axis=0)
-        assert rke_mode_count(X, sigma=1.0, n_resamples=0).mode_count.value == pytest.approx(4.0, rel=1e-12)
+        assert rke_mode_count(X, kernel="rbf", sigma=1.0, n_resamples=0).mode_count.value == pytest.approx(4.0, rel=1e-12)
 
     def test_median_bandwidth_fixed_once_and_interval(self, rng):
         X = clusters(rng, n_per=30)
-        r = rke_mode_count(X, rng=0)
+        r = rke_mode_count(X, kernel="rbf", rng=0)
         assert r.kernel["sigma"] == pytest.approx(dc.median_distance(X))
         lo, hi = r.mode_count.confidence_interval
         assert r.mode_count.interval == "extrapolated" and lo <= r.mode_count.value <= hi

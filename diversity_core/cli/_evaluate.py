@@ -66,6 +66,22 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--confidence-level", type=float, default=0.95, help="level of every interval (default 0.95)")
     p.add_argument("--n-resamples", type=int, default=16, help="subsets per size for the intervals (default 16; 0: none)")
     p.add_argument("--interval-size", type=int, default=2048, help="largest subset of the intervals (default 2048)")
+    p.add_argument("--novelty", action="store_true",
+                   help="also what GENERATED has that REAL lacks and what it misses: KEN both ways, RRKE, the top "
+                        "novel and missing modes with their shares, top items and whether they are outside the "
+                        "label-permutation null (diversity_core.differential.novelty_report)")
+    p.add_argument("--novelty-eta", type=float, default=1.0, metavar="ETA",
+                   help="with --novelty: modes expressed more than ETA times as often as in the other set (default 1)")
+    p.add_argument("--novelty-modes", type=int, default=3, help="with --novelty: modes shown each way (default 3)")
+    p.add_argument("--novelty-permutations", type=int, default=100,
+                   help="with --novelty: label permutations of the null (default 100; 0: none)")
+    p.add_argument("--novelty-method", choices=("auto", "dense", "features", "rff"), default="auto",
+                   help="with --novelty: the route (default auto: the kernel's features, dense, then random Fourier "
+                        "features)")
+    p.add_argument("--pack", action="store_true",
+                   help="also the metric pack: RKE mode count, truncated Vendi, TCE/TIE, DCScore (and with texts the "
+                        "lexical scores) of each set at equal n; CMMD, clipped density/coverage and probabilistic "
+                        "precision/recall of GENERATED against REAL (diversity_core.evaluation.metric_pack)")
     p.add_argument("--rng", type=int, default=0, metavar="SEED", help="seed of every random choice (default 0)")
     p.add_argument("--format", choices=("table", "json"), default="table", help="stdout format")
     p.add_argument("--json", default=None, metavar="PATH", help="save the result as JSON")
@@ -115,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
         raise DiversityInputError("--items writes each generated item's nearest training item; give --train TRAIN too.")
     check_outputs({"--json": args.json, "--csv": args.csv, "--items": args.items, "--out": args.out},
                   inputs=[a for a in (args.generated, args.reference, args.train) if a])
+    if args.novelty:
+        _check_novelty_args(args)
     ref_ds = _load(args.reference, args)
     # GENERATED is read as the same kind of data as REAL: a table of embeddings with a text prompt
     # column would otherwise be detected as text, a table of texts without a known column name as embeddings
@@ -144,14 +162,92 @@ def run(args: argparse.Namespace) -> int:
     ev.settings["sources"] = {"generated": args.generated, "reference": args.reference, "train": args.train,
                               "prompt_column": args.prompt_column, "quality_column": args.quality_column,
                               "text_column": args.text_column}
+    novelty = _novelty(args, R, G) if args.novelty else None
+    if novelty is not None:
+        ev.settings["novelty"] = novelty.to_dict(n_items=NOVELTY_ITEMS, generated_ids=gen_ds.ids,
+                                                 reference_ids=ref_ds.ids)
+    pack = _pack(args, R, G, ref_ds, gen_ds) if args.pack else None
+    if pack is not None:
+        ev.settings["pack"] = pack.to_dict()
     written = _write_outputs(args, ev, gen_ids=gen_ds.ids, train_ids=None if train_ds is None else train_ds.ids)
     if args.format == "json":
         print(ev.to_json())
     else:
         _print_table(ev)
+        if pack is not None:
+            _print_pack(pack)
+        if novelty is not None:
+            _print_novelty(ev.settings["novelty"])
     for path in written:
         print(f"wrote {path}", file=sys.stderr)
     return 0
+
+
+def _pack(args, R, G, ref_ds, gen_ds):
+    """The metric pack of ``--pack`` (the evaluation's kernel, interval settings and seed; texts when read as text)."""
+    from ..evaluation import metric_pack
+
+    def texts(ds):
+        return list(ds.items) if ds.modality == "text" and ds.items is not None else None
+
+    return metric_pack(R, G, texts_reference=texts(ref_ds), texts_generated=texts(gen_ds), kernel=args.kernel,
+                       k=args.k, confidence_level=args.confidence_level, n_resamples=args.n_resamples,
+                       interval_size=args.interval_size, rng=args.rng, **kernel_params(args))
+
+
+def _print_pack(pack) -> None:
+    """The ``--pack`` section after the metrics table: one row per metric and set."""
+    print(f"# metric pack: reference-free metrics at n = {pack.n} items per set, kernel {pack.kernel.get('name')}; "
+          f"two-set metrics of {pack.n_generated} generated against {pack.n_reference} reference items")
+    rows = [[r["metric"], r["set"], _cell(r["value"]), _cell(r["ci_low"]), _cell(r["ci_high"]), r["note"]]
+            for r in pack.rows()]
+    print(format_table(["metric", "set", "value", "ci_low", "ci_high", "note"], rows))
+
+
+#: Top items listed per novel or missing mode.
+NOVELTY_ITEMS = 5
+
+
+def _check_novelty_args(args) -> None:
+    """The ``--novelty-*`` values checked before any work (named by their flags)."""
+    if not args.novelty_eta > 0:
+        raise DiversityInputError(f"--novelty-eta must be a number > 0; got {args.novelty_eta}.")
+    if args.novelty_modes < 1:
+        raise DiversityInputError(f"--novelty-modes must be at least 1; got {args.novelty_modes}.")
+    if args.novelty_permutations < 0:
+        raise DiversityInputError(f"--novelty-permutations must be 0 (no null) or more; got {args.novelty_permutations}.")
+
+
+def _novelty(args, R, G):
+    """The novelty report of ``--novelty`` (G against R, the evaluation's kernel and interval settings)."""
+    from ..differential import novelty_report
+
+    return novelty_report(G, R, kernel=args.kernel, eta=args.novelty_eta, method=args.novelty_method,
+                          n_modes=args.novelty_modes, n_permutations=args.novelty_permutations,
+                          confidence_level=args.confidence_level, n_resamples=args.n_resamples,
+                          interval_size=args.interval_size, rng=args.rng, **kernel_params(args))
+
+
+def _print_novelty(nov: dict) -> None:
+    """The ``--novelty`` section after the metrics table: scores, then each novel and missing mode."""
+    s = nov["settings"]
+    print(f"# novelty: {s['method']} route ({s['kind']}), kernel {s['kernel_description']}, eta = {s['eta']:g}; "
+          f"null of {s['n_permutations']} label permutations at level {s['confidence_level']:g}")
+    rows = [[name, _cell(e["value"]), _cell(e["ci_low"]), _cell(e["ci_high"]), e["note"]]
+            for name, e in (("KEN (generated | reference)", nov["ken"]), ("KEN (reference | generated)", nov["ken_missing"]),
+                            (f"RRKE order {s['rrke_order']:g}", nov["rrke"]))]
+    print(format_table(["score", "value", "ci_low", "ci_high", "note"], rows))
+    for role, what in (("novel", "generated has, reference lacks"), ("missing", "reference has, generated lacks")):
+        modes = nov[f"{role}_modes"]
+        print(f"# {role} modes ({what}): {len(modes) or 'none'}")
+        rows = [[m["mode"], _cell(m["eigenvalue"]), f"{m['share']:.1%}",
+                 "" if m["outside_null"] is None else ("outside" if m["outside_null"] else "within noise"),
+                 ", ".join(m["ids"])] for m in modes]
+        if rows:
+            print(format_table(["mode", "eigenvalue", "share", "null", "top items"], rows))
+        null = nov[f"{role}_null"]
+        if null is not None and null["note"]:
+            print(f"warning: {role} null: {null['note']}", file=sys.stderr)
 
 
 def _cell(v) -> str:

@@ -56,7 +56,7 @@ def _vs2(X, kern, method: str, progress=None):
 def rke_mode_count(
     X,
     *,
-    kernel="rbf",
+    kernel="cosine",
     method: str = "auto",
     confidence_level: float = 0.95,
     n_resamples: int = 16,
@@ -80,9 +80,11 @@ def rke_mode_count(
     Parameters
     ----------
     X : array-like of shape (n, d)
-    kernel : str or Kernel, default "rbf"
-        The paper's Gaussian kernel :math:`\exp(-\lVert x - y\rVert^2 / (2\sigma^2))`; ``sigma``
-        (keyword) defaults to the median pairwise distance, fixed once on all of X.
+    kernel : str or Kernel, default "cosine"
+        The project's one default kernel, so that the mode count equals ``vendi_score(X, q=2)``
+        called the same way. The paper uses the Gaussian kernel: ``kernel="rbf"``
+        (:math:`\exp(-\lVert x - y\rVert^2 / (2\sigma^2))`; ``sigma``, a keyword, defaults to
+        the median pairwise distance, fixed once on all of X).
     method : {"auto", "blocked", "dual"}, default "auto"
         As :func:`~diversity_core.vendi_2_exact` (dual for feature kernels with d < n).
     confidence_level : float, default 0.95
@@ -125,7 +127,7 @@ def rke_mode_count(
     --------
     >>> import numpy as np
     >>> X = np.repeat(np.eye(3) * 100.0, 4, axis=0)      # 3 far-apart modes of 4 copies each
-    >>> round(rke_mode_count(X, sigma=1.0, n_resamples=0).mode_count.value, 12)
+    >>> round(rke_mode_count(X, kernel="rbf", sigma=1.0, n_resamples=0).mode_count.value, 12)
     3.0
     """
     Xv, kern = resolved_kernel(X, kernel, kernel_params)
