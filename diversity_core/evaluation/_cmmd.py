@@ -32,7 +32,7 @@ from .._validation import check_option, check_random_state, check_scalar
 from ..blocked import _blocked_sums, _ordered_map, _pair_kernel, _workers
 from ..kernels import get_kernel
 from ..sources import chunk_bounds
-from ._common import check_interval_options, check_sets
+from ._common import check_interval_options, check_sets, mmd2_from_sums
 from ._intervals import paired_interval
 from ._pack_results import CMMDResult
 from ._results import Estimate
@@ -68,9 +68,7 @@ def mmd2_rbf(X: np.ndarray, Y: np.ndarray, kern, estimator: str) -> float:
     """
     n, m = X.shape[0], Y.shape[0]
     sxx, syy, sxy = _within_sum(X, kern), _within_sum(Y, kern), _cross_sum(X, Y, kern)
-    if estimator == "unbiased":
-        return (sxx - n) / (n * (n - 1.0)) + (syy - m) / (m * (m - 1.0)) - 2.0 * sxy / (n * float(m))
-    return sxx / (n * float(n)) + syy / (m * float(m)) - 2.0 * sxy / (n * float(m))
+    return mmd2_from_sums(sxx, syy, sxy, n, m, trace_x=float(n), trace_y=float(m), unbiased=estimator == "unbiased")
 
 
 def cmmd(

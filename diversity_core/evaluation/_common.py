@@ -69,3 +69,18 @@ def check_quality(quality, n: int, name: str = "quality") -> Optional[np.ndarray
             f"(rows {', '.join(str(int(i)) for i in bad[:5])}). Rescale the scores."
         )
     return q
+
+
+def mmd2_from_sums(sxx: float, syy: float, sxy: float, n: int, m: int, *, trace_x: float, trace_y: float,
+                   unbiased: bool = True) -> float:
+    """MMD^2 from the kernel sums of two sets: the one formula behind KID and CMMD.
+
+    ``sxx`` = sum_ij k(x_i, x_j) over all n^2 pairs (its diagonal sums to ``trace_x``), ``syy``
+    likewise for the m items of Y, ``sxy`` = sum_ij k(x_i, y_j). Unbiased (the U-statistic of
+    Gretton et al. 2012, Eq. 3): the diagonals are left out and each mean is over the n(n-1)
+    ordered pairs of distinct items; biased (the V-statistic): every mean over all pairs.
+    """
+    if unbiased:
+        return float((sxx - trace_x) / (n * (n - 1.0)) + (syy - trace_y) / (m * (m - 1.0))
+                     - 2.0 * sxy / (n * float(m)))
+    return float(sxx / (n * float(n)) + syy / (m * float(m)) - 2.0 * sxy / (n * float(m)))

@@ -19,7 +19,7 @@ import numpy as np
 
 from .._progress import report
 from .._validation import check_random_state, check_scalar
-from ._common import check_sets
+from ._common import check_sets, mmd2_from_sums
 from ._limits import check_work, kid_product_dtype, kid_work
 from ._results import KernelDistanceResult
 
@@ -49,9 +49,7 @@ def mmd2_unbiased(X: np.ndarray, Y: np.ndarray, *, gamma: float, coef0: float, d
     kxx = _poly(X, None, gamma, coef0, degree, same=True)
     kyy = _poly(Y, None, gamma, coef0, degree, same=True)
     kxy = _poly(X, Y, gamma, coef0, degree)
-    sxx = (kxx.sum() - np.trace(kxx)) / (m * (m - 1))
-    syy = (kyy.sum() - np.trace(kyy)) / (m * (m - 1))
-    return float(sxx + syy - 2.0 * kxy.sum() / (m * m))
+    return mmd2_from_sums(kxx.sum(), kyy.sum(), kxy.sum(), m, m, trace_x=np.trace(kxx), trace_y=np.trace(kyy))
 
 
 def kid_subsets(R: np.ndarray, G: np.ndarray, *, n_subsets: int, subset_size: int, gamma: float,
