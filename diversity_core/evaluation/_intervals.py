@@ -99,6 +99,26 @@ def fit_sizes_for(n_r: int, n_g: int, interval_size: int, min_items: int) -> tup
                    f"other set in proportion). Give the {name} set more items.")
 
 
+def estimates_from(full: np.ndarray, res, level: float) -> List[Estimate]:
+    """One :class:`Estimate` per score: its value on all items and the subsampling fit's interval.
+
+    ``res``: what :func:`~diversity_core.compare._subsample.subsample` returned for these scores;
+    a score whose standard error is not finite gets no interval (``"none"``).
+    """
+    out: List[Estimate] = []
+    for j, v in enumerate(full):
+        se = float(res.standard_error[j])
+        ok = math.isfinite(se)
+        out.append(Estimate(
+            value=float(v), se=se if ok else None,
+            ci_low=float(res.confidence_interval.low[j]) if ok else None,
+            ci_high=float(res.confidence_interval.high[j]) if ok else None,
+            df=float(res.df[j]) if ok else None, level=float(level),
+            interval="extrapolated" if ok else "none",
+        ))
+    return out
+
+
 def paired_interval(
     R: np.ndarray,
     G: np.ndarray,
@@ -131,17 +151,7 @@ def paired_interval(
     stat = _PairedStatistic(R, G, perm_r, full, score)
     lo_b, hi_b = (np.asarray(b, dtype=np.float64) for b in bounds)
     res = subsample(stat, plan, rng, confidence_level=level, bounds=(lo_b, hi_b), tick=tick)
-    out: List[Estimate] = []
-    for j, v in enumerate(full):
-        se = float(res.standard_error[j])
-        ok = math.isfinite(se)
-        out.append(Estimate(
-            value=float(v), se=se if ok else None,
-            ci_low=float(res.confidence_interval.low[j]) if ok else None,
-            ci_high=float(res.confidence_interval.high[j]) if ok else None,
-            df=float(res.df[j]) if ok else None, level=float(level),
-            interval="extrapolated" if ok else "none",
-        ))
+    out = estimates_from(full, res, level)
     info = {"sizes": list(sizes), "replicates_per_size": int(n_resamples), "fit_limit": int(M),
             "gamma": [None if not math.isfinite(g) else float(g) for g in res.gamma]}
     return out, info

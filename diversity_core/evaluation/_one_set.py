@@ -15,13 +15,12 @@ compared at equal n, as the Vendi scores of :mod:`diversity_core.compare` are.
 
 from __future__ import annotations
 
-import math
 from typing import Callable, List, Sequence
 
 import numpy as np
 
 from ..compare._subsample import Plan, subsample
-from ._intervals import fit_sizes_for
+from ._intervals import estimates_from, fit_sizes_for
 from ._results import Estimate
 
 __all__ = ["one_set_interval"]
@@ -71,15 +70,4 @@ def one_set_interval(
     plan = Plan(N=n, n=n, n_point=1, reps={m: int(n_resamples) for m in sizes}, fit_limit=M)
     lo_b, hi_b = (np.asarray(b, dtype=np.float64) for b in bounds)
     res = subsample(_SubsetStatistic(n, full, score), plan, rng, confidence_level=level, bounds=(lo_b, hi_b))
-    out: List[Estimate] = []
-    for j, v in enumerate(full):
-        se = float(res.standard_error[j])
-        ok = math.isfinite(se)
-        out.append(Estimate(
-            value=float(v), se=se if ok else None,
-            ci_low=float(res.confidence_interval.low[j]) if ok else None,
-            ci_high=float(res.confidence_interval.high[j]) if ok else None,
-            df=float(res.df[j]) if ok else None, level=float(level),
-            interval="extrapolated" if ok else "none",
-        ))
-    return out
+    return estimates_from(full, res, level)
