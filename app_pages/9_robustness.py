@@ -30,12 +30,11 @@ if len(set(view.data.groups[rows].tolist()) if rows.size else ()) < 2:
     st.info(f"The test needs two groups of at least {MIN_ITEMS} items; "
             f"left out: {literal(', '.join(left_out))}.")
     st.stop()
+key = robustness_ui.result_key(view, pairs, q, ctx.settings.seed) if pairs else None
+out = tasks.stored("robustness", key) if pairs else None
 if not pairs:
     st.info("Choose at least one representation and kernel above.")
-    st.stop()
-key = robustness_ui.result_key(view, pairs, q, ctx.settings.seed)
-out = tasks.stored("robustness", key)
-if out is None and tasks.start_button(
+elif out is None and tasks.start_button(
     "Test the ranking",
     key="run_robustness",
     hint=f"Not run yet: {len(pairs)} comparison(s) at equal n, one per representation and kernel.",
@@ -49,3 +48,27 @@ if out is None and tasks.start_button(
     )
 if out is not None:
     robustness_ui.show(out, left_out)
+
+st.subheader("Under every metric")
+st.caption(f"The same groups ranked by every diversity metric on **{literal(ctx.featurizer)}** features: where "
+           "two groups swap places between metrics, the conclusion depends on the metric.")
+metrics = robustness_ui.metric_settings(view)
+if metrics:
+    mkey = robustness_ui.metrics_key(view, ctx.featurizer, metrics, ctx.settings.seed)
+    mout = tasks.stored("agreement", mkey)
+    if mout is None and tasks.start_button(
+        "Test the metrics",
+        key="run_agreement",
+        hint=f"Not run yet: {len(metrics)} metric(s) at equal n, with intervals.",
+    ):
+        mout = tasks.run(
+            "agreement",
+            mkey,
+            robustness_ui.metrics_task(view, ctx.featurizer, metrics, ctx.settings.seed),
+            "Scoring the groups under every metric",
+            expanded=True,
+        )
+    if mout is not None:
+        robustness_ui.show_metrics(mout)
+else:
+    st.info("Choose at least one metric above.")

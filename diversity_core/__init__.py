@@ -18,6 +18,8 @@ compare       comparisons of groups at equal n, with intervals and pairwise verd
               the one interval type of every estimate (``.confidence_interval``)
 metrics_table every requested metric of every set at equal n as one tidy DataFrame, the best set per
               metric highlighted (``.style``) and drawn (``.plot()``)
+agreement     metric_agreement: the groups' ranking under every metric (and representation) at equal n,
+              with the rank flips between metrics and their intervals
 report        the self-contained HTML report (Jinja2), the plotly figures, PNG/SVG export (kaleido);
               extra [report], imported only when used
 featurizers   features for each modality (pixels, EfficientNet-Lite0, n-grams, MiniLM, Morgan) and a registry
@@ -113,6 +115,7 @@ _LAZY_MODULES: dict[str, tuple[str, ...]] = {
     "differential": ("novelty_spectrum", "missing_modes", "top_mode_items", "ken_score", "rrke", "mode_null",
                      "novelty_report", "NoveltySpectrum", "ModeNull", "NoveltyReport"),
     "metrics_table": ("metrics_table", "MetricsTable"),
+    "agreement": ("metric_agreement", "MetricAgreement"),
     # the metric pack of diversity_core.evaluation (issue 43 item 5)
     "evaluation": ("rke_mode_count", "truncated_vendi", "truncated_entropy", "dcscore", "cmmd",
                    "clipped_density_coverage", "probabilistic_precision_recall", "lexical_diversity",
@@ -270,6 +273,8 @@ __all__ = [
     "NoveltyReport",
     "metrics_table",
     "MetricsTable",
+    "metric_agreement",
+    "MetricAgreement",
     # the metric pack: kernel, spectrum, k-NN and lexical metrics of evaluation papers
     "rke_mode_count",
     "truncated_vendi",

@@ -616,8 +616,11 @@ def _differs(r1: RepresentationScores, r2: RepresentationScores) -> str:
     return "representation" if r1.kernel == r2.kernel else "both"
 
 
-def _flips(names: Sequence[str], rows: Sequence[RepresentationScores]) -> Tuple[RankFlip, ...]:
-    """One flip per pair of groups whose order changes: a resolved reversal when there is one."""
+def _flips(names: Sequence[str], rows: Sequence[RepresentationScores], differs=_differs) -> Tuple[RankFlip, ...]:
+    """One flip per pair of groups whose order changes: a resolved reversal when there is one.
+
+    ``differs(r1, r2)`` names what changes between two rows (the metric agreement's rows pass their own).
+    """
     flips = []
     for a, b in combinations(names, 2):
         found = None
@@ -632,7 +635,7 @@ def _flips(names: Sequence[str], rows: Sequence[RepresentationScores]) -> Tuple[
                 where_higher=r1.label,
                 where_lower=r2.label,
                 resolved=r1.is_resolved(a, b) and r2.is_resolved(a, b),
-                differs=_differs(r1, r2),
+                differs=differs(r1, r2),
             )
             if found is None or (flip.resolved and not found.resolved):
                 found = flip

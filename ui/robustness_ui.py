@@ -360,3 +360,97 @@ def show(out: Outcome, left_out: list) -> None:
             st.markdown("**Rank flips**\n\n" + "\n".join(lines))
 
         show_notes(out)
+
+
+# ------------------------------------------------------------------------------------------
+# which metrics agree (issue 43, item 6): the ranking under every metric, one representation and kernel
+# ------------------------------------------------------------------------------------------
+#: Session-state key of the chosen metrics.
+METRICS_KEY = "agreement_metrics"
+#: Key of the container holding the metric test's results.
+AGREEMENT_RESULTS_KEY = "agreement_results"
+
+
+def metric_options(view: View) -> tuple:
+    """``(every metric offered, the default ones)``: the text metrics only for text data; MagArea opt-in (slow)."""
+    from diversity_core.agreement import DEFAULT_METRICS, TEXT_METRICS
+
+    text = view.data.modality == "text"
+    extra = ("VS_2", "TCE", "MagArea")
+    options = (*DEFAULT_METRICS, *extra, *(TEXT_METRICS if text else ()))
+    return options, (*DEFAULT_METRICS, *(TEXT_METRICS if text else ()))
+
+
+def metric_settings(view: View) -> list:
+    """The chosen metrics (the section's own multiselect)."""
+    options, default = metric_options(view)
+    ss = st.session_state
+    ss[METRICS_KEY] = [m for m in ss.get(METRICS_KEY, default) if m in options]
+    return st.multiselect(
+        "Metrics",
+        options,
+        key=METRICS_KEY,
+        help="Every group is scored under each metric at the same n, with an interval, under one representation "
+        "and kernel (the sidebar's representation, its own kernel). MagArea is slow.",
+    )
+
+
+def metrics_key(view: View, featurizer: str, metrics: list, seed: int) -> tuple:
+    """The key of the metric test in the ``"agreement"`` task store."""
+    return (view.key, featurizer, tuple(metrics), seed, GROUP_MAX)
+
+
+def metrics_task(view: View, featurizer: str, metrics: list, seed: int) -> Callable:
+    """``fn(progress)`` for :func:`ui.tasks.run`: the features when missing, then every metric."""
+    from diversity_core.agreement import metric_agreement
+
+    def fn(progress):
+        ds = view.data
+        featurize(ds, featurizer, copy=False,
+                  progress=lambda d, t, m: progress(d, t, f"{featurizer} features{DETAIL_SEPARATOR}{m}"
+                                                    if m else f"{featurizer} features"))
+        X = compute.features(view, featurizer, show_progress=False)
+        kept_pos, _small = groups_used(view)
+        labels = np.asarray(ds.groups).astype(str)[kept_pos]
+        names = list(dict.fromkeys(labels.tolist()))
+        sets = {g: X[kept_pos[labels == g]] for g in names}
+        texts = None
+        if ds.modality == "text":
+            items = list(ds.items)
+            texts = {g: [str(items[i]) for i in kept_pos[labels == g]] for g in names}
+        return metric_agreement(sets, metrics=metrics, representation=featurizer, texts=texts,
+                                kernel=default_kernel(featurizer), rng=seed, progress=progress)
+
+    return fn
+
+
+def metrics_table_frame(result) -> pd.DataFrame:
+    """One row per metric; per group its rank, value and interval (↓: lower is more diverse)."""
+    return result.wide()
+
+
+def show_metrics(out: Outcome) -> None:
+    """The verdict, the rank chart, the table with intervals and the flips with theirs."""
+    result = out.value
+    with st.container(key=AGREEMENT_RESULTS_KEY):
+        text = literal(result.summary())
+        if result.verdict == "depends":
+            st.warning(f"**Rank flip.** {text}", icon=":material/swap_vert:")
+        elif result.verdict == "unresolved":
+            st.info(text, icon=":material/help:")
+        else:
+            st.success(text, icon=":material/check_circle:")
+        st.caption(
+            f"Every value at the same **n = {result.n}** items per group, each with its "
+            f"{result.confidence_level:.0%} interval; one kernel for every kernel metric "
+            f"({literal(str(result.kernel.get('name', '')))}). Metrics are on different scales: compare the ranks. "
+            "↓: lower is more diverse."
+            + (" Skipped: " + literal("; ".join(f"{m} ({why})" for m, why in result.skipped.items()))
+               if result.skipped else "")
+        )
+        st.plotly_chart(result.plot(colours=current_colours()), key="agreement_ranks")
+        st.dataframe(metrics_table_frame(result), hide_index=True, width="stretch")
+        if result.flips:
+            st.markdown("**Rank flips between metrics**\n\n" + "\n".join(f"- {literal(line)}"
+                                                                         for line in result.flip_lines()))
+        show_notes(out)

@@ -21,6 +21,7 @@ from ..data import load_dataset
 from ..exceptions import DiversityInputError
 from ._guards import check_feature_scale, check_outputs
 from ._progress import TqdmProgress, warn_skipped
+from ._robustness import agreement_text
 from ._score import _q_value, add_kernel_arguments, add_modality_argument, kernel_params
 
 HELP = "evaluate generated items against real ones: PRDC, FD, KD, Vendi ratio, copies, per prompt"
@@ -82,6 +83,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="also the metric pack: RKE mode count, truncated Vendi, TCE/TIE, DCScore (and with texts the "
                         "lexical scores) of each set at equal n; CMMD, clipped density/coverage and probabilistic "
                         "precision/recall of GENERATED against REAL (diversity_core.evaluation.metric_pack)")
+    p.add_argument("--agreement", nargs="*", default=None, metavar="METRIC",
+                   help="rank REAL and GENERATED under every metric (diversity_core.metric_agreement) and flag where "
+                        "the order flips, with intervals at equal n: does 'less diverse than the reference' depend on "
+                        "the metric? Names as in `diversity robustness --metrics`; alone: the default metrics")
     p.add_argument("--rng", type=int, default=0, metavar="SEED", help="seed of every random choice (default 0)")
     p.add_argument("--format", choices=("table", "json"), default="table", help="stdout format")
     p.add_argument("--json", default=None, metavar="PATH", help="save the result as JSON")
@@ -169,6 +174,9 @@ def run(args: argparse.Namespace) -> int:
     pack = _pack(args, R, G, ref_ds, gen_ds) if args.pack else None
     if pack is not None:
         ev.settings["pack"] = pack.to_dict()
+    agreement = _agreement(args, R, G, ref_ds, gen_ds) if args.agreement is not None else None
+    if agreement is not None:
+        ev.settings["agreement"] = agreement.to_dict()
     written = _write_outputs(args, ev, gen_ids=gen_ds.ids, train_ids=None if train_ds is None else train_ds.ids)
     if args.format == "json":
         print(ev.to_json())
@@ -178,6 +186,9 @@ def run(args: argparse.Namespace) -> int:
             _print_pack(pack)
         if novelty is not None:
             _print_novelty(ev.settings["novelty"])
+        if agreement is not None:
+            print("# which metrics agree: reference and generated ranked under every metric")
+            print(agreement_text(agreement))
     for path in written:
         print(f"wrote {path}", file=sys.stderr)
     return 0
@@ -193,6 +204,18 @@ def _pack(args, R, G, ref_ds, gen_ds):
     return metric_pack(R, G, texts_reference=texts(ref_ds), texts_generated=texts(gen_ds), kernel=args.kernel,
                        k=args.k, confidence_level=args.confidence_level, n_resamples=args.n_resamples,
                        interval_size=args.interval_size, rng=args.rng, **kernel_params(args))
+
+
+def _agreement(args, R, G, ref_ds, gen_ds):
+    """``--agreement``: the two sets ranked under every metric at equal n (texts when read as text)."""
+    from ..agreement import metric_agreement
+
+    texts = None
+    if ref_ds.modality == "text" and gen_ds.modality == "text":
+        texts = {"reference": [str(t) for t in ref_ds.items], "generated": [str(t) for t in gen_ds.items]}
+    return metric_agreement({"reference": R, "generated": G}, metrics=args.agreement or None, texts=texts,
+                            kernel=args.kernel, confidence_level=args.confidence_level, interval_size=args.interval_size,
+                            rng=args.rng, **kernel_params(args))
 
 
 def _print_pack(pack) -> None:

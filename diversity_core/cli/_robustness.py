@@ -60,8 +60,68 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     p.add_argument("--n-resamples", type=int, default=20, help="subsets per size for the spread (default 20)")
     p.add_argument("--rng", type=int, default=0, metavar="SEED", help="seed of every subset (default 0)")
+    p.add_argument(
+        "--metrics",
+        nargs="*",
+        default=None,
+        metavar="METRIC",
+        help="rank the groups under every metric instead (issue 43): VS_<q>, IntDiv, RKE_MC, tVS, TCE, DCScore, "
+        "MagArea, compression_ratio, ngram_diversity, self_BLEU; alone: the default metrics. One kernel: the "
+        "first of --kernels, default the first featurizer's own",
+    )
     p.add_argument("--format", choices=("table", "json"), default="table", help="stdout format")
     return p
+
+
+def _run_metrics(args: argparse.Namespace, ds, features: dict) -> int:
+    """``--metrics``: the groups' ranking under every metric (and featurizer), the flips with their intervals."""
+    from ..agreement import metric_agreement
+    from ..featurizers import FEATURIZERS
+
+    first = next(iter(features))
+    kernel = args.kernels[0] if args.kernels else (FEATURIZERS[first].kernel if first in FEATURIZERS else "cosine")
+    texts = None
+    if ds.modality == "text":
+        texts = {g: [str(ds.items[i]) for i in ds.group_indices(g)] for g in ds.group_names()}
+    with TqdmProgress("metrics") as progress:
+        result = metric_agreement(
+            {g: features[first][ds.group_indices(g)] for g in ds.group_names()},
+            metrics=args.metrics or None,
+            representations={r: {g: X[ds.group_indices(g)] for g in ds.group_names()}
+                             for r, X in features.items() if r != first},
+            representation=first,
+            texts=texts,
+            kernel=kernel,
+            n=args.n,
+            n_subsamples=args.n_subsamples,
+            n_resamples=args.n_resamples,
+            confidence_level=args.confidence_level,
+            rng=args.rng,
+            progress=progress,
+        )
+    if args.format == "json":
+        sys.stdout.write(dumps(result.to_dict()) + "\n")
+        return 0
+    sys.stdout.write(agreement_text(result) + "\n")
+    return 0
+
+
+def agreement_text(result) -> str:
+    """A metric agreement as the CLI prints it: the verdict, the table with intervals, the flips.
+
+    Used by ``diversity robustness --metrics`` and ``diversity evaluate --agreement``.
+    """
+    rows = [
+        (r["label"], r["rank"], r["group"], f"{r['estimate']:.4g}", f"[{r['ci_low']:.4g}, {r['ci_high']:.4g}]",
+         "higher" if r["higher_is_better"] else "lower")
+        for r in result.table()
+    ]
+    lines = [result.summary(), "", format_table(
+        ("metric", "rank", "group", "value", f"{result.confidence_level:.0%} interval", "more diverse"), rows)]
+    if result.flips:
+        lines += ["", "Rank flips:"] + [f"  {line}" for line in result.flip_lines()]
+    lines += [f"skipped {m}: {why}" for m, why in result.skipped.items()]
+    return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -77,6 +137,8 @@ def run(args: argparse.Namespace) -> int:
     for name in names:
         with TqdmProgress(f"{name} features") as progress:
             features[name] = featurize(ds, name, progress=progress, copy=False)
+    if args.metrics is not None:
+        return _run_metrics(args, ds, features)
     with TqdmProgress("comparisons") as progress:
         result = representation_robustness(
             features,

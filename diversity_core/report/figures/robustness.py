@@ -24,8 +24,9 @@ def rank_figure(result, *, title: Optional[str] = None, height: int = 380,
 
     Parameters
     ----------
-    result : RobustnessResult
-        What :func:`diversity_core.robustness.representation_robustness` returns: its ``rows``
+    result : RobustnessResult or MetricAgreement
+        What :func:`diversity_core.robustness.representation_robustness` (or
+        :func:`diversity_core.agreement.metric_agreement`, rows named by their metric) returns: its ``rows``
         (one per representation and kernel: ``label``, ``ranking``, ``estimates[group] =
         (VS, low, high)``), ``groups``, ``q`` and ``n``.
     title : str, optional
@@ -54,7 +55,9 @@ def rank_figure(result, *, title: Optional[str] = None, height: int = 380,
     for i, g in enumerate(result.groups):
         ranks = [r.ranking.index(g) + 1 for r in result.rows]
         text = [
-            f"VS = {r.estimates[g][0]:.3g} [{r.estimates[g][1]:.3g}, {r.estimates[g][2]:.3g}]"
+            # a metric agreement's rows (diversity_core.agreement) name their metric; a robustness row is VS_q
+            f"{getattr(r, 'metric', '') or 'VS'} = {r.estimates[g][0]:.3g} "
+            f"[{r.estimates[g][1]:.3g}, {r.estimates[g][2]:.3g}]"
             for r in result.rows
         ]
         fig.add_trace(
