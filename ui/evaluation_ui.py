@@ -389,10 +389,11 @@ def show(out, ctx, s: EvaluationSettings) -> None:
 def section(ctx, groups: list, sizes: Dict[str, int]):
     """The reference-role section of the Compare page.
 
-    Returns ``(evaluations, reference group, settings, items)`` for the report once computed
-    (``items``: the dataset rows of the closest pairs, with a training set), else None.
+    Returns ``(evaluations, reference group, settings, items, novelty)`` for the report once
+    computed (``items``: the dataset rows of the closest pairs, with a training set; ``novelty``:
+    :func:`ui.novelty_ui.section`'s reports, or None; ``evaluations`` None when only they are), else None.
     """
-    from . import tasks
+    from . import novelty_ui, tasks
 
     with st.expander("Reference role: judge generated groups against real data", expanded=False):
         st.caption(
@@ -411,14 +412,17 @@ def section(ctx, groups: list, sizes: Dict[str, int]):
         out = tasks.stored(KIND, key, max_entries=4)
         if out is None and submitted and problem is None:
             out = tasks.run(KIND, key, task(ctx, s, labels), "Evaluating against the reference", max_entries=4)
+        if out is not None:
+            show(out, ctx, s)
+        # issue 43: the novel and missing modes, their own task behind their own button
+        novelty = novelty_ui.section(ctx, s.reference, generated_groups(s, groups), s.seed)
         if out is None:
-            return None
-        show(out, ctx, s)
+            return None if novelty is None else (None, s.reference, s, None, novelty)
         items = None
         if s.train is not None:  # the dataset rows behind the closest pairs, for the report
             train_rows = ctx.view.data.group_indices(s.train)
             items = {g: (ctx.view.data, v["indices"], train_rows) for g, v in out.value.items()}
-        return results(out.value), s.reference, s, items
+        return results(out.value), s.reference, s, items, novelty
 
 
 # ---------------------------------------------------------------------------------------------

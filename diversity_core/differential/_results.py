@@ -8,8 +8,10 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .._display import NotebookDisplay, format_array, format_interval, format_kernel, format_value, short_repr
 from .._json import to_jsonable
 from ..entropy import support_tol
+from ..evaluation._pack_results import _estimate_row, _estimate_text
 from ..evaluation._results import Estimate
 from ..exceptions import DiversityInputError
 from ..spectrum import _eigenvector_ends
@@ -45,8 +47,8 @@ def _frozen(a) -> Optional[np.ndarray]:
     return a
 
 
-@dataclass(frozen=True)
-class NoveltySpectrum:
+@dataclass(frozen=True, repr=False)
+class NoveltySpectrum(NotebookDisplay):
     r"""The spectrum of :math:`\Lambda = C_{own} - \eta\, C_{other}` and its top modes' item loadings.
 
     ``role="novel"``: own = the candidate (generated) set G, other = the reference R: the positive
@@ -191,9 +193,42 @@ class NoveltySpectrum:
             out["loadings_reference"] = self.loadings_reference.tolist()
         return to_jsonable(out)
 
+    # -- notebook display ------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        ci = self.ken_interval()
+        return short_repr(f"NoveltySpectrum(role={self.role!r}, eta={format_value(self.eta)}, method={self.method!r}, "
+                          f"{self.kind}, kernel={format_kernel(self.kernel)})", [
+            ("KEN", format_interval(self.ken, ci, kind=self.kind)),
+            ("positive modes", f"{self.positive.size} of {self.dim} eigenvalues, mass {format_value(self.positive_mass)}"),
+            ("shares", format_array(self.shares)),
+            ("eigenvalues", format_array(self.eigenvalues)),
+            ("loadings", f"{self.loadings_generated.shape} (generated), {self.loadings_reference.shape} (reference)"),
+        ])
 
-@dataclass(frozen=True)
-class ModeNull:
+    def to_frame(self):
+        """A tidy pandas DataFrame: ``KEN``, ``positive mass``, then one ``eigenvalue`` row per kept mode.
+
+        Columns of :mod:`diversity_core._display`; ``kind`` is :attr:`kind` (``"estimate"`` on the
+        rff route, with the sketch's interval where it has one), then ``se``, ``role``, ``mode``
+        (1-based; kept modes, negative eigenvalues included) and ``share``.
+        """
+        from .._display import frame_row, tidy_frame
+
+        def row(score, value, ci, se=None, **extra):
+            return frame_row(score, value, ci, kind=None if ci is not None else self.kind, se=se, role=self.role,
+                             **extra)
+
+        rows = [row("KEN", self.ken, self.ken_interval(), self.ken_se, mode=None, share=None),
+                row("positive mass", self.positive_mass, None, mode=None, share=None)]
+        for j in range(self.n_modes):
+            se = None if self.eigenvalue_se is None else float(self.eigenvalue_se[j])
+            rows.append(row("eigenvalue", float(self.eigenvalues[j]), self.eigenvalue_interval(j), se, mode=j + 1,
+                            share=float(self.shares[j])))
+        return tidy_frame(rows)
+
+
+@dataclass(frozen=True, repr=False)
+class ModeNull(NotebookDisplay):
     r"""The label-permutation null of the top eigenvalue, and which observed modes stand outside it.
 
     Under :math:`H_0` (G and R drawn from one distribution) the labels are exchangeable: each
@@ -251,9 +286,34 @@ class ModeNull:
             "note": self.note,
         })
 
+    # -- notebook display ------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        return short_repr(f"ModeNull(role={self.role!r}, level={format_value(self.level)}, "
+                          f"{self.n_permutations} permutations, n_generated={self.n_generated}, "
+                          f"n_reference={self.n_reference})", [
+            ("outside the noise", f"{self.n_outside} of {self.observed.size} modes (p <= "
+                                  f"{format_value(1.0 - self.level)}; threshold {format_value(self.threshold)})"),
+            ("p_values", format_array(self.p_values)),
+            ("observed", format_array(self.observed)),
+            ("null", format_array(self.null)),
+            ("note", self.note or None),
+        ])
 
-@dataclass(frozen=True)
-class NoveltyReport:
+    def to_frame(self):
+        """A tidy pandas DataFrame: one ``eigenvalue`` row per observed mode (as observed, ``kind`` exact).
+
+        Then the columns ``role``, ``mode`` (1-based), ``p_value``, ``outside`` (bool) and ``threshold``.
+        """
+        from .._display import frame_row, tidy_frame
+
+        return tidy_frame([frame_row("eigenvalue", float(v), None, role=self.role, mode=j + 1,
+                                     p_value=float(self.p_values[j]), outside=bool(self.outside[j]),
+                                     threshold=self.threshold)
+                           for j, v in enumerate(self.observed)])
+
+
+@dataclass(frozen=True, repr=False)
+class NoveltyReport(NotebookDisplay):
     """What G has that R lacks and what it misses, with scores, intervals and the null (``diversity evaluate --novelty``).
 
     Attributes
@@ -310,3 +370,66 @@ class NoveltyReport:
                                         reference_ids=reference_ids),
             "settings": self.settings,
         })
+
+    # -- notebook display ------------------------------------------------------------------------
+    def _modes_text(self, role: str) -> str:
+        spec = self.novel if role == "novel" else self.missing
+        null = self.novel_null if role == "novel" else self.missing_null
+        n_pos = min(spec.n_modes, spec.positive.size)
+        shares = ", ".join(format_value(float(x)) for x in spec.shares[: min(n_pos, 3)])
+        verdict = ("no null computed" if null is None
+                   else f"{int(np.count_nonzero(null.outside[:n_pos]))} outside the null")
+        return f"{spec.positive.size} positive; top shares [{shares}]; {verdict}"
+
+    def __repr__(self) -> str:
+        s = self.settings
+        order = s.get("rrke_order")
+        return short_repr(f"NoveltyReport(method={self.novel.method!r}, eta={format_value(self.novel.eta)}, "
+                          f"{self.novel.kind}, n_generated={s.get('n_generated', self.novel.loadings_generated.shape[0])}, "
+                          f"n_reference={s.get('n_reference', self.novel.loadings_reference.shape[0])})", [
+            ("KEN (novel)", _estimate_text(self.ken)),
+            ("KEN (missing)", _estimate_text(self.ken_missing)),
+            ("RRKE" if order is None else f"RRKE (order {format_value(order)})", _estimate_text(self.rrke)),
+            ("novel modes", self._modes_text("novel")),
+            ("missing modes", self._modes_text("missing")),
+            ("kernel", format_kernel(self.novel.kernel)),
+        ])
+
+    def to_frame(self):
+        """A tidy pandas DataFrame: the scores, then one row per mode of :meth:`modes` (both roles).
+
+        Rows ``KEN`` (``role`` novel and missing) and ``RRKE`` (``"estimate"`` with their intervals
+        and on the rff route; columns ``se``, ``method``, ``note``), then ``eigenvalue`` rows with ``role``, ``mode``,
+        ``share``, ``p_value`` and ``outside_null`` (``kind`` of the spectrum: ``"estimate"`` on the
+        rff route, with the sketch's interval, method ``"replicates"``).
+        """
+        from .._display import frame_row, tidy_frame
+
+        sketch = self.novel.kind == "estimate"  # rff: every score is an estimate, with or without an interval
+        rows = [_estimate_row("KEN", self.ken, estimate=sketch, role="novel"),
+                _estimate_row("KEN", self.ken_missing, estimate=sketch, role="missing"),
+                _estimate_row("RRKE", self.rrke, estimate=sketch, role=None)]
+        for role, spec in (("novel", self.novel), ("missing", self.missing)):
+            for m in self.modes(role, n_items=1):
+                j = m["mode"] - 1
+                ci = spec.eigenvalue_interval(j)
+                se = None if spec.eigenvalue_se is None else float(spec.eigenvalue_se[j])
+                rows.append(frame_row("eigenvalue", m["eigenvalue"], ci, kind=None if ci is not None else spec.kind,
+                                      se=se, method="replicates" if ci is not None else "none", note="", role=role,
+                                      mode=m["mode"], share=m["share"], p_value=m["p_value"],
+                                      outside_null=m["outside_null"]))
+        return tidy_frame(rows)
+
+    def plot(self, *, generated: Optional[str] = None, reference: Optional[str] = None,
+             title: Optional[str] = None):
+        """The figure the report and the Compare page draw for it: each novel and missing mode's share.
+
+        :func:`~diversity_core.report.figures.novelty.novelty_figure`'s own figure; ``generated``
+        and ``reference`` name the sets in its labels and title (escaped there).
+        """
+        from .._display import require_plotly
+
+        require_plotly("NoveltyReport.plot()")
+        from ..report.figures.novelty import novelty_figure
+
+        return novelty_figure(self, generated=generated, reference=reference, title=title)

@@ -14,11 +14,13 @@ The policy (which metrics, on which sets, at which n) lives here, so the CLI and
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from .._display import NotebookDisplay, format_kernel, short_repr
 from .._json import to_jsonable
 from .._validation import check_random_state
 from ..exceptions import DiversityInputError
@@ -27,6 +29,7 @@ from ._cmmd import cmmd
 from ._common import check_interval_options, check_sets
 from ._dcscore import dcscore
 from ._lexical import check_texts, lexical_diversity
+from ._pack_results import _estimate_row
 from ._probabilistic import probabilistic_precision_recall
 from ._rke import rke_mode_count
 from ._truncated import truncated_entropy, truncated_vendi
@@ -42,10 +45,12 @@ _ONE_SET_ROWS = (("RKE mode count", "rke", "mode_count"), ("truncated Vendi", "t
 _PAIR_ROWS = (("CMMD", "cmmd", "value"), ("clipped density", "clipped", "clipped_density"),
               ("clipped coverage", "clipped", "clipped_coverage"), ("P-precision", "probabilistic", "precision"),
               ("P-recall", "probabilistic", "recall"))
+#: The groups of :meth:`MetricPackResult.to_frame` and its figure, in order.
+_ROLES = ("generated", "reference", "G vs R")
 
 
-@dataclass(frozen=True)
-class MetricPackResult:
+@dataclass(frozen=True, repr=False)
+class MetricPackResult(NotebookDisplay):
     """Every metric of the pack for one generated set against a reference.
 
     Attributes
@@ -104,6 +109,108 @@ class MetricPackResult:
             "skipped": dict(self.skipped), "n": self.n, "n_reference": self.n_reference,
             "n_generated": self.n_generated, "kernel": self.kernel,
         })
+
+    # -- notebook display ------------------------------------------------------------------------
+    def _estimates(self):
+        """``(label, role, Estimate)`` of every value :meth:`rows` shows, in its order (skips left out)."""
+        for label, key, attr in _ONE_SET_ROWS:
+            for role, results in (("generated", self.generated), ("reference", self.reference)):
+                est = getattr(results[key], attr) if key in results else None
+                if est is not None:
+                    yield label, role, est
+        for label, key, attr in _PAIR_ROWS:
+            if key in self.pair:
+                yield label, "G vs R", getattr(self.pair[key], attr)
+
+    def _level(self) -> Optional[float]:
+        """The level of the intervals (the first one recorded), None when there is none."""
+        for _, _, est in self._estimates():
+            ci = est.confidence_interval
+            if ci is not None and ci.level is not None:
+                return float(ci.level)
+        return None
+
+    def __repr__(self) -> str:
+        """At most ten lines: the sizes, each metric's value for G and R (or G vs R) with its interval, the skips."""
+        def text(est) -> str:
+            return "-" if est is None else est.text()
+
+        def of(results, key, attr):
+            return getattr(results[key], attr) if key in results else None
+
+        fields_ = []
+        for label, key, attr in _ONE_SET_ROWS[:4]:
+            if key in self.generated or key in self.reference:
+                fields_.append((label, f"G {text(of(self.generated, key, attr))}, "
+                                       f"R {text(of(self.reference, key, attr))}"))
+        if "lexical" in self.generated or "lexical" in self.reference:
+            vals = {role: " / ".join("-" if of(res, "lexical", a) is None else f"{of(res, 'lexical', a).value:.4g}"
+                                     for a in ("compression_ratio", "ngram_diversity", "self_bleu"))
+                    for role, res in (("G", self.generated), ("R", self.reference))}
+            fields_.append(("compression / n-gram div. / self-BLEU", f"G {vals['G']}, R {vals['R']}"))
+        pair = {label: getattr(self.pair[key], attr) for label, key, attr in _PAIR_ROWS if key in self.pair}
+        if "CMMD" in pair:
+            fields_.append(("CMMD (G vs R)", text(pair["CMMD"])))
+        for name, a, b in (("clipped density / coverage", "clipped density", "clipped coverage"),
+                           ("P-precision / P-recall", "P-precision", "P-recall")):
+            if a in pair:
+                fields_.append((name, f"{text(pair[a])} / {text(pair.get(b))}"))
+        if self.skipped:
+            fields_.append(("skipped", "; ".join(f"{k} ({v})" for k, v in self.skipped.items())))
+        level = self._level()
+        tail = "" if level is None else f", {level:.0%} intervals"
+        return short_repr(f"MetricPackResult(n={self.n}, n_reference={self.n_reference}, "
+                          f"n_generated={self.n_generated}, kernel={format_kernel(self.kernel)}{tail})", fields_)
+
+    def _frame_rows(self) -> List[Dict[str, Any]]:
+        subsampled = {"generated": self.n < self.n_generated, "reference": self.n < self.n_reference, "G vs R": False}
+        return [_estimate_row(label, est, group=role, estimate=subsampled[role])
+                for label, role, est in self._estimates()]
+
+    def to_frame(self):
+        """A tidy pandas DataFrame: one row per metric and set (the values of :meth:`rows`, skips left out).
+
+        Columns of :mod:`diversity_core._display`: ``group`` (``"generated"``, ``"reference"``,
+        or ``"G vs R"`` for the two-set metrics), ``score`` (the metric's label), ``value``,
+        ``low``, ``high``, ``level``, ``kind`` (``"estimate"`` with an interval, and for a set
+        scored on a random n-subset without one; ``"exact"`` otherwise), then ``se``, ``method``
+        (how the interval was made) and ``note``. :attr:`skipped` says what was not computed.
+        """
+        from .._display import tidy_frame
+
+        return tidy_frame(self._frame_rows())
+
+    def _repr_html_(self) -> str:
+        """The table of :meth:`to_frame`, then the skipped metrics and why (all text escaped)."""
+        from .._display import html_table
+
+        out = html_table(self.to_frame(), caption=self._display_caption())
+        if self.skipped:
+            out += "<p><em>skipped:</em> " + "; ".join(f"{html.escape(str(k))}: {html.escape(str(v))}"
+                                                      for k, v in self.skipped.items()) + "</p>"
+        return out
+
+    def plot(self):
+        """One bar panel per metric, a bar per set (or G vs R) with its interval.
+
+        The figure is :func:`~diversity_core.report.figures.groups.score_bars_figure`, the score
+        panels the report and the app draw for a comparison, over the rows of :meth:`to_frame`.
+        """
+        from .._display import require_plotly
+
+        require_plotly("MetricPackResult.plot()")
+        from ..report.figures.colours import group_colours
+        from ..report.figures.groups import score_bars_figure
+
+        bars: Dict[str, list] = {}
+        for row in self._frame_rows():
+            ends = [None if np.isnan(row[e]) else row[e] for e in ("low", "high")]
+            bars.setdefault(row["score"], []).append((row["group"], row["value"], *ends))
+        level = self._level()
+        tail = "" if level is None else f" with {level:.0%} intervals"
+        return score_bars_figure(bars, groups=[g for g in _ROLES if any(r[0] == g for v in bars.values() for r in v)],
+                                 colours=group_colours(_ROLES),
+                                 title=f"The metric pack at n = {self.n} per set{tail}")
 
 
 def _at_n(X: np.ndarray, texts: Optional[List[str]], n: int, gen: np.random.Generator):

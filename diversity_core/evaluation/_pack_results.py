@@ -3,15 +3,23 @@
 Every value that is a sample statistic is an :class:`~diversity_core.evaluation.Estimate` (value,
 standard error, :class:`~diversity_core.ConfidenceInterval`); per-item arrays are read-only and
 left out of ``to_dict()``, as in :mod:`diversity_core.evaluation._results`.
+
+In a notebook (issue 42, item 1) each result shows a repr of at most ten lines (the headline
+numbers with their intervals, arrays by their shape), an HTML table (``_repr_html_``) and a tidy
+``to_frame()`` (the convention of :mod:`diversity_core._display`): one row per number, ``kind``
+``"estimate"`` with the interval's level where the number carries an interval, ``"exact"``
+otherwise, then the columns ``se``, ``method`` (how the interval was made) and ``note``.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from .._display import NotebookDisplay, format_array, format_interval, format_kernel, format_value, short_repr
 from ._results import Estimate, _freeze, _scalar_dict
 
 __all__ = [
@@ -26,8 +34,55 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class RKEResult:
+def _has_interval(est: Estimate) -> bool:
+    """Whether ``est`` carries an interval with finite ends."""
+    ci = est.confidence_interval
+    return ci is not None and all(end is not None and math.isfinite(float(end)) for end in ci)
+
+
+def _estimate_text(est: Optional[Estimate]) -> str:
+    """``value [low, high] (estimate, 95%)``, or the value alone with why it has no interval."""
+    if est is None:
+        return "-"
+    if _has_interval(est):
+        return format_interval(est.value, est.confidence_interval)
+    return f"{format_value(est.value)} ({est.note})" if est.note else format_interval(est.value)
+
+
+def _estimate_row(score: str, est: Estimate, *, group: Any = None, q: Any = None, estimate: bool = False,
+                  **extra: Any) -> Dict[str, Any]:
+    """A tidy row of an Estimate: ``"estimate"`` with its interval (level included) when it has one.
+
+    Without an interval it is ``"exact"``, unless an interval method was recorded or the value is
+    an estimate however computed (``estimate``: on a random subset, by a random sketch): then an
+    ``"estimate"`` without ends.
+    """
+    from .._display import frame_row
+
+    if _has_interval(est):
+        interval, kind = est.confidence_interval, None
+    else:
+        interval = None
+        kind = "estimate" if estimate or est.interval not in ("none", "") else "exact"
+    return frame_row(score, est.value, interval, group=group, q=q, kind=kind, se=est.se, method=est.interval,
+                     note=est.note, **extra)
+
+
+def _exact_row(score: str, value: Any, *, group: Any = None, q: Any = None, **extra: Any) -> Dict[str, Any]:
+    """A tidy row of a number computed exactly (no interval)."""
+    from .._display import frame_row
+
+    return frame_row(score, value, None, group=group, q=q, se=None, method="none", note="", **extra)
+
+
+def _frame(rows: List[Dict[str, Any]]):
+    from .._display import tidy_frame
+
+    return tidy_frame(rows)
+
+
+@dataclass(frozen=True, repr=False)
+class RKEResult(NotebookDisplay):
     """The RKE mode count (Jalali et al. 2023): 1 / ||K/n||_F^2, the Vendi score of order 2.
 
     Attributes
@@ -53,9 +108,20 @@ class RKEResult:
         """All fields."""
         return _scalar_dict(self)
 
+    def __repr__(self) -> str:
+        return short_repr(f"RKEResult(n={self.n}, kernel={format_kernel(self.kernel)}, method={self.method!r})", [
+            ("mode_count", _estimate_text(self.mode_count)),
+            ("entropy", f"{format_value(self.entropy)} nats (order-2 Renyi kernel entropy)"),
+        ])
 
-@dataclass(frozen=True)
-class TruncatedVendiResult:
+    def to_frame(self):
+        """Tidy rows ``RKE mode count`` (its interval) and ``RKE entropy`` (nats, exact), with ``n``."""
+        return _frame([_estimate_row("RKE mode count", self.mode_count, n=self.n),
+                       _exact_row("RKE entropy", self.entropy, n=self.n)])
+
+
+@dataclass(frozen=True, repr=False)
+class TruncatedVendiResult(NotebookDisplay):
     """The t-truncated Vendi score (Ospanov & Farnia): VS_q of the top t eigenvalues plus the tail's share.
 
     Attributes
@@ -93,9 +159,25 @@ class TruncatedVendiResult:
         """Scalars (the eigenvalues left out)."""
         return _scalar_dict(self)
 
+    def __repr__(self) -> str:
+        return short_repr(f"TruncatedVendiResult(t={self.t}, t_used={self.t_used}, q={format_value(self.q)}, "
+                          f"n={self.n}, kernel={format_kernel(self.kernel)})", [
+            ("value", _estimate_text(self.value)),
+            ("vendi", f"{format_value(self.vendi)} (untruncated VS_q)"),
+            ("tail_mass", self.tail_mass),
+            ("eigenvalues", format_array(self.eigenvalues)),
+        ])
 
-@dataclass(frozen=True)
-class TruncatedEntropyResult:
+    def to_frame(self):
+        """Tidy rows ``truncated Vendi`` (its interval), ``Vendi (untruncated)`` and ``tail mass``, with ``t``, ``t_used``, ``n``."""
+        extra = dict(t=self.t, t_used=self.t_used, n=self.n)
+        return _frame([_estimate_row("truncated Vendi", self.value, q=float(self.q), **extra),
+                       _exact_row("Vendi (untruncated)", self.vendi, q=float(self.q), **extra),
+                       _exact_row("tail mass", self.tail_mass, **extra)])
+
+
+@dataclass(frozen=True, repr=False)
+class TruncatedEntropyResult(NotebookDisplay):
     """The truncated Gaussian entropy of the embeddings' covariance (TCE on CLIP, TIE on Inception features).
 
     Attributes
@@ -121,9 +203,19 @@ class TruncatedEntropyResult:
         """Scalars (the eigenvalues left out)."""
         return _scalar_dict(self)
 
+    def __repr__(self) -> str:
+        return short_repr(f"TruncatedEntropyResult(t={self.t}, n={self.n}, d={self.d})", [
+            ("value", f"{_estimate_text(self.value)} nats"),
+            ("eigenvalues", format_array(self.eigenvalues)),
+        ])
 
-@dataclass(frozen=True)
-class DCScoreResult:
+    def to_frame(self):
+        """One tidy row ``truncated entropy`` (nats, its interval), with ``t``, ``n``, ``d``."""
+        return _frame([_estimate_row("truncated entropy", self.value, t=self.t, n=self.n, d=self.d)])
+
+
+@dataclass(frozen=True, repr=False)
+class DCScoreResult(NotebookDisplay):
     """DCScore (Zhu et al. 2025): the trace of the row-softmax of K / tau, in [1, n].
 
     Attributes
@@ -149,9 +241,20 @@ class DCScoreResult:
         """Scalars (the per-item values left out)."""
         return _scalar_dict(self)
 
+    def __repr__(self) -> str:
+        return short_repr(f"DCScoreResult(tau={format_value(self.tau)}, n={self.n}, "
+                          f"kernel={format_kernel(self.kernel)})", [
+            ("value", _estimate_text(self.value)),
+            ("items", format_array(self.items)),
+        ])
 
-@dataclass(frozen=True)
-class CMMDResult:
+    def to_frame(self):
+        """One tidy row ``DCScore`` (its interval), with ``tau`` and ``n``."""
+        return _frame([_estimate_row("DCScore", self.value, tau=self.tau, n=self.n)])
+
+
+@dataclass(frozen=True, repr=False)
+class CMMDResult(NotebookDisplay):
     """CMMD (Jayasumana et al. 2024): scale x MMD^2 under the Gaussian kernel of bandwidth sigma.
 
     Attributes
@@ -175,9 +278,20 @@ class CMMDResult:
         """All fields."""
         return _scalar_dict(self)
 
+    def __repr__(self) -> str:
+        return short_repr(f"CMMDResult({self.estimator}, sigma={format_value(self.sigma)}, "
+                          f"scale={format_value(self.scale)}, n_reference={self.n_reference}, "
+                          f"n_generated={self.n_generated})", [("value", _estimate_text(self.value))])
 
-@dataclass(frozen=True)
-class ClippedDensityCoverageResult:
+    def to_frame(self):
+        """One tidy row ``CMMD`` (its interval), with ``estimator``, ``sigma``, ``scale`` and the sizes."""
+        return _frame([_estimate_row("CMMD", self.value, estimator=self.estimator, sigma=self.sigma,
+                                     scale=self.scale, n_reference=self.n_reference,
+                                     n_generated=self.n_generated)])
+
+
+@dataclass(frozen=True, repr=False)
+class ClippedDensityCoverageResult(NotebookDisplay):
     """Clipped density and clipped coverage (Salvy et al. 2025) of generated G against reference R.
 
     Attributes
@@ -222,9 +336,36 @@ class ClippedDensityCoverageResult:
         """Scalars and estimates (per-item arrays left out)."""
         return _scalar_dict(self)
 
+    def __repr__(self) -> str:
+        return short_repr(f"ClippedDensityCoverageResult(k={self.k}, n_reference={self.n_reference}, "
+                          f"n_generated={self.n_generated})", [
+            ("clipped_density", _estimate_text(self.clipped_density)),
+            ("clipped_coverage", _estimate_text(self.clipped_coverage)),
+            ("density_ratio / coverage_raw", f"{format_value(self.density_ratio)} / "
+                                             f"{format_value(self.coverage_raw)} (before cap / calibration)"),
+            ("reference_density", self.reference_density),
+            ("median_radius", self.median_radius),
+            ("density_items", format_array(self.density_items)),
+            ("coverage_items", format_array(self.coverage_items)),
+        ])
 
-@dataclass(frozen=True)
-class ProbabilisticPRResult:
+    def to_frame(self):
+        """Tidy rows: the clipped density and coverage (their intervals), then the exact intermediates.
+
+        ``density ratio`` (before the cap at 1), ``raw coverage`` (before calibration),
+        ``reference density`` and ``median radius``; columns ``k``, ``n_reference``, ``n_generated``.
+        """
+        extra = dict(k=self.k, n_reference=self.n_reference, n_generated=self.n_generated)
+        return _frame([_estimate_row("clipped density", self.clipped_density, **extra),
+                       _estimate_row("clipped coverage", self.clipped_coverage, **extra),
+                       _exact_row("density ratio", self.density_ratio, **extra),
+                       _exact_row("raw coverage", self.coverage_raw, **extra),
+                       _exact_row("reference density", self.reference_density, **extra),
+                       _exact_row("median radius", self.median_radius, **extra)])
+
+
+@dataclass(frozen=True, repr=False)
+class ProbabilisticPRResult(NotebookDisplay):
     """Probabilistic precision and recall (Park & Kim 2023) of generated G against reference R.
 
     Attributes
@@ -260,9 +401,28 @@ class ProbabilisticPRResult:
         """Scalars and estimates (per-item arrays left out)."""
         return _scalar_dict(self)
 
+    def __repr__(self) -> str:
+        return short_repr(f"ProbabilisticPRResult(k={self.k}, a={format_value(self.a)}, "
+                          f"n_reference={self.n_reference}, n_generated={self.n_generated})", [
+            ("precision", _estimate_text(self.precision)),
+            ("recall", _estimate_text(self.recall)),
+            ("radii", f"{format_value(self.radius_reference)} (reference), "
+                      f"{format_value(self.radius_generated)} (generated)"),
+            ("precision_items", format_array(self.precision_items)),
+            ("recall_items", format_array(self.recall_items)),
+        ])
 
-@dataclass(frozen=True)
-class LexicalDiversityResult:
+    def to_frame(self):
+        """Tidy rows ``P-precision``, ``P-recall`` (their intervals) and the two mean k-NN radii (exact)."""
+        extra = dict(k=self.k, a=self.a, n_reference=self.n_reference, n_generated=self.n_generated)
+        return _frame([_estimate_row("P-precision", self.precision, **extra),
+                       _estimate_row("P-recall", self.recall, **extra),
+                       _exact_row("radius reference", self.radius_reference, **extra),
+                       _exact_row("radius generated", self.radius_generated, **extra)])
+
+
+@dataclass(frozen=True, repr=False)
+class LexicalDiversityResult(NotebookDisplay):
     """Lexical diversity of a set of texts: compression ratio, n-gram diversity, self-BLEU.
 
     Attributes
@@ -291,3 +451,19 @@ class LexicalDiversityResult:
     def to_dict(self) -> Dict[str, Any]:
         """All fields."""
         return _scalar_dict(self)
+
+    def __repr__(self) -> str:
+        return short_repr(f"LexicalDiversityResult(n={self.n}, max_n={self.max_n})", [
+            ("compression_ratio", _estimate_text(self.compression_ratio)),
+            ("ngram_diversity", _estimate_text(self.ngram_diversity)),
+            ("self_bleu", None if self.self_bleu is None else _estimate_text(self.self_bleu)),
+        ])
+
+    def to_frame(self):
+        """Tidy rows ``compression ratio``, ``n-gram diversity`` and ``self-BLEU`` (when computed), with ``n`` and ``max_n``."""
+        extra = dict(n=self.n, max_n=self.max_n)
+        rows = [_estimate_row("compression ratio", self.compression_ratio, **extra),
+                _estimate_row("n-gram diversity", self.ngram_diversity, **extra)]
+        if self.self_bleu is not None:
+            rows.append(_estimate_row("self-BLEU", self.self_bleu, **extra))
+        return _frame(rows)

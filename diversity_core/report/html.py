@@ -10,6 +10,8 @@ molecule drawings are ``data:`` URIs). It holds
 - figures: scores with intervals, pairwise differences, the q-profile overlay with bands, the
   magnitude-curve overlay, the spectra, the sample-size curves;
 - a gallery per group (image thumbnails as base64 PNG, text snippets, molecule drawings as SVG);
+- with novelty reports, what each generated group has that the reference lacks and what it misses
+  (KEN, RRKE, the mode-share chart, each mode's items and its verdict against the null);
 - the comparison itself as JSON (``<script type="application/json" id="comparison-data">``),
   so the numbers can be reloaded with :meth:`Comparison.from_dict`.
 
@@ -228,15 +230,20 @@ def _score_rows(cmp: Comparison) -> List[Dict[str, Any]]:
     return rows
 
 
-def _figure_sections(figs: Mapping[str, Any]) -> List[Dict[str, Any]]:
-    """Each figure's heading, div id and plotly markup; plotly.js goes inline into the first one only."""
+def _figure_sections(figs: Mapping[str, Any], *, titles: Optional[Mapping[str, str]] = None,
+                     plotlyjs: bool = True) -> List[Dict[str, Any]]:
+    """Each figure's heading, div id and plotly markup; plotly.js goes inline into the first one only.
+
+    ``titles``: headings of figures beyond the comparison's and the evaluation's; ``plotlyjs``:
+    False when an earlier figure of the page carries plotly.js already.
+    """
     from .figures.evaluation import EVALUATION_TITLES
 
-    titles = {**EVALUATION_TITLES, **FIGURE_TITLES}
+    titles = {**EVALUATION_TITLES, **FIGURE_TITLES, **(titles or {})}
     sections = []
     for i, (name, fig) in enumerate(figs.items()):
         div_id = f"fig-{name}"
-        body = fig.to_html(full_html=False, include_plotlyjs=i == 0, div_id=div_id,
+        body = fig.to_html(full_html=False, include_plotlyjs=plotlyjs and i == 0, div_id=div_id,
                            config={"displaylogo": False, "responsive": True,
                                    "toImageButtonOptions": {"filename": name, "scale": 2}})
         sections.append({"name": name, "div_id": div_id, "title": titles.get(name, name), "body": body})
@@ -304,6 +311,55 @@ def _evaluation_section(evaluations: Optional[Mapping[str, Any]], reference: Opt
             "nn_method": ", ".join(nn)}
 
 
+def _novelty_section(novelty: Optional[Mapping[str, Any]], reference: Optional[str],
+                     items: Optional[Mapping[str, Any]], plotlyjs: bool) -> Optional[Dict[str, Any]]:
+    """The report's "What is new, what is missing" section (None without novelty reports; issue 43).
+
+    ``novelty``: ``{generated group: NoveltyReport}`` against ``reference``; ``items``:
+    ``{group: (dataset, generated rows, reference rows)}``, the dataset rows behind each set's
+    positions (the modes' items are then shown as thumbnails or snippets with their ids).
+    ``plotlyjs``: whether the first figure carries plotly.js (no figure came before it).
+    """
+    if not novelty:
+        return None
+    from .figures.novelty import novelty_figure
+
+    ref = reference or "reference"
+    figs = {f"novelty-{i + 1}": novelty_figure(r, generated=g, reference=ref)
+            for i, (g, r) in enumerate(novelty.items())}
+    sections = _figure_sections(figs, titles={f"novelty-{i + 1}": f"Mode shares: {g}"
+                                              for i, g in enumerate(novelty)}, plotlyjs=plotlyjs)
+    groups = []
+    for (g, rep), fig in zip(novelty.items(), sections):
+        ds, gen_rows, ref_rows = items[g] if items and g in items else (None, None, None)
+        roles = []
+        for role in ("novel", "missing"):
+            spec = rep.novel if role == "novel" else rep.missing
+            rows = gen_rows if spec.owner == "generated" else ref_rows
+            modes = []
+            for m in rep.modes(role, n_items=8):
+                cells = ([_item_cell(ds, int(rows[i])) for i in m["items"]] if ds is not None
+                         else [{"id": f"#{i}", "src": None, "text": ""} for i in m["items"]])
+                verdict = ("no null computed" if m["outside_null"] is None
+                           else "outside the null" if m["outside_null"] else "within noise")
+                modes.append({"mode": m["mode"], "share": f"{m['share']:.1%}", "eigenvalue": _fmt(m["eigenvalue"]),
+                              "verdict": verdict, "outside": bool(m["outside_null"]),
+                              "p_value": None if m["p_value"] is None else _fmt(m["p_value"], 3), "cells": cells})
+            roles.append({"role": role, "owner": g if spec.owner == "generated" else ref, "modes": modes})
+        s = rep.settings
+        scores = [(name, e.text(), e.interval) for name, e in (("KEN (novel: what it adds)", rep.ken),
+                                                                  ("KEN (missing: what it lacks)", rep.ken_missing),
+                                                                  (f"RRKE (order {s['rrke_order']:g})", rep.rrke))]
+        null = rep.novel_null
+        groups.append({"group": g, "scores": scores, "roles": roles, "figure": fig,
+                       "settings": f"{s['kernel_description']} · {s['method']} route ({s['kind']}) · "
+                                   f"{s['n_generated']} generated vs {s['n_reference']} reference items · "
+                                   f"{s['confidence_level']:.0%} intervals · "
+                                   + (f"null from {null.n_permutations} label permutations" if null is not None
+                                      else "no permutation null")})
+    return {"reference": ref, "groups": groups}
+
+
 def report_html(
     cmp: Comparison,
     *,
@@ -314,6 +370,8 @@ def report_html(
     evaluations: Optional[Mapping[str, Any]] = None,
     evaluation_reference: Optional[str] = None,
     evaluation_items: Optional[Mapping[str, Any]] = None,
+    novelty: Optional[Mapping[str, Any]] = None,
+    novelty_items: Optional[Mapping[str, Any]] = None,
 ) -> str:
     """The report as one HTML string (self-contained, offline).
 
@@ -333,11 +391,19 @@ def report_html(
         role): their metrics with intervals, the fidelity-diversity plane, the Vendi ratio, the
         closest generated-training pairs and the per-prompt scores when computed.
     evaluation_reference : str, optional
-        The reference group's name, for the headings.
+        The reference group's name, for the headings (of the novelty section too).
     evaluation_items : dict group -> (Dataset, generated rows, training rows), optional
         The dataset rows of each evaluated group's generated items and of the training items, in
         the order the evaluation saw them: the closest pairs are then shown as items
         (thumbnails, snippets and ids), not only as positions.
+    novelty : dict group -> NoveltyReport, optional
+        Generated groups' novel and missing modes against the reference
+        (:func:`~diversity_core.differential.novelty_report`): KEN both ways and RRKE with their
+        intervals, the mode-share chart (:func:`~diversity_core.report.figures.novelty.novelty_figure`)
+        and, per mode, its share, its verdict against the permutation null and its top items.
+    novelty_items : dict group -> (Dataset, generated rows, reference rows), optional
+        The dataset rows of each group's generated items and of the reference items, in the order
+        the novelty report saw them: each mode's items are then shown as thumbnails or snippets.
 
     Returns
     -------
@@ -376,6 +442,7 @@ def report_html(
         score_rows=_score_rows(cmp),
         figures=_figure_sections(figures),
         evaluation=_evaluation_section(evaluations, evaluation_reference, evaluation_items),
+        novelty=_novelty_section(novelty, evaluation_reference, novelty_items, plotlyjs=not figures),
         galleries=[(g, _gallery(galleries[g], gallery_items, seed + i))
                    for i, g in enumerate(cmp.groups) if g in galleries],
         settings_rows=_settings_rows(cmp, generated),

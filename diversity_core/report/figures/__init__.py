@@ -27,7 +27,11 @@ map_figure                 the map of any size: every point, or a density image 
                            sample of points on top; search matches ringed
 map_3d_figure              the 3-D map in the same colours, every point or a sample
 rank_figure                the groups' ranks under each representation and kernel (the
-                           robustness test): crossing lines are rank flips
+                           robustness test, and every metric's: metric_agreement): crossing
+                           lines are rank flips
+novelty_figure             the shares of a set's novel and missing modes against a reference,
+                           solid outside the permutation null, pale within noise
+selection_figure           VS of the greedy, k-centre and random subsets against their size
 bar_figure                 one value per label, optionally with an interval
 histogram_figure           a histogram of one quantity
 score_bars_figure          groups' scores with intervals, one panel per score
@@ -42,7 +46,8 @@ Where things live: ``_base`` (palette, layout, axis helpers), ``colours`` (one c
 the same on every chart: :func:`group_colours`), ``vendi`` (q-profile, spectrum,
 kernel matrix, sensitivity), ``curves`` (magnitude, RND), ``items`` (projection, bars,
 histogram), ``maps`` (the maps of any size, 2-D and 3-D), ``robustness`` (the rank chart),
-``groups`` (the comparison builders), ``comparison`` (the figures of a Comparison).
+``groups`` (the comparison builders), ``comparison`` (the figures of a Comparison), ``novelty``
+(novel and missing modes), ``curation`` (the diverse subsets).
 
 Group, file and item names are escaped by the builders (:func:`escape_label`): plotly renders
 some HTML, links included, in labels, legends and hover boxes. The ``hover`` of
@@ -58,6 +63,7 @@ from ..._orders import format_q
 from ._base import PALETTE, WEBGL_THRESHOLD, escape_label, q_axis_position
 from .colours import POOLED_COLOUR, POOLED_LABEL, group_colours, series_colours
 from .comparison import FIGURE_TITLES, comparison_figures, presentation_style
+from .curation import selection_figure
 from .curves import magnitude_dimension_figure, magnitude_figure, rnd_figure
 from .groups import (
     difference_figure,
@@ -69,6 +75,7 @@ from .groups import (
 )
 from .items import bar_figure, histogram_figure, projection_figure
 from .maps import map_3d_figure, map_figure
+from .novelty import novelty_figure
 from .robustness import rank_figure
 from .vendi import (
     kernel_heatmap,
@@ -102,6 +109,8 @@ __all__ = [
     "map_figure",
     "map_3d_figure",
     "rank_figure",
+    "novelty_figure",
+    "selection_figure",
     "bar_figure",
     "sensitivity_figure",
     "histogram_figure",

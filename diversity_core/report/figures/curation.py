@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from ..._orders import format_q
-from ._base import _go, escape_label
+from ._base import _colour, _go, _layout, escape_label
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -32,10 +32,10 @@ def selection_figure(selections: Mapping[str, Any], q: float, *,
     go = _go()
     labels = SELECTION_LABELS if labels is None else labels
     fig = go.Figure()
-    for name, sel in selections.items():
+    for i, (name, sel) in enumerate(selections.items()):
         fig.add_trace(go.Scatter(x=sel.curve_k, y=sel.curve(q), mode="lines+markers",
-                                 name=escape_label(labels.get(name, name))))
-    fig.update_layout(title=f"VS (q = {format_q(q)}) of the first k items chosen", xaxis_title="k",
-                      yaxis_title=f"VS_{format_q(q)}", height=380, margin=dict(l=40, r=20, t=50, b=40),
-                      legend=dict(orientation="h", y=-0.2))
+                                 name=escape_label(labels.get(name, name)), line=dict(color=_colour(i))))
+    # the white template, title and legend of every other figure (the default grey one before)
+    _layout(fig, title=f"VS (q = {format_q(q)}) of the first k items chosen", height=380)
+    fig.update_layout(xaxis_title="k", yaxis_title=f"VS_{format_q(q)}")
     return fig
