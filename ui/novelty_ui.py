@@ -56,10 +56,13 @@ def task(ctx, reference: str, generated: tuple, seed: int) -> Callable:
         R = compute.dense(X[ref_rows])
         out = {}
         for j, g in enumerate(generated):
-            progress(j, len(generated), f"{g}: novel and missing modes, intervals and the permutation null")
             rows = ds.group_indices(g)
+            # each group's steps (spectra, intervals, each permutation of the null) on one bar for all groups
+            def step(d, t, m, j=j, g=g):
+                progress(j * t + d, len(generated) * t, f"{g}: {m}")
+
             out[g] = {"report": novelty_report(compute.dense(X[rows]), R, kernel=kernel, n_modes=N_MODES, rng=seed,
-                                               **kernel_kwargs),
+                                               progress=step, **kernel_kwargs),
                       "generated": rows, "reference": ref_rows}
         progress(len(generated), len(generated), "done")
         return out

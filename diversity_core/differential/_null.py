@@ -130,8 +130,11 @@ def _top_eigenvalue(L: np.ndarray, gen) -> float:
     return float(eigsh(L, k=1, which="LA", tol=1e-10, v0=gen.standard_normal(p), return_eigenvectors=False)[0])
 
 
-def _null_tops(factor: Factor, eta: float, B: int, gen) -> tuple:
-    """``((novel tops, missing tops), (n, m) used, note)``: the top eigenvalue of each difference under B relabellings."""
+def _null_tops(factor: Factor, eta: float, B: int, gen, tick=None) -> tuple:
+    """``((novel tops, missing tops), (n, m) used, note)``: the top eigenvalue of each difference under B relabellings.
+
+    ``tick(b)``, when given, is called after each relabelling (progress).
+    """
     F, n, m, note = _pooled_rows(factor, gen)
     N, p = F.shape
     total = F.T @ F
@@ -146,6 +149,8 @@ def _null_tops(factor: Factor, eta: float, B: int, gen) -> tuple:
         for r, (A, Bm) in enumerate(((Cx, Cy), (Cy, Cx))):
             L = A - eta * Bm
             tops[r, b] = _top_eigenvalue(0.5 * (L + L.T), gen)
+        if tick is not None:
+            tick(b + 1)
     return tops, (n, m), note
 
 

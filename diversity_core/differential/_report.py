@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import time
+from typing import Optional
 
+from .._progress import DETAIL_SEPARATOR, ProgressCallback, report
 from .._validation import check_scalar
 from ..evaluation._common import check_interval_options
 from ..kernels import DEFAULT_KERNEL
@@ -32,6 +34,7 @@ def novelty_report(
     n_resamples: int = 16,
     interval_size: int = 2048,
     rng=None,
+    progress: Optional[ProgressCallback] = None,
     **kernel_params,
 ) -> NoveltyReport:
     r"""What a candidate set X has that a reference Y lacks, and what it misses: the CLI's and the app's one call.
@@ -51,6 +54,9 @@ def novelty_report(
         Modes kept in each spectrum (loadings, galleries, verdicts).
     n_permutations : int, default 100
     rrke_order : {0.5, 2}, default 0.5
+    progress : callable, optional
+        ``progress(done, total, message)``: one step for the spectra, one for the intervals, one
+        per permutation of the null (its stage named before the detail separator).
     Others
         As :func:`novelty_spectrum`, :func:`ken_score` and :func:`mode_null`.
 
@@ -73,6 +79,8 @@ def novelty_report(
         raise DiversityInputError(f"rrke_order must be 0.5 or 2; got {rrke_order}.")
     level, n_resamples, interval_size = check_interval_options(confidence_level, n_resamples, interval_size)
     timings = {}
+    total = 2 + n_permutations
+    report(progress, 0, total, "the novelty spectra")
     t0 = time.perf_counter()
     X, Y, eta, kern, factor, gen = _prepare(X, Y, kernel, kernel_params, eta, method, n_frequencies, replicates, rng)
     moments = (factor.moments(0), factor.moments(1))
@@ -81,6 +89,7 @@ def novelty_report(
     kd = kern.to_dict()
     novel, missing = _novelties(factor, (0, 1), eta, n_modes, level, kd, moments=moments)
     timings["spectra"] = round(time.perf_counter() - t0, 3)
+    report(progress, 1, total, "intervals of KEN and RRKE")
     t0 = time.perf_counter()
     full = [novel.ken, missing.ken, _rrke(factor, rrke_order, moments)]
 
@@ -93,7 +102,12 @@ def novelty_report(
     novel_null = missing_null = None
     if n_permutations:
         t0 = time.perf_counter()
-        tops, used, note = _null_tops(factor, eta, n_permutations, gen)
+        report(progress, 2, total, "the permutation null")
+
+        def tick(b):
+            report(progress, 2 + b, total, f"the permutation null{DETAIL_SEPARATOR}{b} of {n_permutations} relabellings")
+
+        tops, used, note = _null_tops(factor, eta, n_permutations, gen, tick=tick if progress is not None else None)
         novel_null = _verdict(tops[0], novel.eigenvalues[:n_modes], level, "novel", used, note,
                               dim=novel.dim)
         missing_null = _verdict(tops[1], missing.eigenvalues[:n_modes], level, "missing", used, note, dim=missing.dim)
@@ -103,5 +117,6 @@ def novelty_report(
                 "confidence_level": level, "n_resamples": n_resamples, "interval_size": interval_size,
                 "n_generated": int(X.shape[0]), "n_reference": int(Y.shape[0]), "timings": timings,
                 **factor.settings}
+    report(progress, total, total, "done")
     return NoveltyReport(novel=novel, missing=missing, ken=ken, ken_missing=ken_missing, rrke=rr,
                          novel_null=novel_null, missing_null=missing_null, settings=settings)
