@@ -98,6 +98,63 @@ def test_cards_turn_plotly_hover_off_on_the_points_only(rng):
     assert on.data[0].hoverinfo is None and on.data[0].hovertemplate
 
 
+def test_crowded_map_travels_compact_and_hovers_the_same_text(rng):
+    """Issue 41, item 13: the 100,000-point map's figure was 73 bytes a point of JSON (float64
+    coordinates, each point's whole hover text), parsed twice by Streamlit's chart before plotly
+    drew. Above CROWDED points the coordinates are float32 (binary in the JSON) and the hover text
+    all points share at their ends moves into the template: the hover box reads the same."""
+    pio = pytest.importorskip("plotly.io")
+    n = M.CROWDED + 1
+    XY = rng.normal(size=(n, 2)) * 10
+    groups = np.where(np.arange(n) % 3 == 0, "a", "b")
+    hover = [f"<b>row {i + 1}</b>" for i in range(n)]
+    near, matches = np.array([5, 9, 20_000]), np.array([1, 2, 3])
+    fig = F.map_figure(XY, color=groups, hover=hover, highlight=matches, neighbours=near)
+    for t in fig.data:
+        assert t.x.dtype == np.float32 and t.y.dtype == np.float32, t.name
+    a, b = points(fig)[:2]
+    for t in (a, b):
+        assert t.hovertemplate.startswith("<b>row %{text}</b><br>")
+        shown = [t.hovertemplate.split("<br>")[0].replace("%{text}", x) for x in t.text]
+        assert shown == [hover[i] for i in t.customdata]  # every point's hover text, as given
+        np.testing.assert_array_equal(t.x, XY[t.customdata, 0].astype(np.float32))
+    ring = fig.data[-1]  # the rings sit on their points, to the float32 bit
+    np.testing.assert_array_equal(ring.x, XY[near, 0].astype(np.float32))
+    spec = pio.to_json(fig, validate=False)
+    assert '"dtype":"f4"' in spec
+    assert len(spec) / n < 30  # 73 bytes a point before
+    small = F.map_figure(XY[:100], hover=hover[:100])  # a map of few points is drawn as before
+    assert small.data[0].x.dtype == np.float64 and list(small.data[0].text) == hover[:100]
+    # the 3-D map of as many points likewise, its rings on their points
+    XYZ = np.column_stack([XY, XY[:, 0] - XY[:, 1]])
+    fig3 = F.map_3d_figure(XYZ, color=groups, hover=hover, highlight=matches, neighbours=near)
+    for t in fig3.data:
+        assert {t.x.dtype, t.y.dtype, t.z.dtype} == {np.dtype(np.float32)}, t.name
+    t = fig3.data[0]
+    assert t.hovertemplate.startswith("<b>row %{text}</b><br>")
+    assert [f"<b>row {x}</b>" for x in t.text] == [hover[i] for i in t.customdata]
+    np.testing.assert_array_equal(fig3.data[-1].z, XYZ[near, 2].astype(np.float32))
+    assert len(pio.to_json(fig3, validate=False)) / n < 35
+
+
+@pytest.mark.parametrize("texts, ends", [
+    (["<b>row 1</b>", "<b>row 22</b>"], ("<b>row ", "</b>")),
+    (["x<i>1</i>", "x<i>2</i>"], ("x<i>", "</i>")),
+    (["<b>1", "<b>2"], ("<b>", "")),
+    (["<br>1", "<br>2", "<b>3"], ("", "")),  # not inside a tag: "<b"
+    (["&amp;x", "&lt;x"], ("", "x")),  # not inside an entity: "amp;" / "lt;"
+    (["1&amp;z", "2&amp;z"], ("", "&amp;z")),
+    (["a%{b}1c", "a%{b}2c"], ("a", "c")),  # no template syntax
+    (["ab", "ab"], ("ab", "")),
+    (["abc", "abxbc"], ("ab", "c")),  # the ends do not overlap in the shortest
+    ([], ("", "")),
+])
+def test_shared_hover_ends_split_no_markup(texts, ends):
+    head, tail = M._shared_ends(texts)
+    assert (head, tail) == ends
+    assert all(t.startswith(head) and t.endswith(tail) and len(head) + len(tail) <= len(t) for t in texts)
+
+
 def test_highlight_rings_the_matches_and_counts_them_all(rng, monkeypatch):
     XY = rng.normal(size=(50, 2))
     matches = np.array([3, 7, 11, 40])

@@ -14,10 +14,14 @@ a click or a selection names items, not drawn rows.
   density image and slows past ~10^5 points).
 - ``highlight`` rings the items matching a search (at most :data:`HIGHLIGHT_MAX`);
   ``hover_box=False`` turns plotly's own hover box off, for a page that shows its own card.
+- Above :data:`CROWDED` drawn points a map's figure is compacted for the browser (issue 41,
+  item 13): float32 coordinates (binary in plotly's JSON) and the hover text all points share
+  at their ends in the trace's template, 25 bytes of JSON a point instead of 73 at 100,000.
 """
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -37,7 +41,8 @@ __all__ = ["CROWDED", "DENSITY_BINS", "HIGHLIGHT_MAX", "NEIGHBOUR_RING", "map_3d
 DENSITY_BINS = (480, 320)
 #: Items matching a search ringed at most (the legend counts them all).
 HIGHLIGHT_MAX = 50_000
-#: Above this many points the 2-D map's markers are smaller and lighter (crowded regions stay readable).
+#: Above this many points the 2-D map's markers are smaller and lighter (crowded regions stay readable),
+#: and its figure is compacted for the browser (:func:`_compact`).
 CROWDED = 20_000
 
 _RING = {"color": "rgba(0,0,0,0)", "line": {"color": "#d62728", "width": 2}}
@@ -125,7 +130,7 @@ def map_figure(
     fig = _map_figure(XY[:, :2], color=color, categorical=categorical, hover=hover, color_title=color_title,
                        axis_titles=axis_titles, title=title, sample=sample, highlight=highlight,
                        hover_box=hover_box, colours=colours)
-    return _ring_neighbours(fig, XY[:, :2], near)
+    return _ring_neighbours(fig, _coordinates(XY[:, :2], sample is None and XY.shape[0] > CROWDED), near)
 
 
 def map_3d_figure(
@@ -170,7 +175,8 @@ def map_3d_figure(
     fig = _map_3d_figure(XYZ[:, :3], color=color, categorical=categorical, hover=hover, color_title=color_title,
                           axis_titles=tuple(axis_titles), title=title, sample=sample, highlight=highlight,
                           hover_box=hover_box, height=height, colours=colours)
-    return _ring_neighbours(fig, XYZ[:, :3], near)
+    drawn = XYZ.shape[0] if sample is None else sample.size
+    return _ring_neighbours(fig, _coordinates(XYZ[:, :3], drawn > CROWDED), near)
 
 
 # ------------------------------------------------------------------------------------------
@@ -241,6 +247,7 @@ def _map_figure(XY, *, color, categorical, hover, color_title, axis_titles, titl
                                 colours=colours)
         if big:
             fig.update_traces(marker_opacity=0.45)
+            _compact(fig)
     else:
         fig = projection_figure(XY[sample], color=None if color is None else [color[i] for i in sample],
                                 categorical=categorical, hover=hover, color_title=color_title,
@@ -264,10 +271,68 @@ def _map_figure(XY, *, color, categorical, hover, color_title, axis_titles, titl
                 trace.hoverinfo = "none"
     if highlight is not None and highlight.size:
         shown = highlight[:HIGHLIGHT_MAX]
-        fig.add_trace(go.Scattergl(x=XY[shown, 0], y=XY[shown, 1], mode="markers",
+        xy = _coordinates(XY[shown], sample is None and XY.shape[0] > CROWDED)  # as the points they ring
+        fig.add_trace(go.Scattergl(x=xy[:, 0], y=xy[:, 1], mode="markers",
                                    name=f"matches ({highlight.size})", marker={"size": 11, **_RING},
                                    customdata=shown, hoverinfo="skip"))
     return fig
+
+
+def _coordinates(XY: np.ndarray, compact: bool) -> np.ndarray:
+    """The coordinates a trace draws: float32 on a compacted map (:func:`_compact`), else as given."""
+    return XY.astype(np.float32) if compact else XY
+
+
+def _compact(fig) -> None:
+    """Shrink the point traces of a crowded map for the browser (issue 41, item 13), drawing the same map.
+
+    Measured on the 100,000-point map (``benchmarks/bench_map_paint.py``): its figure's JSON was
+    73 bytes a point, 60% of it the hover texts, and Streamlit's chart parses it, writes it out
+    and parses it again (its theme) before plotly draws. So the coordinates travel as float32
+    (plotly sends numpy arrays as binary, 4 bytes a value instead of 8; ~1e-7 relative, far below
+    a pixel, and boxes and lassos are resolved on the caller's coordinates), and the text every
+    point's hover text shares at its start and end (``<b>row`` ... ``</b>``) moves into the trace's
+    ``hovertemplate``: the hover box shows the same text. The 3-D map's traces likewise
+    (``scatter3d``, ``z`` included).
+    """
+    for trace in fig.data:
+        if trace.type not in ("scatter", "scattergl", "scatter3d"):
+            continue
+        trace.x, trace.y = np.asarray(trace.x, dtype=np.float32), np.asarray(trace.y, dtype=np.float32)
+        if trace.type == "scatter3d":
+            trace.z = np.asarray(trace.z, dtype=np.float32)
+        template = trace.hovertemplate
+        if trace.text is None or not isinstance(template, str) or template.count("%{text}") != 1:
+            continue
+        texts = np.asarray(trace.text, dtype=str).tolist()
+        head, tail = _shared_ends(texts)
+        if head or tail:
+            trace.text = np.asarray([t[len(head):len(t) - len(tail)] for t in texts], dtype=str)
+            trace.hovertemplate = template.replace("%{text}", head + "%{text}" + tail)
+
+
+def _shared_ends(texts: list) -> Tuple[str, str]:
+    """The longest start and end all ``texts`` share, cut to split no markup tag or entity.
+
+    They do not overlap in the shortest text and hold none of plotly's template characters.
+    """
+    if not texts:
+        return "", ""
+    head = os.path.commonprefix(texts)
+    tail = os.path.commonprefix([t[::-1] for t in texts])[::-1]
+    room = min(len(t) for t in texts) - len(head)  # the shortest text holds both
+    tail = tail[len(tail) - min(len(tail), room):]
+    cut = min([len(head)] + [head.find(c) for c in "%{}" if c in head])  # no template syntax
+    head = head[:cut]
+    opened = max(head.rfind("<"), head.rfind("&"))
+    if opened > max(head.rfind(">"), head.rfind(";")):  # ends inside a tag or an entity
+        head = head[:opened]
+    cut = max([-1] + [tail.rfind(c) for c in "%{}" if c in tail])
+    tail = tail[cut + 1:]
+    opens = [i for i in (tail.find("<"), tail.find("&")) if i >= 0]
+    before = tail[:min(opens) if opens else len(tail)]
+    closed = max(before.rfind(">"), before.rfind(";"))
+    return head, tail[closed + 1:]  # not from inside a tag or an entity
 
 
 def _map_3d_figure(XYZ, *, color, categorical, hover, color_title, axis_titles, title, sample, highlight,
@@ -313,6 +378,8 @@ def _map_3d_figure(XYZ, *, color, categorical, hover, color_title, axis_titles, 
         fig.add_trace(go.Scatter3d(x=XYZ[shown, 0], y=XYZ[shown, 1], z=XYZ[shown, 2], mode="markers",
                                    name=f"matches ({highlight.size})", marker={"size": size + 4, **_RING},
                                    customdata=shown, hoverinfo="skip"))
+    if n > CROWDED:
+        _compact(fig)  # the rings above included
     fig.update_layout(
         title=title,
         height=height,
