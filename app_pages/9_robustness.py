@@ -50,11 +50,12 @@ if out is not None:
     robustness_ui.show(out, left_out)
 
 st.subheader("Under every metric")
-st.caption(f"The same groups ranked by every diversity metric on **{literal(ctx.featurizer)}** features: where "
-           "two groups swap places between metrics, the conclusion depends on the metric.")
+st.caption("The same groups ranked by every diversity metric, on each representation chosen: where two groups "
+           "swap places between metrics, the conclusion depends on the metric.")
 metrics = robustness_ui.metric_settings(view)
-if metrics:
-    mkey = robustness_ui.metrics_key(view, ctx.featurizer, metrics, ctx.settings.seed)
+reps = robustness_ui.metric_representations(view, ctx.featurizer)
+if metrics and reps:
+    mkey = robustness_ui.metrics_key(view, reps, metrics, ctx.settings.seed)
     mout = tasks.stored("agreement", mkey)
     if mout is None and tasks.start_button(
         "Test the metrics",
@@ -64,11 +65,11 @@ if metrics:
         mout = tasks.run(
             "agreement",
             mkey,
-            robustness_ui.metrics_task(view, ctx.featurizer, metrics, ctx.settings.seed),
+            robustness_ui.metrics_task(view, reps, metrics, ctx.settings.seed),
             "Scoring the groups under every metric",
             expanded=True,
         )
     if mout is not None:
         robustness_ui.show_metrics(mout)
 else:
-    st.info("Choose at least one metric above.")
+    st.info("Choose at least one metric and one representation above.")

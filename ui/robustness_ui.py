@@ -367,6 +367,8 @@ def show(out: Outcome, left_out: list) -> None:
 # ------------------------------------------------------------------------------------------
 #: Session-state key of the chosen metrics.
 METRICS_KEY = "agreement_metrics"
+#: Session-state key of the representations the metrics are tried on.
+METRIC_REPS_KEY = "agreement_representations"
 #: Key of the container holding the metric test's results.
 AGREEMENT_RESULTS_KEY = "agreement_results"
 
@@ -390,36 +392,66 @@ def metric_settings(view: View) -> list:
         "Metrics",
         options,
         key=METRICS_KEY,
-        help="Every group is scored under each metric at the same n, with an interval, under one representation "
-        "and kernel (the sidebar's representation, its own kernel). MagArea is slow.",
+        help="Every group is scored under each metric at the same n, with an interval, on each representation "
+        "chosen below (one kernel: the first representation's own). MagArea is slow.",
     )
 
 
-def metrics_key(view: View, featurizer: str, metrics: list, seed: int) -> tuple:
+def metric_representations(view: View, featurizer: str) -> list:
+    """The representations the metrics are tried on (the section's own multiselect; the sidebar's first).
+
+    Every installed representation of the data is offered ("and every representation already
+    offered", issue 43 item 6): one row per metric and representation, flips between them named.
+    """
+    options = compute.featurizer_options(view.data)
+    ss = st.session_state
+    ss[METRIC_REPS_KEY] = [r for r in ss.get(METRIC_REPS_KEY, [featurizer]) if r in options] or [featurizer]
+    missing = [r for r in ss[METRIC_REPS_KEY] if not at_hand(view, r)]
+    chosen = st.multiselect(
+        "Representations",
+        options,
+        key=METRIC_REPS_KEY,
+        help="Each metric is scored on each representation chosen (one kernel for all: the first one's own). "
+        "Features not computed yet are computed when the test runs.",
+    )
+    if missing:
+        st.caption("Computed when you run the test (then kept for every page): " + literal(", ".join(missing))
+                   + " features.")
+    return chosen
+
+
+def metrics_key(view: View, featurizers, metrics: list, seed: int) -> tuple:
     """The key of the metric test in the ``"agreement"`` task store."""
-    return (view.key, featurizer, tuple(metrics), seed, GROUP_MAX)
+    reps = (featurizers,) if isinstance(featurizers, str) else tuple(featurizers)
+    return (view.key, reps, tuple(metrics), seed, GROUP_MAX)
 
 
-def metrics_task(view: View, featurizer: str, metrics: list, seed: int) -> Callable:
-    """``fn(progress)`` for :func:`ui.tasks.run`: the features when missing, then every metric."""
+def metrics_task(view: View, featurizers, metrics: list, seed: int) -> Callable:
+    """``fn(progress)`` for :func:`ui.tasks.run`: each representation's features when missing, then every metric."""
     from diversity_core.agreement import metric_agreement
+
+    reps = [featurizers] if isinstance(featurizers, str) else list(featurizers)
 
     def fn(progress):
         ds = view.data
-        featurize(ds, featurizer, copy=False,
-                  progress=lambda d, t, m: progress(d, t, f"{featurizer} features{DETAIL_SEPARATOR}{m}"
-                                                    if m else f"{featurizer} features"))
-        X = compute.features(view, featurizer, show_progress=False)
         kept_pos, _small = groups_used(view)
         labels = np.asarray(ds.groups).astype(str)[kept_pos]
         names = list(dict.fromkeys(labels.tolist()))
-        sets = {g: X[kept_pos[labels == g]] for g in names}
+        sets = {}
+        for rep in reps:
+            featurize(ds, rep, copy=False,
+                      progress=lambda d, t, m, rep=rep: progress(d, t, f"{rep} features{DETAIL_SEPARATOR}{m}"
+                                                                  if m else f"{rep} features"))
+            X = compute.features(view, rep, show_progress=False)
+            sets[rep] = {g: X[kept_pos[labels == g]] for g in names}
         texts = None
         if ds.modality == "text":
             items = list(ds.items)
             texts = {g: [str(items[i]) for i in kept_pos[labels == g]] for g in names}
-        return metric_agreement(sets, metrics=metrics, representation=featurizer, texts=texts,
-                                kernel=default_kernel(featurizer), rng=seed, progress=progress)
+        first = reps[0]
+        return metric_agreement(sets[first], metrics=metrics, representation=first,
+                                representations={r: sets[r] for r in reps[1:]} or None, texts=texts,
+                                kernel=default_kernel(first), rng=seed, progress=progress)
 
     return fn
 

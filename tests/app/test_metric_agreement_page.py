@@ -53,3 +53,23 @@ def test_icons_rank_flip_between_metrics():
     assert list(table["metric"]) == ["VS_0.5", "VS_1"]
     assert table.equals(expected.wide())
     assert expected.verdict == "depends"
+
+
+def test_metrics_on_several_representations():
+    """Every representation the app offers can be chosen: one row per metric and representation, as the core's."""
+    at = AppTest.from_file(APP, default_timeout=240)
+    at.query_params.update({"demo": "text", "n": "150", "seed": "2"})
+    at.run()
+    at.switch_page(PAGE).run()
+    assert_clean(at)
+    featurizer = at.session_state["featurizer"]
+    reps = at.multiselect(key="agreement_representations")
+    assert reps.value == [featurizer] and len(reps.options) >= 2
+    other = next(r for r in reps.options if r != featurizer)
+    reps.set_value([featurizer, other]).run()
+    at.multiselect(key="agreement_metrics").set_value(["VS_1", "IntDiv"]).run()
+    at.button(key="run_agreement").click().run()
+    assert_clean(at)
+    table = at.dataframe[0].value
+    assert len(table) == 4  # two metrics on each of two representations
+    assert any(other in str(v) for v in table.iloc[:, 0]), table
