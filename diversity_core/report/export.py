@@ -8,6 +8,7 @@ says so; the HTML report's PNG/SVG buttons, which render in the reader's browser
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional, Union
@@ -171,6 +172,13 @@ def export_figures(cmp: Comparison, directory: Union[str, Path], *, format: str 
             raise  # named after the figure's own path by the transaction
         except Exception:  # noqa: BLE001 - fall back to one figure at a time, with the clear error
             for fig, tmp in zip(figs.values(), temporaries):
+                data = figure_bytes(fig, format=fmt, scale=scale)
+                with open(tmp, "wb") as fh:
+                    fh.write(data)
+        # kaleido's batch can return without writing every file (seen on a loaded machine: one SVG of
+        # six missing, no error): each one missing or empty is rendered again on its own
+        for fig, tmp in zip(figs.values(), temporaries):
+            if not os.path.exists(tmp) or os.path.getsize(tmp) == 0:
                 data = figure_bytes(fig, format=fmt, scale=scale)
                 with open(tmp, "wb") as fh:
                     fh.write(data)

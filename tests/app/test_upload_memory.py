@@ -60,7 +60,7 @@ def test_an_entry_that_is_its_argument_counts_what_it_keeps_alive(fresh_pools, m
     assert 2 <= c.info()["entries"] <= 5
     assert c.info()["bytes"] >= c.info()["entries"] * 200 * 16 * 8
     gc.collect()
-    alive = [o for o in gc.get_objects() if isinstance(o, Dataset) and o.source.startswith("upload:u")]
+    alive = [o for o in gc.get_objects() if type(o) is Dataset and o.source.startswith("upload:u")]
     assert len(alive) == c.info()["entries"]
 
 
@@ -156,5 +156,5 @@ def test_uploads_in_the_app_stay_bounded_and_go_with_their_session(fresh_pools):
     gc.collect()
     # only the last run's page namespace (its ``ctx``) may still name the last upload: AppTest keeps
     # it; a server drops it with the session's script runner
-    alive = [o.name for o in gc.get_objects() if isinstance(o, Dataset) and o.source.startswith("upload:")]
+    alive = [o.name for o in gc.get_objects() if type(o) is Dataset and o.source.startswith("upload:")]
     assert set(alive) <= {"u2.csv"}, alive
